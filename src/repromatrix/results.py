@@ -1,0 +1,249 @@
+"""The results store: append-only JSON-lines records, one per finished cell.
+
+Flow: run -> **results** -> report. The run stage appends one record per cell
+as soon as the cell is finished (flushed and fsynced, so a killed run loses at
+most the cell in flight). The report stage loads any number of files and
+folders (runs from several machines or shards) into one list, then picks the
+latest record per cell and the previous one for change detection.
+
+Loading never fails on bad data: a line that is not JSON, not a record, or of
+an unknown ``schema_version`` is named (file, line, reason) and skipped. Two
+different records for the same (run, cell) are reported as a conflict rather
+than silently merged.
+
+Layout: ``<root>/<host>/<run_id>.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .model import SCHEMA_VERSION, Status
+
+STATUSES = frozenset(s.value for s in Status)
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
+_REQUIRED_STR = ("run_id", "cell", "repro", "status")
+
+Record = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A line (or whole file, line 0) the loader could not use, and why."""
+
+    file: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Two or more different records for one (run, cell); ``kept`` is the one used."""
+
+    run_id: str
+    cell: str
+    sources: tuple[str, ...]
+    statuses: tuple[str, ...]
+    kept: str
+
+    def __str__(self) -> str:
+        return (f"{self.cell} in run {self.run_id}: {len(self.sources)} different records "
+                f"({', '.join(self.sources)}); statuses {', '.join(self.statuses)}; "
+                f"kept {self.kept}")
+
+
+@dataclass
+class Loaded:
+    """Everything a load produced: usable records, what was skipped, conflicts."""
+
+    records: list[Record] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+
+
+def safe_component(text: str, fallback: str = "unknown") -> str:
+    """A filesystem-safe path component derived from ``text``."""
+    cleaned = _UNSAFE.sub("_", str(text or "")).strip("._")
+    return cleaned[:120] or fallback
+
+
+class ResultStore:
+    """Append-only store rooted at ``root``: ``root/<host>/<run_id>.jsonl``."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+
+    def path_for(self, record: Mapping[str, Any]) -> Path:
+        """The JSONL file a record belongs in."""
+        host = safe_component(record.get("host", ""), "unknown-host")
+        run = safe_component(record.get("run_id", ""), "unknown-run")
+        return self.root / host / f"{run}.jsonl"
+
+    def append(self, record: Mapping[str, Any]) -> Path:
+        """Append one record as a single line; flush and fsync before returning."""
+        line = json.dumps(dict(record), ensure_ascii=False, sort_keys=True, default=str)
+        path = self.path_for(record)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        return path
+
+    def load(self) -> Loaded:
+        """Load everything under the store's root."""
+        return load_records([self.root])
+
+
+def iter_result_files(paths: Iterable[Path | str]) -> tuple[list[Path], list[Skipped]]:
+    """Expand files and folders (recursively, ``*.jsonl``) in a stable order."""
+    files: list[Path] = []
+    missing: list[Skipped] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            files.extend(sorted(q for q in p.rglob("*.jsonl") if q.is_file()))
+        elif p.is_file():
+            files.append(p)
+        else:
+            missing.append(Skipped(str(p), 0, "no such file or directory"))
+    unique: dict[Path, Path] = {}
+    for f in files:
+        unique.setdefault(f.resolve(), f)
+    return list(unique.values()), missing
+
+
+def check_record(obj: Any) -> str | None:
+    """Why ``obj`` is not a usable record of this schema, or None when it is."""
+    if not isinstance(obj, dict):
+        return f"not a JSON object ({type(obj).__name__})"
+    version = obj.get("schema_version")
+    if version != SCHEMA_VERSION or isinstance(version, bool):
+        return f"unknown schema_version {version!r} (this harness reads {SCHEMA_VERSION})"
+    for key in _REQUIRED_STR:
+        if not isinstance(obj.get(key), str) or not obj[key]:
+            return f"missing or non-string {key!r}"
+    if obj["status"] not in STATUSES:
+        return f"unknown status {obj['status']!r}"
+    stack = obj.get("stack")
+    if not isinstance(stack, dict) or not isinstance(stack.get("id"), str):
+        return "missing stack.id"
+    return None
+
+
+def read_file(path: Path) -> tuple[list[tuple[int, Record]], list[Skipped]]:
+    """Parse one JSONL file; returns ((line number, record), ...) and skipped lines."""
+    name = str(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return [], [Skipped(name, 0, f"cannot read: {exc.strerror or exc}")]
+    good: list[tuple[int, Record]] = []
+    bad: list[Skipped] = []
+    lines = data.split(b"\n")
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        truncated = number == len(lines) and not data.endswith(b"\n")
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            bad.append(Skipped(name, number, "not valid UTF-8"))
+            continue
+        except ValueError as exc:
+            hint = "truncated last line (run interrupted?)" if truncated else "invalid JSON"
+            bad.append(Skipped(name, number, f"{hint}: {exc}"))
+            continue
+        problem = check_record(obj)
+        if problem:
+            bad.append(Skipped(name, number, problem))
+        else:
+            good.append((number, obj))
+    return good, bad
+
+
+def _canonical(record: Mapping[str, Any]) -> str:
+    return json.dumps(record, sort_keys=True, default=str)
+
+
+def load_records(paths: Iterable[Path | str]) -> Loaded:
+    """Load records from files and folders; skip what cannot be read, report conflicts.
+
+    Identical copies of a record (the same run shipped twice) count once. Different
+    records for the same (run_id, cell) are a conflict: the latest-finished one is
+    kept in ``records`` and every source is named in ``conflicts``.
+    """
+    files, skipped = iter_result_files(paths)
+    out = Loaded(skipped=list(skipped))
+    by_key: dict[tuple[str, str], list[tuple[str, Record]]] = {}
+    order: list[tuple[str, str]] = []
+    for path in files:
+        good, bad = read_file(path)
+        out.skipped.extend(bad)
+        for number, rec in good:
+            key = (rec["run_id"], rec["cell"])
+            if key not in by_key:
+                by_key[key] = []
+                order.append(key)
+            by_key[key].append((f"{path}:{number}", rec))
+    for key in order:
+        out.records.append(_resolve(key, by_key[key], out.conflicts))
+    return out
+
+
+def _resolve(key: tuple[str, str], found: list[tuple[str, Record]],
+             conflicts: list[Conflict]) -> Record:
+    distinct: dict[str, tuple[str, Record]] = {}
+    for source, rec in found:
+        distinct.setdefault(_canonical(rec), (source, rec))
+    if len(distinct) == 1:
+        return found[0][1]
+    variants = list(distinct.values())
+    kept_source, kept = max(variants, key=lambda sr: _time_key(sr[1]))
+    conflicts.append(Conflict(
+        run_id=key[0], cell=key[1],
+        sources=tuple(s for s, _ in variants),
+        statuses=tuple(str(r.get("status")) for _, r in variants),
+        kept=kept_source,
+    ))
+    return kept
+
+
+def _time_key(record: Mapping[str, Any]) -> tuple[str, str, str]:
+    """Sort key for 'later': finished_at, then started_at, then run id (ISO strings)."""
+    return (str(record.get("finished_at") or ""), str(record.get("started_at") or ""),
+            str(record.get("run_id") or ""))
+
+
+def latest_by_cell(records: Iterable[Mapping[str, Any]]) -> dict[str, Record]:
+    """The most recent record of every cell, keyed by cell id."""
+    latest: dict[str, Record] = {}
+    for rec in records:
+        cell = rec["cell"]
+        if cell not in latest or _time_key(rec) > _time_key(latest[cell]):
+            latest[cell] = dict(rec)
+    return latest
+
+
+def previous_by_cell(records: Iterable[Mapping[str, Any]]) -> dict[str, Record]:
+    """For every cell with history, its latest record from a run other than its latest run."""
+    recs = list(records)
+    latest = latest_by_cell(recs)
+    previous: dict[str, Record] = {}
+    for rec in recs:
+        cell = rec["cell"]
+        if rec["run_id"] == latest[cell]["run_id"]:
+            continue
+        if cell not in previous or _time_key(rec) > _time_key(previous[cell]):
+            previous[cell] = dict(rec)
+    return previous

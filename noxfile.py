@@ -1,0 +1,96 @@
+"""Nox sessions: thin wrappers over the `repromatrix` command line.
+
+`nox -s matrix` builds what is missing, runs what is stale and renders the page;
+arguments after `--` pass through (`nox -s matrix -- --all -k deform`).
+One `stack(<id>)` session per stack in matrix.yaml runs that stack alone.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.sessions = ["matrix"]
+nox.options.reuse_venv = "yes"
+
+
+def _stack_ids() -> list[str]:
+    """Stack ids from matrix.yaml, read with the harness when it is importable."""
+    sys.path.insert(0, str(ROOT / "src"))
+    try:
+        from repromatrix.config import load_matrix
+
+        return [s.id for s in load_matrix(ROOT / "matrix.yaml").stacks]
+    except Exception as exc:  # nox -l must still work with a broken matrix.yaml
+        print(f"noxfile: cannot list stacks: {exc}", file=sys.stderr)
+        return []
+    finally:
+        sys.path.pop(0)
+
+
+def _install(session: nox.Session, *extras: str) -> None:
+    spec = f".[{','.join(extras)}]" if extras else "."
+    session.install("-e", spec)
+
+
+def _cli(session: nox.Session, command: str) -> None:
+    _install(session)
+    session.run("repromatrix", command, *session.posargs)
+
+
+@nox.session
+def matrix(session: nox.Session) -> None:
+    """Build missing images, run stale cells, render the page (repromatrix matrix)."""
+    _cli(session, "matrix")
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """Build the images of the selected stacks (repromatrix build)."""
+    _cli(session, "build")
+
+
+@nox.session
+def run(session: nox.Session) -> None:
+    """Run the selected cells and record results (repromatrix run)."""
+    _cli(session, "run")
+
+
+@nox.session
+def report(session: nox.Session) -> None:
+    """Render the static compatibility site (repromatrix report)."""
+    _cli(session, "report")
+
+
+@nox.session
+def bisect(session: nox.Session) -> None:
+    """Find the release where a repro changed outcome (repromatrix bisect)."""
+    _cli(session, "bisect")
+
+
+@nox.session
+@nox.parametrize("stack_id", [nox.param(s, id=s) for s in _stack_ids()])
+def stack(session: nox.Session, stack_id: str) -> None:
+    """Run one stack of matrix.yaml and render the page."""
+    _install(session)
+    session.run("repromatrix", "matrix", "-k", stack_id, *session.posargs)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Run the test suite (real docker, real torch, real chromium where present)."""
+    _install(session, "test")
+    env = {k: v for k, v in os.environ.items() if k.startswith("REPROMATRIX_")}
+    session.run("pytest", *session.posargs, env=env)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff over the harness, tests and repros."""
+    session.install("ruff")
+    session.run("ruff", "check", "src", "tests", "noxfile.py", "benchmarks")

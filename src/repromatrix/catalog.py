@@ -1,0 +1,82 @@
+"""The repro catalog: every `repros/<id>.py`, described by its META literal.
+
+The host never imports a repro (it would import torch): META is read with
+`ast.literal_eval`. Source hashes feed the cell cache key, so an edited repro,
+protocol module or runner makes its cells stale.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from pathlib import Path
+
+from .errors import ConfigError
+from .model import Repro
+
+NOT_REPROS = ("protocol.py", "runner.py")
+SHARED_SOURCES = ("protocol.py", "runner.py")
+META_KEYS = {"id", "title", "upstream", "description", "requires", "expect"}
+
+
+def repro_files(repros_dir: Path) -> list[Path]:
+    return sorted(p for p in repros_dir.glob("*.py")
+                  if p.name not in NOT_REPROS and not p.name.startswith("_"))
+
+
+def load_catalog(repros_dir: Path) -> dict[str, Repro]:
+    """All repros in `repros_dir`, by id; a malformed META is a ConfigError."""
+    return {r.id: r for r in (read_repro(p) for p in repro_files(repros_dir))}
+
+
+def read_repro(path: Path) -> Repro:
+    meta = _read_meta(path)
+    unknown = set(meta) - META_KEYS
+    if unknown:
+        raise ConfigError(f"unknown META keys {sorted(unknown)}", file=str(path), key="META")
+    if meta.get("id", path.stem) != path.stem:
+        raise ConfigError(f"id {meta['id']!r} must equal the file name {path.stem!r}",
+                          file=str(path), key="META.id")
+    return Repro(
+        id=path.stem,
+        path=str(path),
+        title=str(meta.get("title", path.stem)),
+        upstream=tuple(meta.get("upstream", ())),
+        expect=tuple(meta.get("expect", ())),
+        requires=tuple(meta.get("requires", ())),
+        description=str(meta.get("description", "")),
+    )
+
+
+def _read_meta(path: Path) -> dict:
+    try:
+        tree = ast.parse(path.read_text(), filename=str(path))
+    except SyntaxError as exc:
+        raise ConfigError(f"syntax error on line {exc.lineno}: {exc.msg}", file=str(path)) from None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "META" for t in node.targets):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                raise ConfigError("META must be a pure literal dict", file=str(path),
+                                  key="META") from None
+            if not isinstance(value, dict):
+                raise ConfigError("META must be a dict", file=str(path), key="META")
+            return value
+    raise ConfigError("no top-level META = {...} literal", file=str(path))
+
+
+def source_hashes(repros_dir: Path, ids: list[str] | None = None) -> dict[str, str]:
+    """sha256 of each repro's source plus the shared protocol and runner modules."""
+    shared = hashlib.sha256()
+    for name in SHARED_SOURCES:
+        p = repros_dir / name
+        shared.update(p.read_bytes() if p.exists() else b"")
+    out = {}
+    for p in repro_files(repros_dir):
+        if ids is None or p.stem in ids:
+            h = shared.copy()
+            h.update(p.read_bytes())
+            out[p.stem] = h.hexdigest()
+    return out

@@ -1,0 +1,229 @@
+"""The compatibility table (data/compat.yaml) and stack resolution against it.
+
+Used by config (every stack is resolved and checked before anything is built)
+and by bisect (candidate stacks between two versions). Pure functions over the
+table: no I/O besides reading the packaged YAML once.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import yaml
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from .errors import did_you_mean
+
+PYPI_INDEX = "pypi"
+
+
+class CompatError(ValueError):
+    """An impossible or unknown combination; `key` is the offending stack key."""
+
+    def __init__(self, key: str, message: str) -> None:
+        self.key = key
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class TorchRelease:
+    version: str
+    torchvision: tuple[str, ...]
+    python: SpecifierSet
+    pypi_cuda: str
+    indexes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TrtRelease:
+    version: str
+    torch: SpecifierSet
+    tensorrt: str
+    python: SpecifierSet
+    index: str
+
+
+@dataclass(frozen=True)
+class NgcRelease:
+    tag: str
+    torch: str
+    torch_tensorrt: str | None
+    tensorrt: str | None
+    cuda: str | None
+    python: str
+    pip_constraint: bool
+
+
+@dataclass(frozen=True)
+class CompatTable:
+    torch: dict[str, TorchRelease]
+    torch_tensorrt: dict[str, TrtRelease]
+    ngc: dict[str, NgcRelease]
+    indexes: dict[str, str | None]
+
+    def torch_versions(self) -> list[str]:
+        return sorted(self.torch, key=Version)
+
+    def trt_versions(self) -> list[str]:
+        return sorted(self.torch_tensorrt, key=Version)
+
+    def ngc_tags(self) -> list[str]:
+        return sorted(self.ngc, key=Version)
+
+
+@functools.cache
+def load_table() -> CompatTable:
+    """The packaged table, parsed once."""
+    text = resources.files("repromatrix").joinpath("data/compat.yaml").read_text()
+    raw = yaml.safe_load(text)
+    return CompatTable(
+        torch={v: _torch_release(v, r) for v, r in raw["torch"].items()},
+        torch_tensorrt={v: _trt_release(v, r) for v, r in raw["torch_tensorrt"].items()},
+        ngc={t: _ngc_release(t, r) for t, r in raw["ngc"].items()},
+        indexes=dict(raw["indexes"]),
+    )
+
+
+def _torch_release(v: str, r: dict[str, Any]) -> TorchRelease:
+    return TorchRelease(v, tuple(r["torchvision"]), SpecifierSet(r["python"]),
+                        r["pypi_cuda"], tuple(r["indexes"]))
+
+
+def _trt_release(v: str, r: dict[str, Any]) -> TrtRelease:
+    return TrtRelease(v, SpecifierSet(r["torch"]), str(r["tensorrt"]),
+                      SpecifierSet(r["python"]), r["index"])
+
+
+def _ngc_release(t: str, r: dict[str, Any]) -> NgcRelease:
+    return NgcRelease(t, r["torch"], r.get("torch_tensorrt"), r.get("tensorrt"),
+                      r.get("cuda"), str(r["python"]), bool(r.get("pip_constraint")))
+
+
+def resolve_release(known: list[str], value: str, key: str) -> str:
+    """Exact version, or shorthand "2.5" -> newest "2.5.x" in `known`."""
+    value = str(value)
+    if value in known:
+        return value
+    prefix = value + "."
+    matches = [v for v in known if v.startswith(prefix)]
+    if matches:
+        return max(matches, key=Version)
+    raise CompatError(key, f"{value} is not a known release{did_you_mean(value, known)}; "
+                           f"known: {_span(known)}")
+
+
+def _span(versions: list[str]) -> str:
+    return f"{versions[0]} .. {versions[-1]}" if len(versions) > 3 else ", ".join(versions)
+
+
+def newest_trt_for(table: CompatTable, torch: str) -> str | None:
+    """The newest torch-tensorrt release whose torch requirement admits `torch`."""
+    fits = [v for v in table.trt_versions() if table.torch_tensorrt[v].torch.contains(torch)]
+    return fits[-1] if fits else None
+
+
+def resolve_pip(fields: dict[str, Any], python_default: str) -> dict[str, Any]:
+    """Complete and check the pins of a `pip` stack; raise CompatError naming the key.
+
+    `fields` holds the user's keys (torch required; torchvision, torch_tensorrt
+    may be a version, a shorthand, or null/"none" to leave it out, and are
+    derived when absent; index, python optional).
+    """
+    table = load_table()
+    torch = resolve_release(table.torch_versions(), fields["torch"], "torch")
+    rel = table.torch[torch]
+    out: dict[str, Any] = {"torch": torch}
+    out["torchvision"] = _resolve_torchvision(rel, fields.get("torchvision", _DERIVE))
+    out["torch_tensorrt"] = trt = _resolve_trt(table, torch, fields)
+    out["tensorrt"] = table.torch_tensorrt[trt].tensorrt if trt else None
+    out["index"] = index = _resolve_index(table, rel, trt, fields.get("index"))
+    out["cuda"] = rel.pypi_cuda if index == PYPI_INDEX else table.indexes[index]
+    out["python"] = python = str(fields.get("python") or python_default)
+    _check_python(python, f"torch {torch}", rel.python)
+    if trt:
+        _check_python(python, f"torch_tensorrt {trt}", table.torch_tensorrt[trt].python)
+    return out
+
+
+_DERIVE = object()  # key absent: derive the pin from the table
+
+
+def _is_none(value: Any) -> bool:
+    """An explicit "leave it out": null, false, "none"."""
+    return value is None or value is False or str(value).lower() in ("none", "false", "")
+
+
+def _resolve_torchvision(rel: TorchRelease, value: Any) -> str | None:
+    if value is not _DERIVE and _is_none(value):
+        return None
+    if not rel.torchvision:
+        if value is _DERIVE:
+            return None
+        raise CompatError("torchvision", f"no torchvision release is known for torch {rel.version}")
+    if value is _DERIVE:
+        return rel.torchvision[0]
+    value = str(value)
+    match = [v for v in rel.torchvision if v == value or v.startswith(value + ".")]
+    if not match:
+        raise CompatError("torchvision", f"{value} does not install with torch {rel.version} "
+                                         f"(needs {' or '.join(rel.torchvision)})")
+    return match[-1]
+
+
+def _resolve_trt(table: CompatTable, torch: str, fields: dict[str, Any]) -> str | None:
+    value = fields.get("torch_tensorrt", _DERIVE)
+    if value is not _DERIVE and _is_none(value):
+        return None
+    if value is _DERIVE:
+        return newest_trt_for(table, torch)
+    trt = resolve_release(table.trt_versions(), value, "torch_tensorrt")
+    need = table.torch_tensorrt[trt].torch
+    if not need.contains(torch):
+        raise CompatError("torch_tensorrt", f"{trt} needs torch {spec_text(need)}, got {torch}")
+    return trt
+
+
+def _resolve_index(table: CompatTable, rel: TorchRelease, trt: str | None, value: Any) -> str:
+    if value is None:
+        return table.torch_tensorrt[trt].index if trt else PYPI_INDEX
+    index = str(value)
+    if index == PYPI_INDEX:
+        return index
+    if index not in table.indexes:
+        known = [*table.indexes, PYPI_INDEX]
+        raise CompatError("index", f"{index} is not a wheel index{did_you_mean(index, known)}; "
+                                   f"known: {', '.join(known)}")
+    if index != "cpu" and index not in rel.indexes:
+        raise CompatError("index", f"torch {rel.version} was never published for {index} "
+                                   f"(published: {', '.join(rel.indexes) or 'none known'})")
+    if trt and index == "cpu":
+        raise CompatError("index", f"torch_tensorrt {trt} needs a CUDA build of torch, not cpu")
+    return index
+
+
+def spec_text(spec: SpecifierSet) -> str:
+    """Lower bound first: ">=2.4.0,<2.5.0" (SpecifierSet's str sorts alphabetically)."""
+    return ",".join(sorted((str(s) for s in spec), key=lambda s: not s.startswith((">", "=", "~"))))
+
+
+def _check_python(python: str, what: str, spec: SpecifierSet) -> None:
+    try:
+        ok = spec.contains(Version(python))
+    except InvalidVersion:
+        raise CompatError("python", f"{python!r} is not a Python version like 3.11") from None
+    if not ok:
+        raise CompatError("python", f"{what} has no wheels for Python {python} (supports {spec_text(spec)})")
+
+
+def resolve_ngc(tag: Any) -> NgcRelease:
+    table = load_table()
+    tag = str(tag)
+    if tag not in table.ngc:
+        known = table.ngc_tags()
+        raise CompatError("ngc", f"{tag} is not a known NGC PyTorch release"
+                                 f"{did_you_mean(tag, known)}; known: {_span(known)}")
+    return table.ngc[tag]

@@ -1,0 +1,258 @@
+"""Stage 1: read matrix.yaml strictly into a frozen Matrix.
+
+Every error names the file, the key path and the value, with "did you mean"
+for unknown keys, and is raised before anything expensive happens. Every stack
+is resolved against the compatibility table here (see compat).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import compat, paths
+from .catalog import load_catalog
+from .errors import ConfigError, did_you_mean
+from .model import SAFE_ID, STACK_KINDS, Repro, Settings, Stack
+
+TOP_KEYS = ("defaults", "repros", "stacks")
+DEFAULT_KEYS = {
+    "python": str, "base_images": dict, "ca_bundle": (str, type(None)),
+    "extra_index_urls": list, "find_links": list, "packages": list,
+    "shm_size": str, "repro_timeout": (int, float), "stack_timeout": (int, float),
+}
+STACK_KEYS = {
+    "pip": ("kind", "id", "torch", "torchvision", "torch_tensorrt", "index", "python",
+            "packages", "repros", "tags"),
+    "ngc": ("kind", "id", "ngc", "packages", "repros", "tags"),
+    "local": ("kind", "id", "interpreter", "repros", "tags"),
+}
+SCALAR_VERSION_KEYS = ("torch", "torchvision", "torch_tensorrt", "index", "python", "ngc")
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A parsed, validated matrix file."""
+
+    path: Path
+    settings: Settings
+    stacks: tuple[Stack, ...]
+    repros: Mapping[str, Repro]
+    repros_dir: Path
+
+
+def load_matrix(path: Path | str | None = None, repros_dir: Path | None = None) -> Matrix:
+    """Read, validate and resolve a matrix file (default: the project's matrix.yaml)."""
+    path = Path(path) if path else paths.default_matrix()
+    repros_dir = repros_dir or _repros_dir_for(path)
+    raw = _read_yaml(path)
+    f = str(path)
+    _check_keys(raw, TOP_KEYS, f, "")
+    catalog = load_catalog(repros_dir)
+    settings = parse_settings(raw.get("defaults") or {}, f, path.parent)
+    all_repros = _parse_repro_list(raw.get("repros", "all"), catalog, f, "repros")
+    stacks = _parse_stacks(raw.get("stacks"), settings, catalog, all_repros, f)
+    return Matrix(path, settings, stacks, catalog, repros_dir)
+
+
+def _repros_dir_for(path: Path) -> Path:
+    beside = path.resolve().parent / "repros"
+    return beside if beside.is_dir() else paths.repros_dir()
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f"line {mark.line + 1}: " if mark else ""
+        raise ConfigError(f"{line}malformed YAML: {exc.problem or exc.context}",
+                          file=str(path)) from None
+    if not isinstance(raw, dict):
+        raise ConfigError("must be a mapping with keys " + ", ".join(TOP_KEYS), file=str(path))
+    return raw
+
+
+def _check_keys(raw: Mapping[str, Any], allowed: Sequence[str], f: str, where: str) -> None:
+    for key in raw:
+        if key not in allowed:
+            at = f"{where}.{key}" if where else str(key)
+            raise ConfigError(f"unknown key{did_you_mean(str(key), allowed)}; "
+                              f"allowed: {', '.join(allowed)}", file=f, key=at)
+
+
+def _type_name(t: Any) -> str:
+    ts = t if isinstance(t, tuple) else (t,)
+    names = {str: "a string", dict: "a mapping", list: "a list", int: "a number",
+             float: "a number", bool: "true/false", type(None): "null"}
+    return " or ".join(dict.fromkeys(names[x] for x in ts))
+
+
+def _typed(value: Any, t: Any, f: str, key: str) -> Any:
+    if isinstance(value, bool) and t in ((int, float), int, float):
+        ok = False
+    else:
+        ok = isinstance(value, t)
+    if not ok:
+        raise ConfigError(f"expected {_type_name(t)}, got {value!r}", file=f, key=key)
+    return value
+
+
+def parse_settings(raw: Any, f: str, base: Path) -> Settings:
+    """The `defaults` mapping, with relative paths taken from the matrix file's folder."""
+    _typed(raw, dict, f, "defaults")
+    _check_keys(raw, tuple(DEFAULT_KEYS), f, "defaults")
+    vals = {k: _typed(v, DEFAULT_KEYS[k], f, f"defaults.{k}") for k, v in raw.items()}
+    for key in ("extra_index_urls", "find_links", "packages"):
+        for i, item in enumerate(vals.get(key, [])):
+            _typed(item, str, f, f"defaults.{key}[{i}]")
+    for name, image in vals.get("base_images", {}).items():
+        _typed(image, str, f, f"defaults.base_images.{name}")
+    if vals.get("ca_bundle"):
+        vals["ca_bundle"] = str(_local_path(vals["ca_bundle"], base, f, "defaults.ca_bundle"))
+    vals["find_links"] = tuple(str(_local_path(p, base, f, f"defaults.find_links[{i}]"))
+                               for i, p in enumerate(vals.get("find_links", [])))
+    for key in ("extra_index_urls", "packages"):
+        vals[key] = tuple(vals.get(key, ()))
+    if "python" in vals:
+        vals["python"] = str(vals["python"])
+    return Settings(**vals)
+
+
+def _local_path(value: str, base: Path, f: str, key: str) -> Path:
+    p = (base / os.path.expanduser(value)).resolve()
+    if not p.exists():
+        raise ConfigError(f"{value!r} does not exist", file=f, key=key)
+    return p
+
+
+def with_overrides(settings: Settings, *, base_images: Sequence[str] = (),
+                   ca_bundle: str | None = None, find_links: Sequence[str] = ()) -> Settings:
+    """Apply command-line and environment overrides (REPROMATRIX_BASE_IMAGES,
+    REPROMATRIX_CA_BUNDLE, REPROMATRIX_FIND_LINKS) on top of matrix.yaml."""
+    env_images = [x for x in os.environ.get("REPROMATRIX_BASE_IMAGES", "").split(",") if x]
+    mapping = dict(settings.base_images)
+    for i, item in enumerate([*env_images, *base_images]):
+        name, sep, image = item.partition("=")
+        if not sep or not name or not image:
+            raise ConfigError(f"expected PUBLIC=LOCAL, got {item!r}", key="--base-image")
+        mapping[name.strip()] = image.strip()
+    ca = ca_bundle or os.environ.get("REPROMATRIX_CA_BUNDLE") or settings.ca_bundle
+    if ca and not Path(ca).is_file():
+        raise ConfigError(f"{ca!r} is not a file", key="--ca-bundle")
+    env_links = [x for x in os.environ.get("REPROMATRIX_FIND_LINKS", "").split(os.pathsep) if x]
+    links = [*settings.find_links]
+    for item in [*env_links, *find_links]:
+        if not Path(item).exists():
+            raise ConfigError(f"{item!r} does not exist", key="--find-links")
+        links.append(str(Path(item).resolve()))
+    return replace(settings, base_images=mapping, ca_bundle=str(Path(ca).resolve()) if ca else None,
+                   find_links=tuple(dict.fromkeys(links)))
+
+
+def _parse_repro_list(raw: Any, catalog: Mapping[str, Repro], f: str, key: str) -> tuple[str, ...]:
+    if raw == "all":
+        return tuple(catalog)
+    _typed(raw, list, f, key)
+    for i, rid in enumerate(raw):
+        if rid not in catalog:
+            raise ConfigError(f"unknown repro {rid!r}{did_you_mean(str(rid), catalog)}; "
+                              f"known: {', '.join(catalog)}", file=f, key=f"{key}[{i}]")
+    return tuple(raw)
+
+
+def _parse_stacks(raw: Any, settings: Settings, catalog: Mapping[str, Repro],
+                  all_repros: tuple[str, ...], f: str) -> tuple[Stack, ...]:
+    if not raw:
+        raise ConfigError("no stacks: add at least one under `stacks:`", file=f, key="stacks")
+    _typed(raw, list, f, "stacks")
+    stacks: list[Stack] = []
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(raw):
+        stack = parse_stack(entry, settings, catalog, all_repros, f, f"stacks[{i}]")
+        if stack.id in seen:
+            raise ConfigError(f"duplicate stack id {stack.id!r} (also stacks[{seen[stack.id]}]); "
+                              f"give one an explicit `id:`", file=f, key=f"stacks[{i}]")
+        seen[stack.id] = i
+        stacks.append(stack)
+    return tuple(stacks)
+
+
+def parse_stack(entry: Any, settings: Settings, catalog: Mapping[str, Repro],
+                all_repros: tuple[str, ...], f: str, where: str) -> Stack:
+    """One `stacks[i]` entry, resolved against the compat table."""
+    _typed(entry, dict, f, where)
+    kind = entry.get("kind")
+    if kind not in STACK_KINDS:
+        raise ConfigError(f"unknown stack kind {kind!r}{did_you_mean(str(kind), STACK_KINDS)}; "
+                          f"use one of {', '.join(STACK_KINDS)}", file=f, key=f"{where}.kind")
+    _check_keys(entry, STACK_KEYS[kind], f, where)
+    for key in SCALAR_VERSION_KEYS:
+        if key in entry and isinstance(entry[key], (list, dict)):
+            raise ConfigError(f"expected a version string, got {entry[key]!r}",
+                              file=f, key=f"{where}.{key}")
+    common = {
+        "packages": tuple(_str_list(entry.get("packages", []), f, f"{where}.packages")),
+        "repros": _parse_repro_list(entry.get("repros", list(all_repros)), catalog, f,
+                                    f"{where}.repros"),
+        "tags": tuple(_str_list(entry.get("tags", []), f, f"{where}.tags")),
+    }
+    try:
+        fields = _KIND_PARSERS[kind](entry, settings)
+    except compat.CompatError as exc:
+        raise ConfigError(str(exc), file=f, key=f"{where}.{exc.key}") from None
+    except ConfigError as exc:
+        raise ConfigError(exc.detail, file=f, key=f"{where}.{exc.key}") from None
+    stack = Stack(kind=kind, **fields, **common)
+    if "id" in entry:
+        sid = str(entry["id"])
+        if not SAFE_ID.match(sid) or "--" in sid:
+            raise ConfigError(f"id {sid!r} must be letters, digits, '.', '_', '+', '-' "
+                              f"(no '--')", file=f, key=f"{where}.id")
+        stack = replace(stack, id=sid)
+    return stack
+
+
+def _str_list(value: Any, f: str, key: str) -> list[str]:
+    _typed(value, list, f, key)
+    for i, item in enumerate(value):
+        _typed(item, str, f, f"{key}[{i}]")
+    return value
+
+
+def _pip_fields(entry: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
+    if "torch" not in entry:
+        raise ConfigError("a pip stack needs `torch:` (a release like 2.5.1 or 2.5)", key="torch")
+    pins = compat.resolve_pip(dict(entry), settings.python)
+    trt = f"-trt{pins['torch_tensorrt']}" if pins["torch_tensorrt"] else ""
+    sid = f"pip-torch{pins['torch']}{trt}-{pins['index']}-py{pins['python']}"
+    return {"id": sid, **pins}
+
+
+def _ngc_fields(entry: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
+    if "ngc" not in entry:
+        raise ConfigError("an ngc stack needs `ngc:` (a release tag like \"24.05\")", key="ngc")
+    rel = compat.resolve_ngc(entry["ngc"])
+    return {"id": f"ngc-{rel.tag}", "ngc": rel.tag, "torch": rel.torch,
+            "torch_tensorrt": rel.torch_tensorrt, "tensorrt": rel.tensorrt,
+            "cuda": rel.cuda, "python": rel.python}
+
+
+def _local_fields(entry: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
+    interp = entry.get("interpreter")
+    if not isinstance(interp, str) or not interp:
+        raise ConfigError("a local stack needs `interpreter:` (a Python executable path)",
+                          key="interpreter")
+    return {"id": str(entry.get("id") or "local"), "interpreter": interp}
+
+
+_KIND_PARSERS = {"pip": _pip_fields, "ngc": _ngc_fields, "local": _local_fields}

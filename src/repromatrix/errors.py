@@ -1,0 +1,57 @@
+"""Harness faults and their exit codes; caught only at the entry point (cli.main).
+
+    HarnessError (1, unexpected harness fault)
+    ├── UsageError (2, bad input: config file, arguments)
+    │   └── ConfigError (2, names file, key path and value)
+    ├── InfraError (3, infrastructure unavailable)
+    │   ├── DockerUnavailable
+    │   └── BaseImageMissing
+    └── NotImplementedYet (1)
+
+A failing repro is a result, never an exception. A failed image build is not an
+exception either: it turns that stack's cells into `broken` records.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class HarnessError(Exception):
+    exit_code = 1
+
+
+class UsageError(HarnessError):
+    exit_code = 2
+
+
+class ConfigError(UsageError):
+    """A bad value in a config file, located as `file: key.path: message`."""
+
+    def __init__(self, message: str, *, file: str | None = None, key: str | None = None) -> None:
+        self.file, self.key, self.detail = file, key, message
+        where = ": ".join(p for p in (file, key) if p)
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class InfraError(HarnessError):
+    exit_code = 3
+
+
+class DockerUnavailable(InfraError):
+    pass
+
+
+class BaseImageMissing(InfraError):
+    pass
+
+
+class NotImplementedYet(HarnessError):
+    exit_code = 1
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """' (did you mean "x"?)' when a close match exists, else ''."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f' (did you mean "{close[0]}"?)' if close else ""

@@ -1,0 +1,157 @@
+"""The data every stage passes along: stacks, repros, cells, plans, statuses.
+
+Flow: config -> plan -> images -> run -> results -> report. Everything here is
+frozen once parsed; mutable state lives inside the runner and the backends.
+
+A *record* (one JSON object per line in the results store, see ``results``)
+carries these keys; ``SCHEMA_VERSION`` is written into each::
+
+    schema_version  int            SCHEMA_VERSION
+    run_id          str            one per `repromatrix run` invocation
+    cell            str            Cell.id  ("<stack id>--<repro id>")
+    stack           dict           Stack.spec()  (id, kind and every pin)
+    repro           str            repro id
+    repro_sha256    str            hash of the repro source + protocol module
+    cache_key       str            what must match for a recorded cell to be reused
+    status          str            a Status value
+    stages          list[dict]     {name, status, duration_s, message, evidence}
+    signature       str | None     id of the signature that matched
+    workaround      str | None     status of the workaround stage, if any
+    message         str            one-line summary
+    traceback       str            bounded tail (TRACEBACK_LIMIT chars)
+    duration_s      float
+    exit_code       int | None
+    signal          str | None     e.g. "SIGSEGV"
+    env             dict           the environment probe (see repros/runner.py)
+    image           dict | None    {"tag", "id"} for built images
+    backend         str            "docker" | "local"
+    harness_version str
+    host            str
+    started_at      str            ISO 8601, UTC
+    finished_at     str
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+TRACEBACK_LIMIT = 4000
+CELL_SEPARATOR = "--"
+SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+
+
+class Status(str, enum.Enum):
+    """How a cell (or one of its stages) ended. See DESIGN.md, outcome semantics."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    ERROR = "error"
+    CRASH = "crash"
+    TIMEOUT = "timeout"
+    SKIP = "skip"
+    BROKEN = "broken"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+STACK_KINDS = ("pip", "ngc", "local")
+
+
+@dataclass(frozen=True)
+class Stack:
+    """One software environment: one image (or one local interpreter)."""
+
+    id: str
+    kind: str
+    python: str | None = None
+    torch: str | None = None
+    torchvision: str | None = None
+    torch_tensorrt: str | None = None
+    tensorrt: str | None = None
+    cuda: str | None = None
+    index: str | None = None
+    ngc: str | None = None
+    interpreter: str | None = None
+    packages: tuple[str, ...] = ()
+    repros: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+
+    def spec(self) -> dict[str, Any]:
+        """The stack as recorded in results and image labels (no repro list)."""
+        keys = ("id", "kind", "python", "torch", "torchvision", "torch_tensorrt",
+                "tensorrt", "cuda", "index", "ngc", "interpreter")
+        out: dict[str, Any] = {k: getattr(self, k) for k in keys}
+        out["packages"] = list(self.packages)
+        return out
+
+
+@dataclass(frozen=True)
+class Repro:
+    """A known bug's repro script, described by its META literal (never imported)."""
+
+    id: str
+    path: str
+    title: str
+    upstream: tuple[str, ...] = ()
+    expect: tuple[dict[str, Any], ...] = ()
+    requires: tuple[str, ...] = ()
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """(stack, repro): the unit of caching, scheduling and reporting."""
+
+    stack: Stack
+    repro: str
+
+    @property
+    def id(self) -> str:
+        return cell_id(self.stack.id, self.repro)
+
+
+def cell_id(stack_id: str, repro_id: str) -> str:
+    return f"{stack_id}{CELL_SEPARATOR}{repro_id}"
+
+
+@dataclass(frozen=True)
+class StackGroup:
+    """The cells that share one image, so one build and one container serve them."""
+
+    stack: Stack
+    repros: tuple[str, ...]
+
+    @property
+    def cells(self) -> tuple[Cell, ...]:
+        return tuple(Cell(self.stack, r) for r in self.repros)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Selected cells grouped by stack, in matrix order."""
+
+    groups: tuple[StackGroup, ...]
+
+    @property
+    def cells(self) -> tuple[Cell, ...]:
+        return tuple(c for g in self.groups for c in g.cells)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """matrix.yaml `defaults`: how images are built and cells are run."""
+
+    python: str = "3.11"
+    base_images: dict[str, str] = field(default_factory=dict)
+    ca_bundle: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    find_links: tuple[str, ...] = ()
+    packages: tuple[str, ...] = ()
+    shm_size: str = "8g"
+    repro_timeout: float = 600.0
+    stack_timeout: float = 3600.0

@@ -1,0 +1,27 @@
+"""Where the project's non-Python parts live: repros/, images/, report/.
+
+From a source checkout (the supported install, `pip install -e .`) they sit at
+the repository root, two levels above this package.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def repros_dir() -> Path:
+    return PROJECT_ROOT / "repros"
+
+
+def images_dir() -> Path:
+    return PROJECT_ROOT / "images"
+
+
+def report_dir() -> Path:
+    return PROJECT_ROOT / "report"
+
+
+def default_matrix() -> Path:
+    return PROJECT_ROOT / "matrix.yaml"

@@ -1,0 +1,227 @@
+"""The command line: parse arguments, chain the stages, map errors to exit codes.
+
+Exit codes: 0 done (bugs reproducing is a normal outcome); 1 unexpected harness
+fault; 2 bad input (config, arguments); 3 infrastructure unavailable (no
+daemon, base image missing); 4 `--check` found a cell contradicting its
+documented expectation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .config import Matrix, load_matrix, with_overrides
+from .errors import HarnessError, UsageError
+from .model import Plan
+from .plan import make_plan
+
+EXIT_CONTRADICTION = 4
+DEFAULT_RESULTS = Path("results")
+DEFAULT_SITE = Path("site")
+
+
+def _add_matrix_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--matrix", type=Path, help="matrix file (default: the project's matrix.yaml)")
+    p.add_argument("-k", dest="expr", metavar="EXPR",
+                   help="select cells: words, globs, and/or/not (default: stacks tagged 'default')")
+    p.add_argument("--all", dest="all_stacks", action="store_true",
+                   help="select the whole matrix, not only the default stacks")
+
+
+def _add_image_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--base-image", action="append", default=[], metavar="PUBLIC=LOCAL",
+                   help="map a public base image to a local/internal one (repeatable)")
+    p.add_argument("--ca-bundle", metavar="PEM", help="extra CA bundle added to every image")
+    p.add_argument("--find-links", action="append", default=[], metavar="DIR",
+                   help="local wheelhouse for pip (repeatable)")
+
+
+def _add_run_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", default="docker", choices=("docker", "local"))
+    p.add_argument("--python", metavar="PATH", help="interpreter for --backend local")
+    p.add_argument("--results", type=Path, default=DEFAULT_RESULTS, help="results store folder")
+    p.add_argument("--rerun", action="store_true", help="run cells even if a record is current")
+    p.add_argument("--timeout", type=float, metavar="S", help="per-repro time limit in seconds")
+    p.add_argument("--jobs", "-j", type=int, default=1, help="stacks run at once")
+    p.add_argument("--gpus", default="", help="GPU ids to spread stacks over, e.g. 0,1")
+    p.add_argument("--keep", action="store_true", help="keep containers for debugging")
+
+
+def _add_report_args(p: argparse.ArgumentParser, results: bool = True) -> None:
+    if results:
+        p.add_argument("--results", type=Path, action="append",
+                       help="results folder or file (repeatable; default: results/)")
+    p.add_argument("--out", type=Path, default=DEFAULT_SITE, help="site output folder")
+    p.add_argument("--check", action="store_true",
+                   help=f"exit {EXIT_CONTRADICTION} if a cell contradicts its documented expectation")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="repromatrix", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"repromatrix {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("plan", help="list the selected cells")
+    _add_matrix_args(p)
+    p.add_argument("--format", choices=("table", "json"), default="table")
+
+    p = sub.add_parser("build", help="build the images of the selected stacks")
+    _add_matrix_args(p)
+    _add_image_args(p)
+
+    p = sub.add_parser("run", help="run the selected cells and record results")
+    _add_matrix_args(p)
+    _add_image_args(p)
+    _add_run_args(p)
+
+    p = sub.add_parser("report", help="render the static compatibility site")
+    _add_report_args(p)
+
+    p = sub.add_parser("matrix", help="build + run + report")
+    _add_matrix_args(p)
+    _add_image_args(p)
+    _add_run_args(p)
+    _add_report_args(p, results=False)
+
+    p = sub.add_parser("bisect", help="find the first release where a repro changes outcome")
+    p.add_argument("--repro", required=True)
+    p.add_argument("--good", required=True, help="a version where the repro passes")
+    p.add_argument("--bad", required=True, help="a version where it fails")
+    p.add_argument("--axis", default="torch", choices=("torch", "torch_tensorrt", "ngc"))
+    p.add_argument("--matrix", type=Path)
+    p.add_argument("--bad-if", default="fail", help="statuses that count as bad (default: fail)")
+    p.add_argument("--find-fix", action="store_true", help="search for the first good instead")
+    p.add_argument("--json", action="store_true", help="machine-readable result")
+    _add_image_args(p)
+    _add_run_args(p)
+
+    p = sub.add_parser("env", help="print the environment probe of an interpreter as JSON")
+    p.add_argument("--python", metavar="PATH", default=sys.executable)
+    return parser
+
+
+def load(args: argparse.Namespace) -> Matrix:
+    matrix = load_matrix(args.matrix)
+    if hasattr(args, "base_image"):
+        settings = with_overrides(matrix.settings, base_images=args.base_image,
+                                  ca_bundle=args.ca_bundle, find_links=args.find_links)
+        matrix = Matrix(matrix.path, settings, matrix.stacks, matrix.repros, matrix.repros_dir)
+    return matrix
+
+
+def plan_for(args: argparse.Namespace, matrix: Matrix) -> Plan:
+    return make_plan(matrix.stacks, args.expr, all_stacks=args.all_stacks)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    matrix = load(args)
+    plan = plan_for(args, matrix)
+    if args.format == "json":
+        cells = [{"cell": c.id, "stack": c.stack.spec(), "repro": c.repro, "tags": list(c.stack.tags)}
+                 for c in plan.cells]
+        print(json.dumps(cells, indent=2))
+        return 0
+    print(format_plan(plan))
+    return 0
+
+
+def format_plan(plan: Plan) -> str:
+    rows = [("cell", "kind", "torch", "torch_tensorrt", "repro")]
+    rows += [(c.id, c.stack.kind, c.stack.torch or "-", c.stack.torch_tensorrt or "-", c.repro)
+             for c in plan.cells]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+    lines.append(f"{len(plan.cells)} cells on {len(plan.groups)} stacks")
+    return "\n".join(lines)
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from .backends.docker import DockerBackend
+
+    matrix = load(args)
+    plan = plan_for(args, matrix)
+    failed = DockerBackend().build_plan(plan, matrix.settings, log=print)
+    return 0 if not failed else 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .run import run_plan
+
+    matrix = load(args)
+    plan = plan_for(args, matrix)
+    summary = run_plan(matrix, plan, backend_name=args.backend, results_dir=args.results,
+                       rerun=args.rerun, python=args.python, timeout=args.timeout, jobs=args.jobs,
+                       gpus=[g for g in args.gpus.split(",") if g], keep=args.keep)
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "nothing new"
+    print(f"run {summary.run_id}: {summary.ran} cell(s) run ({counts}), {summary.reused} reused; "
+          f"results in {args.results}/")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace, results: Sequence[Path] | None = None) -> int:
+    from .catalog import load_catalog
+    from .paths import repros_dir
+    from .report import render_site
+
+    paths = list(results or args.results or [DEFAULT_RESULTS])
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        raise UsageError(f"--results {missing[0]}: no such file or folder (run `repromatrix run` first)")
+    summary = render_site(paths, args.out, load_catalog(repros_dir()))
+    print(f"report: {args.out / 'index.html'}")
+    contradictions = getattr(summary, "contradictions", 0)
+    if args.check and contradictions:
+        print(f"{contradictions} cell(s) contradict their documented expectation", file=sys.stderr)
+        return EXIT_CONTRADICTION
+    return 0
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    cmd_run(args)
+    return cmd_report(args, results=[args.results])
+
+
+def cmd_bisect(args: argparse.Namespace) -> int:
+    from .bisect import main as bisect_main
+
+    return bisect_main(args)
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    from .probe import env_probe
+
+    print(json.dumps(env_probe(args.python), indent=2, sort_keys=True))
+    return 0
+
+
+COMMANDS: dict[str, Any] = {
+    "plan": cmd_plan, "build": cmd_build, "run": cmd_run, "report": cmd_report,
+    "matrix": cmd_matrix, "bisect": cmd_bisect, "env": cmd_env,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except HarnessError as exc:
+        print(f"repromatrix: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("repromatrix: interrupted; recorded results are kept", file=sys.stderr)
+        return 130
+    except Exception:
+        traceback.print_exc()
+        print("repromatrix: internal error (a harness fault, please report it)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

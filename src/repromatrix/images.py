@@ -140,7 +140,7 @@ def split_image(name: str) -> tuple[str, str | None]:
 
 
 def index_options(stack: Stack, settings: Settings) -> list[str]:
-    """pip index options (one option and its value a string): the matching torch CUDA index, extra indexes, find-links.
+    """pip index options, one string each: the torch CUDA index, extra indexes, find-links.
 
     ``stack.index``: None or "pypi" (PyPI only), "cpu"/"cuXXX" (the PyTorch wheel
     index, with PyPI as extra index for the dependencies), or a URL.
@@ -158,14 +158,19 @@ def index_options(stack: Stack, settings: Settings) -> list[str]:
 
 
 def requirements(stack: Stack, settings: Settings) -> list[str]:
-    """What pip installs: the pinned torch family (pip stacks) plus extra packages."""
+    """What pip installs: for pip stacks the pinned torch family and ``settings.packages``;
+    for every stack its own ``packages`` (NGC images keep NVIDIA's pins)."""
     reqs: list[str] = []
+    defaults: tuple[str, ...] = ()
     if stack.kind == "pip":
+        # stack.tensorrt is what torch-tensorrt requires (informational): its own
+        # Requires-Dist picks the TensorRT wheels, so it is not pinned again here.
         pins = (("torch", stack.torch), ("torchvision", stack.torchvision),
-                ("torch-tensorrt", stack.torch_tensorrt), ("tensorrt", stack.tensorrt))
+                ("torch-tensorrt", stack.torch_tensorrt))
         reqs += [_requirement(name, spec) for name, spec in pins if spec]
+        defaults = settings.packages
     extras: dict[str, str] = {}
-    for req in (*settings.packages, *stack.packages):  # the stack's own pin wins
+    for req in (*defaults, *stack.packages):  # the stack's own pin wins
         extras[_project(req)] = req
     taken = {_project(r) for r in reqs}
     reqs += [r for name, r in extras.items() if name not in taken]

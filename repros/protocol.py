@@ -1,0 +1,680 @@
+"""The repro protocol: stages, signatures, requirements, checks, result file.
+
+Container side of the flow (matrix -> plan -> images -> run -> results ->
+report): every repro script in ``repros/`` builds its verdict through this
+module, and ``runner.py`` reads what it writes. Standard library only (torch
+is only touched through the objects a repro hands in), Python 3.8+.
+
+A repro is a sequence of named **stages**. Each stage runs a function and
+ends ``pass`` (completed, every check held), ``fail`` (an exception matched
+one of the repro's **signatures**: the known bug), ``error`` (an exception
+that matches none: something new), or ``skip`` (a requirement is missing,
+with the reason). Stages have a role:
+
+- ``main``: the user's workflow; the cell's verdict is derived from these;
+- ``workaround``: the documented workaround, reported separately;
+- ``info``: supporting evidence (CPU stand-ins with fake CUDA tensors,
+  emulations, inspections); shown on the page, never a verdict.
+
+The cell status (``derive_status``) follows DESIGN.md: ``fail`` when a main
+stage matched a signature, else ``error`` when one failed otherwise, else
+``skip`` when one could not run, else ``pass`` only if every main stage
+completed and at least one of them checked an output numerically
+(``Stage.check_close``). A workflow that merely ran is not a pass.
+
+The result goes to the file named by ``--result PATH`` (or the environment
+variable ``REPROMATRIX_RESULT``), rewritten atomically after every stage so
+that the runner still knows which stage was running if the process dies.
+Nothing is ever parsed from stdout.
+
+Usage in a repro::
+
+    SIGNATURES = [Signature("gpu_id", exc="AttributeError",
+                            pattern=r"'torch\\.device' object has no attribute 'gpu_id'")]
+
+    def main(r):
+        model = r.stage("compile", compile_fn, requires=["cuda", "torch_tensorrt"])
+        r.stage("run", run_fn, model, after=["compile"])
+
+    if __name__ == "__main__":
+        protocol.main(META, SIGNATURES, main)
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import platform
+import re
+import sys
+import time
+import traceback
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+PROTOCOL_VERSION = 1
+TRACEBACK_LIMIT = 4000
+RESULT_ENV = "REPROMATRIX_RESULT"
+
+PASS, FAIL, ERROR, CRASH, TIMEOUT, SKIP, BROKEN = (
+    "pass", "fail", "error", "crash", "timeout", "skip", "broken")
+ROLES = ("main", "workaround", "info")
+
+# distribution names tried, in order, for each probe package name
+DISTRIBUTIONS = {
+    "torch": ("torch",),
+    "torchvision": ("torchvision",),
+    "torch_tensorrt": ("torch_tensorrt", "torch-tensorrt"),
+    "tensorrt": ("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt_cu13_bindings",
+                 "tensorrt_cu12_bindings"),
+    "onnx": ("onnx",),
+    "onnxscript": ("onnxscript",),
+    "onnxruntime": ("onnxruntime", "onnxruntime-gpu"),
+}
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+# ---------------------------------------------------------------- versions
+
+def release(version: str) -> Tuple[int, ...]:
+    """The numeric release of a version string: '2.4.0a0+07cecf4' -> (2, 4, 0).
+
+    Pre-release, dev and local parts are dropped on purpose: an NGC build of
+    torch '2.4.0a0+...' is torch 2.4 for every range a repro declares.
+    """
+    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", version or "")
+    if not m:
+        raise ValueError("not a version: %r" % (version,))
+    return tuple(int(p) for p in m.group(1).split("."))
+
+
+def _pad(a: Tuple[int, ...], n: int) -> Tuple[int, ...]:
+    return a + (0,) * (n - len(a))
+
+
+def _compare(have: Tuple[int, ...], op: str, want: str) -> bool:
+    if op in ("==", "!=") and want.endswith(".*"):
+        prefix = release(want[:-2])
+        hit = _pad(have, len(prefix))[:len(prefix)] == prefix
+        return hit if op == "==" else not hit
+    w = release(want)
+    n = max(len(have), len(w))
+    h, w = _pad(have, n), _pad(w, n)
+    if op == "~=":
+        base = release(want)
+        return h >= w and _pad(have, len(base))[:len(base) - 1] == base[:-1]
+    return {"==": h == w, "!=": h != w, ">=": h >= w, "<=": h <= w,
+            ">": h > w, "<": h < w}[op]
+
+
+def version_matches(version: Optional[str], spec: str) -> bool:
+    """Whether ``version`` satisfies a PEP 440-style ``spec`` ('>=2.4,<2.5').
+
+    A missing version satisfies nothing (except an empty spec).
+    """
+    if not spec.strip():
+        return True
+    if not version:
+        return False
+    have = release(version)
+    for clause in spec.split(","):
+        m = re.match(r"\s*(~=|==|!=|>=|<=|>|<)\s*(\S+)\s*$", clause)
+        if not m:
+            raise ValueError("bad version specifier: %r" % (clause,))
+        if not _compare(have, m.group(1), m.group(2)):
+            return False
+    return True
+
+
+def package_version(name: str) -> Optional[str]:
+    """Installed version of a probe package name, without importing it."""
+    if name == "python":
+        return platform.python_version()
+    if name == "ngc":
+        return os.environ.get("NVIDIA_PYTORCH_VERSION") or None
+    try:
+        from importlib import metadata
+    except ImportError:  # pragma: no cover - Python < 3.8
+        return None
+    for dist in DISTRIBUTIONS.get(name, (name,)):
+        try:
+            return metadata.version(dist)
+        except Exception:
+            continue
+    mod = sys.modules.get(name)
+    return getattr(mod, "__version__", None) if mod else None
+
+
+def when_matches(when: Optional[Dict[str, str]], versions: Optional[Dict[str, Optional[str]]] = None) -> bool:
+    """Whether every ``{package: spec}`` in ``when`` holds for the installed stack."""
+    for name, spec in (when or {}).items():
+        have = (versions or {}).get(name) if versions and name in versions else package_version(name)
+        if not version_matches(have, spec):
+            return False
+    return True
+
+
+# -------------------------------------------------------------- signatures
+
+class Signature(object):
+    """A known bug's fingerprint, as data.
+
+    id       short name recorded in the result when it matches
+    exc      exception type name(s), simple ('RuntimeError') or qualified
+             ('torch.jit.Error'); any exception in the chain may match
+    pattern  regex (or list of regexes, all required) searched in the text of
+             the exception chain ('Type: message' lines, ANSI codes removed),
+             or, for a signal signature, in the process's output tail
+    stage    stage name(s) the signature applies to (None: any stage)
+    signal   e.g. 'SIGSEGV': the signature describes a process death
+    when     {package: spec}: only on these versions (e.g. {'torch': '<2.13'})
+    """
+
+    def __init__(self, id: str, exc: Union[str, Sequence[str], None] = None,
+                 pattern: Union[str, Sequence[str], None] = None,
+                 stage: Union[str, Sequence[str], None] = None,
+                 signal: Optional[str] = None, when: Optional[Dict[str, str]] = None,
+                 note: str = "") -> None:
+        self.id = id
+        self.exc = _tuple(exc)
+        self.patterns = _tuple(pattern)
+        self.stage = _tuple(stage)
+        self.signal = signal
+        self.when = dict(when or {})
+        self.note = note
+        for p in self.patterns:
+            re.compile(p)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"id": self.id, "exc": list(self.exc), "pattern": list(self.patterns),
+                "stage": list(self.stage), "signal": self.signal, "when": self.when,
+                "note": self.note}
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Signature":
+        return cls(d["id"], exc=d.get("exc"), pattern=d.get("pattern"), stage=d.get("stage"),
+                   signal=d.get("signal"), when=d.get("when"), note=d.get("note", ""))
+
+    def _applies(self, stage: Optional[str], versions: Optional[Dict[str, Optional[str]]]) -> bool:
+        if self.stage and stage not in self.stage:
+            return False
+        return when_matches(self.when, versions)
+
+    def _text_matches(self, text: str) -> bool:
+        return all(re.search(p, text, re.S) for p in self.patterns)
+
+    def matches_exception(self, exc: BaseException, stage: Optional[str] = None,
+                          versions: Optional[Dict[str, Optional[str]]] = None) -> bool:
+        """Whether this (non-signal) signature describes ``exc`` raised in ``stage``."""
+        if self.signal or not self._applies(stage, versions):
+            return False
+        if self.exc and not any(_type_matches(e, self.exc) for e in exception_chain(exc)):
+            return False
+        return self._text_matches(exception_text(exc))
+
+    def matches_text(self, exc_types: Sequence[str], text: str, stage: Optional[str] = None,
+                     versions: Optional[Dict[str, Optional[str]]] = None) -> bool:
+        """Match recorded text (type names + message) instead of a live exception."""
+        if self.signal or not self._applies(stage, versions):
+            return False
+        if self.exc and not any(_name_matches(t, self.exc) for t in exc_types):
+            return False
+        return self._text_matches(strip_ansi(text))
+
+    def matches_signal(self, signal_name: str, output: str, stage: Optional[str] = None,
+                       versions: Optional[Dict[str, Optional[str]]] = None) -> bool:
+        """Whether this signature describes a death by ``signal_name`` with ``output``."""
+        if not self.signal or self.signal != signal_name or not self._applies(stage, versions):
+            return False
+        return self._text_matches(strip_ansi(output))
+
+
+def _tuple(v: Union[str, Sequence[str], None]) -> Tuple[str, ...]:
+    if v is None:
+        return ()
+    if isinstance(v, str):
+        return (v,)
+    return tuple(v)
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def exception_chain(exc: BaseException) -> List[BaseException]:
+    """``exc`` and its causes/contexts, outermost first, without cycles."""
+    out: List[BaseException] = []
+    cur: Optional[BaseException] = exc
+    while cur is not None and all(cur is not e for e in out):
+        out.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return out
+
+
+def type_names(exc: BaseException) -> List[str]:
+    """Simple and qualified names of the exception's classes (MRO), chain included."""
+    names: List[str] = []
+    for e in exception_chain(exc):
+        for cls in type(e).__mro__:
+            names.extend([cls.__name__, "%s.%s" % (cls.__module__, cls.__qualname__)])
+    return names
+
+
+def _type_matches(exc: BaseException, wanted: Tuple[str, ...]) -> bool:
+    for cls in type(exc).__mro__:
+        if cls.__name__ in wanted or "%s.%s" % (cls.__module__, cls.__qualname__) in wanted:
+            return True
+    return False
+
+
+def _name_matches(name: str, wanted: Tuple[str, ...]) -> bool:
+    return name in wanted or name.rsplit(".", 1)[-1] in wanted
+
+
+def exception_text(exc: BaseException) -> str:
+    """'module.Type: message' for every exception in the chain, ANSI codes removed."""
+    lines = []
+    for e in exception_chain(exc):
+        cls = type(e)
+        lines.append("%s.%s: %s" % (cls.__module__, cls.__qualname__, e))
+    return strip_ansi("\n".join(lines))
+
+
+def match_exception(signatures: Iterable[Signature], exc: BaseException, stage: Optional[str] = None,
+                    versions: Optional[Dict[str, Optional[str]]] = None) -> Optional[Signature]:
+    """The first signature describing ``exc`` in ``stage``, or None."""
+    for sig in signatures:
+        if sig.matches_exception(exc, stage, versions):
+            return sig
+    return None
+
+
+def match_signal(signatures: Iterable[Signature], signal_name: str, output: str,
+                 stage: Optional[str] = None,
+                 versions: Optional[Dict[str, Optional[str]]] = None) -> Optional[Signature]:
+    """The first signal signature describing a death by ``signal_name``, or None."""
+    for sig in signatures:
+        if sig.matches_signal(signal_name, output, stage, versions):
+            return sig
+    return None
+
+
+# ------------------------------------------------------------ requirements
+
+class Skip(Exception):
+    """Raised inside a stage to end it as ``skip`` with a reason."""
+
+
+class CheckFailed(AssertionError):
+    """A stage's check did not hold (an output differed, a precondition broke)."""
+
+
+def _cuda_reason() -> Optional[str]:
+    try:
+        import torch
+    except Exception as e:  # pragma: no cover - the runner marks this broken first
+        return "torch is not importable: %s" % (e,)
+    if getattr(torch.version, "cuda", None) is None:
+        return "no CUDA device: torch %s is a CPU-only build" % (torch.__version__,)
+    try:
+        if torch.cuda.is_available() and torch.cuda.device_count() > 0:
+            return None
+    except Exception as e:
+        return "no CUDA device: %s" % (str(e).splitlines()[0] if str(e) else type(e).__name__,)
+    return "no CUDA device: torch.cuda.is_available() is False"
+
+
+def _gpus_reason(spec: str) -> Optional[str]:
+    reason = _cuda_reason()
+    if reason:
+        return reason
+    import torch
+    n = torch.cuda.device_count()
+    return None if version_matches(str(n), spec) else "needs CUDA devices %s, found %d" % (spec, n)
+
+
+def _import_reason(name: str) -> Optional[str]:
+    if name in sys.modules:
+        return None
+    if package_version(name) is None:
+        try:
+            import importlib.util
+            if importlib.util.find_spec(name) is None:
+                return "%s is not installed" % (name,)
+        except Exception:
+            return "%s is not installed" % (name,)
+    try:
+        importlib.import_module(name)
+    except Exception as e:
+        first = str(e).splitlines()[0] if str(e) else ""
+        return "%s is installed but failed to import: %s: %s" % (name, type(e).__name__, first)
+    return None
+
+
+def requirement_reason(req: str) -> Optional[str]:
+    """Why requirement ``req`` is unmet (None when it holds).
+
+    Forms: 'cuda'; 'gpus>=2'; a package name ('torch_tensorrt', 'torchvision',
+    'onnx', 'onnxscript', 'tensorrt', ...), imported to make sure it works;
+    a package with a spec ('torch>=2.5', 'torchvision>=0.17').
+    """
+    m = re.match(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*(.*)$", req)
+    if not m:
+        raise ValueError("bad requirement: %r" % (req,))
+    name, spec = m.group(1), m.group(2).strip()
+    if name == "cuda" and not spec:
+        return _cuda_reason()
+    if name == "gpus":
+        return _gpus_reason(spec)
+    if spec:
+        have = package_version(name)
+        if have is None:
+            return "%s is not installed (needs %s%s)" % (name, name, spec)
+        if not version_matches(have, spec):
+            return "needs %s%s, found %s" % (name, spec, have)
+        return None
+    return _import_reason(name)
+
+
+# ------------------------------------------------------------------ stages
+
+class Stage(object):
+    """One named step: a repro's stage function receives it to record evidence and checks."""
+
+    def __init__(self, name: str, role: str = "main") -> None:
+        if role not in ROLES:
+            raise ValueError("role must be one of %s" % (ROLES,))
+        self.name = name
+        self.role = role
+        self.status = ""
+        self.message = ""
+        self.evidence: Dict[str, Any] = {}
+        self.checks: List[Dict[str, Any]] = []
+        self.signature: Optional[str] = None
+        self.traceback = ""
+        self.duration_s = 0.0
+
+    def note(self, key: str, value: Any) -> None:
+        """Record a piece of evidence (kept JSON-safe)."""
+        self.evidence[key] = _jsonable(value)
+
+    def skip(self, reason: str) -> None:
+        raise Skip(reason)
+
+    def require(self, *reqs: str) -> None:
+        """Skip this stage unless every requirement holds."""
+        for req in reqs:
+            reason = requirement_reason(req)
+            if reason:
+                raise Skip(reason)
+
+    def check(self, condition: Any, what: str, **evidence: Any) -> None:
+        """A non-numerical assertion; raises ``CheckFailed`` when it does not hold."""
+        ok = bool(condition)
+        entry = {"what": what, "ok": ok, "numeric": False}
+        entry.update({k: _jsonable(v) for k, v in evidence.items()})
+        self.checks.append(entry)
+        if not ok:
+            raise CheckFailed("check failed: %s %s" % (what, _brief(evidence)))
+
+    def check_close(self, actual: Any, expected: Any, what: str = "output vs eager",
+                    rtol: float = 1e-3, atol: float = 1e-4) -> float:
+        """Check tensors (or nested tuples/lists of them) agree within tolerance.
+
+        |actual - expected| <= atol + rtol * |expected| elementwise, shapes
+        equal. Returns the largest absolute difference.
+        """
+        pairs = list(_flatten_pairs(actual, expected))
+        worst, ok, why = 0.0, True, ""
+        for a, e in pairs:
+            if tuple(a.shape) != tuple(e.shape):
+                ok, why = False, "shape %s != %s" % (tuple(a.shape), tuple(e.shape))
+                break
+            a32, e32 = a.detach().float().cpu(), e.detach().float().cpu()
+            diff = (a32 - e32).abs()
+            if diff.numel():
+                worst = max(worst, float(diff.max().item()))
+                if not bool((diff <= atol + rtol * e32.abs()).all().item()):
+                    ok, why = False, "values differ beyond tolerance"
+        entry = {"what": what, "ok": ok and bool(pairs), "numeric": True, "tensors": len(pairs),
+                 "max_abs_diff": worst, "rtol": rtol, "atol": atol}
+        self.checks.append(entry)
+        if not pairs:
+            raise CheckFailed("check_close(%s): no tensors to compare" % (what,))
+        if not ok:
+            raise CheckFailed("check_close(%s): %s (max abs diff %.3g, rtol %g, atol %g)"
+                              % (what, why, worst, rtol, atol))
+        return worst
+
+    @property
+    def checked_numerically(self) -> bool:
+        return any(c["numeric"] and c["ok"] for c in self.checks)
+
+    def to_dict(self) -> Dict[str, Any]:
+        d = {"name": self.name, "role": self.role, "status": self.status,
+             "duration_s": round(self.duration_s, 3), "message": self.message,
+             "evidence": self.evidence, "checks": self.checks}
+        if self.signature:
+            d["signature"] = self.signature
+        return d
+
+
+def _flatten_pairs(a: Any, e: Any) -> Iterable[Tuple[Any, Any]]:
+    if isinstance(a, (list, tuple)) and isinstance(e, (list, tuple)):
+        if len(a) != len(e):
+            raise CheckFailed("check_close: %d outputs vs %d expected" % (len(a), len(e)))
+        for x, y in zip(a, e):
+            for pair in _flatten_pairs(x, y):
+                yield pair
+    elif isinstance(a, dict) and isinstance(e, dict):
+        for k in sorted(e):
+            for pair in _flatten_pairs(a.get(k), e[k]):
+                yield pair
+    elif hasattr(a, "shape") and hasattr(e, "shape"):
+        yield a, e
+    else:
+        raise CheckFailed("check_close: cannot compare %s with %s" % (type(a).__name__, type(e).__name__))
+
+
+def _brief(evidence: Dict[str, Any]) -> str:
+    return ", ".join("%s=%s" % (k, v) for k, v in evidence.items())
+
+
+def _jsonable(v: Any) -> Any:
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple, set)):
+        return [_jsonable(x) for x in v]
+    return str(v)
+
+
+def derive_status(stages: Sequence[Dict[str, Any]]) -> Tuple[str, Optional[str], str]:
+    """(status, signature id, message) of a cell from its stage records (DESIGN.md)."""
+    main = [s for s in stages if s.get("role", "main") == "main"]
+    if not main:
+        return ERROR, None, "the repro ran no main stage"
+    for wanted in (FAIL, CRASH, TIMEOUT, ERROR, SKIP):
+        for s in main:
+            if s["status"] == wanted:
+                return wanted, s.get("signature"), "%s: %s" % (s["name"], s.get("message") or wanted)
+    unchecked = [s["name"] for s in main
+                 if s["status"] == PASS and not any(c.get("numeric") and c.get("ok") for c in s.get("checks", ()))]
+    if len(unchecked) == len(main):
+        return ERROR, None, "the workflow completed but no output was checked against eager"
+    return PASS, None, "every main stage passed; output checked against eager"
+
+
+def workaround_status(stages: Sequence[Dict[str, Any]]) -> Optional[str]:
+    """Status of the workaround stages (worst first), or None without one."""
+    ws = [s["status"] for s in stages if s.get("role") == "workaround"]
+    for wanted in (FAIL, CRASH, TIMEOUT, ERROR, SKIP):
+        if wanted in ws:
+            return wanted
+    if ws and not any(any(c.get("numeric") and c.get("ok") for c in s.get("checks", ()))
+                      for s in stages if s.get("role") == "workaround"):
+        return ERROR
+    return PASS if ws else None
+
+
+# ------------------------------------------------------------------- repro
+
+class Repro(object):
+    """One repro run: runs stages, keeps the result file current."""
+
+    def __init__(self, repro_id: str, signatures: Sequence[Signature] = (),
+                 result_path: Optional[str] = None) -> None:
+        self.id = repro_id
+        self.signatures = list(signatures)
+        self.result_path = result_path
+        self.stages: List[Stage] = []
+        self.first_traceback = ""
+        self.started = time.time()
+        self.running: Optional[str] = None
+        self.running_role = "main"
+        self.complete = False
+        self.write()
+
+    def stage(self, name: str, fn: Callable[..., Any], *args: Any, requires: Sequence[str] = (),
+              after: Sequence[str] = (), role: str = "main", **kwargs: Any) -> Any:
+        """Run ``fn(stage, *args, **kwargs)`` as stage ``name``; its return value, or None.
+
+        ``requires`` are checked first (unmet -> skip); ``after`` names stages
+        that must have passed (otherwise skip, naming them).
+        """
+        s = Stage(name, role)
+        self.running, self.running_role = name, role
+        self.write()
+        t0 = time.time()
+        value = None
+        try:
+            self._gate(s, requires, after)
+            value = fn(s, *args, **kwargs)
+            s.status = PASS
+            s.message = s.message or self._pass_message(s)
+        except Skip as e:
+            s.status, s.message = SKIP, str(e)
+        except Exception as e:
+            self._record_exception(s, e)
+        s.duration_s = time.time() - t0
+        self.stages.append(s)
+        self.running = None
+        self.write()
+        _progress("%s/%s: %s%s" % (self.id, name, s.status, " (%s)" % s.message if s.status != PASS else ""))
+        return value if s.status == PASS else None
+
+    def _gate(self, s: Stage, requires: Sequence[str], after: Sequence[str]) -> None:
+        for dep in after:
+            prior = self.status_of(dep)
+            if prior != PASS:
+                raise Skip("needs stage %r to pass (it was %s)" % (dep, prior or "not run"))
+        s.require(*requires)
+
+    @staticmethod
+    def _pass_message(s: Stage) -> str:
+        checks = [c["what"] for c in s.checks if c["ok"]]
+        return "completed; checked: %s" % ", ".join(checks) if checks else "completed"
+
+    def _record_exception(self, s: Stage, e: Exception) -> None:
+        sig = match_exception(self.signatures, e, s.name)
+        s.status = FAIL if sig else ERROR
+        s.signature = sig.id if sig else None
+        first = strip_ansi(str(e)).strip().splitlines()
+        s.message = "%s: %s" % (type(e).__name__, first[0] if first else "")
+        if sig:
+            s.message = "signature %s matched: %s" % (sig.id, s.message)
+        s.evidence["exception"] = _bounded(exception_text(e), 1500)
+        s.traceback = _bounded("".join(traceback.format_exception(type(e), e, e.__traceback__)))
+        if not self.first_traceback and s.role == "main":
+            self.first_traceback = s.traceback
+
+    def status_of(self, name: str) -> Optional[str]:
+        for s in self.stages:
+            if s.name == name:
+                return s.status
+        return None
+
+    def stage_by_name(self, name: str) -> Optional[Stage]:
+        for s in self.stages:
+            if s.name == name:
+                return s
+        return None
+
+    def result(self) -> Dict[str, Any]:
+        stages = [s.to_dict() for s in self.stages]
+        status, sig, message = derive_status(stages)
+        tb = self.first_traceback
+        for s in self.stages:
+            if s.role == "main" and s.status in (FAIL, ERROR):
+                tb = s.traceback
+                break
+        return {"protocol_version": PROTOCOL_VERSION, "repro": self.id, "complete": self.complete,
+                "running": self.running, "running_role": self.running_role, "status": status, "signature": sig, "message": message,
+                "workaround": workaround_status(stages), "stages": stages, "traceback": tb,
+                "duration_s": round(time.time() - self.started, 3),
+                "signatures": [x.to_dict() for x in self.signatures],
+                "versions": {k: package_version(k) for k in ("python", "torch", "torchvision",
+                                                             "torch_tensorrt", "tensorrt", "onnx")}}
+
+    def write(self) -> None:
+        if self.result_path:
+            write_json_atomic(self.result_path, self.result())
+
+    def finish(self) -> Dict[str, Any]:
+        self.complete = True
+        res = self.result()
+        self.write()
+        return res
+
+
+def _bounded(text: str, limit: int = TRACEBACK_LIMIT) -> str:
+    return text if len(text) <= limit else "..." + text[-(limit - 3):]
+
+
+def _progress(line: str) -> None:
+    sys.stdout.write("[repro] %s\n" % (line,))
+    sys.stdout.flush()
+
+
+def write_json_atomic(path: str, data: Dict[str, Any]) -> None:
+    """Write JSON to ``path`` through a temporary file and ``os.replace``."""
+    tmp = "%s.tmp%d" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1, sort_keys=True, default=str)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def result_path_from(argv: Sequence[str]) -> Optional[str]:
+    """``--result PATH`` from argv, else $REPROMATRIX_RESULT, else None."""
+    args = list(argv)
+    for i, a in enumerate(args):
+        if a == "--result" and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith("--result="):
+            return a.split("=", 1)[1]
+    return os.environ.get(RESULT_ENV) or None
+
+
+def main(meta: Dict[str, Any], signatures: Sequence[Signature], body: Callable[[Repro], None],
+         argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of a repro script: run ``body`` and write the result file.
+
+    An exception escaping ``body`` (outside any stage) is recorded as an
+    ``error`` stage named 'harness'. The exit code is always 0 once the
+    result is written: the status travels in the file.
+    """
+    r = Repro(meta["id"], signatures, result_path_from(sys.argv[1:] if argv is None else argv))
+    try:
+        body(r)
+    except Exception:
+        s = Stage("harness", "main")
+        s.status, s.message = ERROR, "exception outside any stage: %s" % (sys.exc_info()[1],)
+        s.traceback = _bounded(traceback.format_exc())
+        r.first_traceback = r.first_traceback or s.traceback
+        r.stages.append(s)
+    res = r.finish()
+    _progress("%s: %s (%s)" % (r.id, res["status"], res["message"]))
+    return 0

@@ -7,7 +7,6 @@ One `stack(<id>)` session per stack in matrix.yaml runs that stack alone.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -85,8 +84,7 @@ def stack(session: nox.Session, stack_id: str) -> None:
 def tests(session: nox.Session) -> None:
     """Run the test suite (real docker, real torch, real chromium where present)."""
     _install(session, "test")
-    env = {k: v for k, v in os.environ.items() if k.startswith("REPROMATRIX_")}
-    session.run("pytest", *session.posargs, env=env)
+    session.run("pytest", *session.posargs)
 
 
 @nox.session

@@ -16,3 +16,29 @@ for _name, _venv in (("REPROMATRIX_TEST_PY_T214", "t214"), ("REPROMATRIX_TEST_PY
     _py = ROOT / ".venvs" / _venv / "bin" / "python"
     if not os.environ.get(_name) and _py.exists():
         os.environ[_name] = str(_py)
+
+# In CI (.ci/run) the daemon, the torch interpreters and the browser are installed, so a
+# test marked for them that skips is a failure there: nothing is silently skipped in CI.
+REQUIRED = {
+    "docker": "REPROMATRIX_REQUIRE_DOCKER",
+    "torch": "REPROMATRIX_REQUIRE_TORCH",
+    "browser": "REPROMATRIX_REQUIRE_BROWSER",
+}
+
+
+def pytest_runtest_makereport(item, call):  # noqa: D103
+    import pytest
+
+    if call.excinfo is None or not call.excinfo.errisinstance(pytest.skip.Exception):
+        return None
+    for marker, env in REQUIRED.items():
+        if item.get_closest_marker(marker) and os.environ.get(env):
+            reason = str(call.excinfo.value)
+            call.excinfo = None
+            from _pytest.reports import TestReport
+
+            rep = TestReport.from_item_and_call(item, call)
+            rep.outcome = "failed"
+            rep.longrepr = f"skipped although {env} is set (required in CI): {reason}"
+            return rep
+    return None

@@ -1,0 +1,86 @@
+"""The command line: exit codes, plan output, and no traceback for bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from repromatrix.cli import build_parser, main
+
+COMMANDS = ("plan", "build", "run", "report", "matrix", "bisect", "env")
+
+
+def repromatrix(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "repromatrix.cli", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=120)
+
+
+def test_plan_json_lists_every_default_cell():
+    proc = repromatrix("plan", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    cells = json.loads(proc.stdout)
+    assert cells and all("default" in c["tags"] for c in cells)
+    assert len({c["cell"] for c in cells}) == len(cells)
+    assert {c["stack"]["kind"] for c in cells} == {"pip", "ngc"}
+    assert all(c["cell"] == f'{c["stack"]["id"]}--{c["repro"]}' for c in cells)
+
+
+def test_plan_all_is_larger_and_k_narrows(capsys):
+    assert main(["plan", "--all", "--format", "json"]) == 0
+    everything = json.loads(capsys.readouterr().out)
+    assert main(["plan", "-k", "ngc-23.12", "--format", "json"]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert len(everything) > len(one) > 0
+    assert {c["stack"]["id"] for c in one} == {"ngc-23.12"}
+
+
+def test_plan_table_ends_with_a_count(capsys):
+    assert main(["plan", "-k", "ngc-23.12"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:2] == ["cell", "kind"]
+    assert out[-1].endswith("on 1 stacks")
+
+
+@pytest.mark.parametrize("yaml_text, args, text", [
+    ("stacks: [{kind: pip, torch: '2.5', torchvison: x}]", ["plan"], "did you mean"),
+    ("stacks: [{kind: pip, torch: '2.5.1', torch_tensorrt: '2.4.0'}]", ["plan"], "needs torch"),
+    ("stacks: [{kind: pip, torch: '2.5'\n", ["plan"], "malformed YAML"),
+    ("stacks: [{kind: pip, torch: '2.5'}]", ["plan"], "selects no cells"),
+    ("stacks: [{kind: pip, torch: '2.5'}]", ["plan", "-k", "(oops"], "ends too early"),
+    ("stacks: [{kind: pip, torch: '2.5'}]", ["run", "--ca-bundle", "/nonexistent.pem"], "--ca-bundle"),
+])
+def test_bad_input_exits_2_without_a_traceback(tmp_path, yaml_text, args, text):
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(textwrap.dedent(yaml_text))
+    proc = repromatrix(*args, "--matrix", str(matrix))
+    assert proc.returncode == 2, proc.stderr
+    assert text in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("repromatrix: error: ")
+
+
+def test_unknown_option_exits_2():
+    proc = repromatrix("plan", "--no-such-option")
+    assert proc.returncode == 2 and "unrecognized arguments" in proc.stderr
+
+
+def test_report_without_results_is_bad_input(tmp_path):
+    proc = repromatrix("report", "--results", str(tmp_path / "none"), "--out", str(tmp_path / "site"))
+    assert proc.returncode == 2 and "no such file or folder" in proc.stderr
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help(command):
+    proc = repromatrix(command, "--help")
+    assert proc.returncode == 0
+    assert "usage: repromatrix " + command in proc.stdout
+
+
+def test_parser_knows_every_command():
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert set(sub.choices) == set(COMMANDS)

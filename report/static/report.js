@@ -1,0 +1,270 @@
+/* repromatrix page script: filters, permalinks (state in the URL hash), the cell drawer.
+ * Record text is hostile: this script only ever sets textContent, never HTML. */
+(function () {
+  "use strict";
+  var byId = function (id) { return document.getElementById(id); };
+
+  function el(tag, cls, text) {
+    var node = document.createElement(tag);
+    if (cls) { node.className = cls; }
+    if (text !== undefined && text !== null) { node.textContent = String(text); }
+    return node;
+  }
+
+  /* ---------------------------------------------------------------- repro pages */
+  function openHashTarget() {
+    var id = location.hash.slice(1);
+    if (!id) { return; }
+    var row = byId(id);
+    if (!row) { try { row = byId(decodeURIComponent(id)); } catch (e) { row = null; } }
+    if (row) {
+      var det = row.querySelector("details");
+      if (det) { det.open = true; }
+      row.scrollIntoView({block: "center"});
+    }
+  }
+
+  var dataNode = byId("report-data");
+  if (!dataNode) {
+    window.addEventListener("hashchange", openHashTarget);
+    openHashTarget();
+    return;
+  }
+
+  /* ---------------------------------------------------------------- the matrix page */
+  var data = JSON.parse(dataNode.textContent);
+  var form = byId("filters");
+  var statusBoxes = Array.prototype.slice.call(form.querySelectorAll("input[name=status]"));
+  var allStatuses = statusBoxes.map(function (b) { return b.value; });
+  var reproSelect = byId("f-repro");
+  var textInput = byId("f-q");
+  var contraBox = byId("f-contra");
+  var headers = Array.prototype.slice.call(document.querySelectorAll("#matrix thead th.repro"));
+  var rows = Array.prototype.slice.call(document.querySelectorAll("#matrix tbody tr")).map(function (tr) {
+    var head = tr.querySelector("th.stack");
+    return {tr: tr, text: head.textContent.toLowerCase(),
+            tds: Array.prototype.slice.call(tr.querySelectorAll("td.cell"))};
+  });
+  var tdById = new Map();
+  rows.forEach(function (r) {
+    r.tds.forEach(function (td) {
+      var id = td.getAttribute("data-cell");
+      if (id !== null) { tdById.set(id, td); }
+    });
+  });
+  var selected = null;
+
+  function readState() {
+    var p = new URLSearchParams(location.hash.slice(1));
+    var st = p.get("status");
+    return {
+      status: st === null ? allStatuses.slice() : st.split(",").filter(function (s) { return allStatuses.indexOf(s) >= 0; }),
+      repro: p.get("repro") || "",
+      q: p.get("q") || "",
+      contra: p.get("contra") === "1",
+      cell: p.get("cell")
+    };
+  }
+
+  function writeState(state) {
+    var p = new URLSearchParams();
+    if (state.status.length !== allStatuses.length) { p.set("status", state.status.join(",")); }
+    if (state.repro) { p.set("repro", state.repro); }
+    if (state.q) { p.set("q", state.q); }
+    if (state.contra) { p.set("contra", "1"); }
+    if (state.cell) { p.set("cell", state.cell); }
+    var hash = p.toString();
+    history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
+  }
+
+  function formState() {
+    return {
+      status: statusBoxes.filter(function (b) { return b.checked; }).map(function (b) { return b.value; }),
+      repro: reproSelect.value,
+      q: textInput.value.trim(),
+      contra: contraBox.checked,
+      cell: selected
+    };
+  }
+
+  function showState(state) {
+    statusBoxes.forEach(function (b) { b.checked = state.status.indexOf(b.value) >= 0; });
+    var known = Array.prototype.some.call(reproSelect.options, function (o) { return o.value === state.repro; });
+    reproSelect.value = known ? state.repro : "";
+    textInput.value = state.q;
+    contraBox.checked = state.contra;
+  }
+
+  function applyFilters(state) {
+    var wanted = new Set(state.status);
+    var unfiltered = wanted.size === allStatuses.length && !state.contra;
+    var q = state.q.toLowerCase();
+    var shown = 0;
+    headers.forEach(function (th) {
+      th.classList.toggle("col-off", !!state.repro && th.getAttribute("data-repro") !== state.repro);
+    });
+    rows.forEach(function (row) {
+      var rowMatches = !q || row.text.indexOf(q) >= 0;
+      var any = false;
+      row.tds.forEach(function (td) {
+        var colOff = !!state.repro && td.getAttribute("data-repro") !== state.repro;
+        td.classList.toggle("col-off", colOff);
+        var status = td.getAttribute("data-status");
+        var visible;
+        if (!status) {
+          visible = unfiltered && rowMatches;
+        } else {
+          var c = data.cells[td.getAttribute("data-cell")] || {};
+          visible = wanted.has(status) && (!state.contra || !!c.contradicted) &&
+                    (rowMatches || (c.q || "").indexOf(q) >= 0);
+          if (visible && !colOff) { any = true; shown += 1; }
+        }
+        td.classList.toggle("off", !visible);
+      });
+      row.tr.classList.toggle("row-off", !any);
+    });
+    byId("shown").textContent = shown + " of " + tdById.size + " cells";
+  }
+
+  /* ---------------------------------------------------------------- the drawer */
+  function badge(status) {
+    var b = el("span", "badge st-" + (data.letters[status] ? status : "unknown"));
+    b.appendChild(el("b", null, data.letters[status] || "?"));
+    b.appendChild(document.createTextNode(" " + status));
+    return b;
+  }
+
+  function field(dl, name, value, cls) {
+    if (value === undefined || value === null || value === "") { return; }
+    dl.appendChild(el("dt", null, name));
+    var dd = el("dd", cls || null);
+    if (typeof value === "string") { dd.textContent = value; } else { dd.appendChild(value); }
+    dl.appendChild(dd);
+  }
+
+  function fillDrawer(c) {
+    byId("d-title").textContent = c.id;
+    byId("d-permalink").setAttribute("href", "#cell=" + encodeURIComponent(c.id));
+    byId("d-repro").setAttribute("href", (data.pages[c.repro] || "index.html") + "#c-" + encodeURIComponent(c.id));
+    var dl = byId("d-fields");
+    dl.textContent = "";
+    var st = el("span"); st.appendChild(badge(c.status));
+    if (c.previous) { st.appendChild(el("span", "prev", " (previous run: " + c.previous + ")")); }
+    field(dl, "status", st);
+    if (c.expected) {
+      var exp = c.expected + (c.expected_note ? " — " + c.expected_note : "") + (c.contradicted ? " (contradicted)" : "");
+      field(dl, "expected", exp, c.contradicted ? "contra" : null);
+    }
+    field(dl, "stack", c.stack);
+    field(dl, "repro", c.repro);
+    field(dl, "signature", c.signature);
+    field(dl, "workaround", c.workaround);
+    field(dl, "message", c.message, "msg");
+    field(dl, "duration", c.duration);
+    field(dl, "exit", c.exit);
+    field(dl, "image", c.image);
+    field(dl, "run", (c.run_id || "") + " on " + (c.host || "?") + " (" + (c.backend || "?") + "), " +
+          (c.started_at || "?") + " → " + (c.finished_at || "?"));
+    if (c.conflict) { field(dl, "conflict", "conflicting records for this cell in one run; see results.json", "contra"); }
+
+    var stages = byId("d-stages");
+    var body = stages.querySelector("tbody");
+    body.textContent = "";
+    (c.stages || []).forEach(function (s) {
+      var tr = el("tr");
+      tr.appendChild(el("td", null, s.name));
+      var td = el("td"); td.appendChild(badge(s.status)); tr.appendChild(td);
+      tr.appendChild(el("td", null, s.duration));
+      var msg = el("td", "msg", s.message);
+      if (s.evidence) { msg.appendChild(el("br")); msg.appendChild(el("code", null, s.evidence)); }
+      tr.appendChild(msg);
+      body.appendChild(tr);
+    });
+    stages.hidden = !(c.stages && c.stages.length);
+
+    var tb = byId("d-tb");
+    tb.textContent = c.traceback || "";
+    tb.hidden = byId("d-tb-h").hidden = !c.traceback;
+
+    var env = byId("d-env");
+    env.textContent = "";
+    (data.envs[c.env] || []).forEach(function (kv) {
+      var tr = el("tr");
+      tr.appendChild(el("th", null, kv[0]));
+      tr.appendChild(el("td", null, kv[1]));
+      env.appendChild(tr);
+    });
+    byId("d-env-box").hidden = !env.childNodes.length;
+    byId("d-cmd").textContent = c.command || "";
+  }
+
+  function openCell(id) {
+    if (selected && tdById.has(selected)) { tdById.get(selected).classList.remove("selected"); }
+    var c = id ? data.cells[id] : null;
+    selected = c ? id : null;
+    var drawer = byId("drawer");
+    if (!c) { drawer.hidden = true; return; }
+    fillDrawer(c);
+    drawer.hidden = false;
+    var td = tdById.get(id);
+    if (td) { td.classList.add("selected"); td.scrollIntoView({block: "nearest", inline: "nearest"}); }
+  }
+
+  function update() {
+    var state = formState();
+    writeState(state);
+    applyFilters(state);
+  }
+
+  function fromHash() {
+    var state = readState();
+    showState(state);
+    applyFilters(state);
+    openCell(state.cell);
+  }
+
+  form.addEventListener("submit", function (ev) { ev.preventDefault(); });
+  form.addEventListener("change", update);
+  textInput.addEventListener("input", update);
+  byId("f-reset").addEventListener("click", function () {
+    showState({status: allStatuses.slice(), repro: "", q: "", contra: false});
+    update();
+  });
+  byId("matrix").addEventListener("click", function (ev) {
+    var td = ev.target.closest ? ev.target.closest("td.cell[data-cell]") : null;
+    if (!td) { return; }
+    ev.preventDefault();
+    openCell(td.getAttribute("data-cell"));
+    update();
+  });
+  byId("changes").addEventListener("click", function (ev) {
+    var a = ev.target.closest ? ev.target.closest("a.permalink[data-cell]") : null;
+    if (!a) { return; }
+    ev.preventDefault();
+    openCell(a.getAttribute("data-cell"));
+    update();
+  });
+  byId("d-close").addEventListener("click", function () { openCell(null); update(); });
+  document.addEventListener("keydown", function (ev) {
+    if (ev.key === "Escape" && selected) { openCell(null); update(); }
+  });
+  byId("d-copy").addEventListener("click", function () {
+    var text = byId("d-cmd").textContent;
+    var button = byId("d-copy");
+    function selectText() {
+      var range = document.createRange();
+      range.selectNodeContents(byId("d-cmd"));
+      var sel = window.getSelection();
+      sel.removeAllRanges();
+      sel.addRange(range);
+      button.textContent = "selected: press Ctrl+C";
+    }
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(function () { button.textContent = "copied"; }, selectText);
+    } else {
+      selectText();
+    }
+  });
+  window.addEventListener("hashchange", fromHash);
+  fromHash();
+}());

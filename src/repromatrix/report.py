@@ -1,0 +1,469 @@
+"""The report stage: results store -> a static site that opens from disk.
+
+Flow: results -> **report**. ``render_site`` loads result files and folders,
+keeps the latest record per cell, pivots them with pandas (stacks as rows in
+version order, repros as columns), checks each cell against its repro's
+documented expectation, and renders Jinja2 templates from ``report/`` into:
+
+    out/index.html          the matrix, legend, filters, changes since the previous run
+    out/repro-<id>.html     one page per repro (expectation, first pass / last fail)
+    out/results.json        every loaded record, plus what was skipped and the conflicts
+    out/results.csv         the latest record per cell, flattened
+    out/static/             CSS and JS (no CDN; data is inlined, so file:// works)
+
+Every string from a record is hostile: templates autoescape, inline JSON is
+escaped for <script>, the page's script only ever sets ``textContent``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pandas as pd
+from markupsafe import Markup
+
+from . import expect as expect_mod
+from .model import TRACEBACK_LIMIT, Repro, Status
+from .results import Conflict, Loaded, Skipped, latest_by_cell, load_records, previous_by_cell
+
+STATUS_INFO: dict[str, tuple[str, str]] = {
+    "pass": ("P", "completed and checked: bug absent"),
+    "fail": ("F", "failed with the known signature: bug present"),
+    "error": ("E", "failed differently: a new or different problem"),
+    "crash": ("C", "process died by a signal"),
+    "timeout": ("T", "killed at its time limit"),
+    "skip": ("S", "a precondition is missing"),
+    "broken": ("B", "environment could not be built, started or probed"),
+}
+STATUS_ORDER = tuple(s.value for s in Status)
+VERSION_KEYS = ("torch", "torch_tensorrt", "ngc")
+LABEL_KEYS = (("torch", "torch"), ("torchvision", "tv"), ("torch_tensorrt", "trt"),
+              ("tensorrt", "TensorRT"), ("ngc", "ngc"), ("python", "py"), ("cuda", "cuda"))
+PROBLEMS = frozenset({"error", "crash", "timeout", "broken"})
+MESSAGE_LIMIT = 2000
+SEARCH_LIMIT = 300
+_SAFE_PAGE = re.compile(r"^[a-z0-9_]{1,80}$")
+_CSV_FORMULA = ("=", "+", "@", "\t", "\r")
+
+
+@dataclass
+class ReportSummary:
+    """What render_site produced, for the CLI to print and for check mode."""
+
+    out: Path
+    index: Path
+    records: int
+    cells: int
+    stacks: int
+    repros: int
+    skipped: list[Skipped] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    contradictions: list[str] = field(default_factory=list)
+    changes: dict[str, list[str]] = field(default_factory=dict)
+
+
+def report_assets_dir() -> Path:
+    """Where templates/ and static/ live (REPROMATRIX_REPORT_DIR overrides)."""
+    override = os.environ.get("REPROMATRIX_REPORT_DIR")
+    if override:
+        return Path(override)
+    from .paths import report_dir
+
+    return report_dir()
+
+
+def render_site(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro] | None = None,
+                *, matrix: str = "matrix.yaml",
+                title: str = "repromatrix compatibility") -> ReportSummary:
+    """Load results from ``paths`` and write the static site into ``out``."""
+    loaded = load_records(paths)
+    site = build_site(loaded, repros or {}, matrix=matrix, title=title)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    env = template_env()
+    (out / "index.html").write_text(env.get_template("index.html.j2").render(site=site),
+                                    encoding="utf-8")
+    page = env.get_template("repro.html.j2")
+    for rv in site["repro_views"]:
+        (out / rv["page"]).write_text(page.render(site=site, repro=rv), encoding="utf-8")
+    write_raw(out, loaded, site)
+    copy_static(out)
+    return ReportSummary(
+        out=out, index=out / "index.html", records=len(loaded.records),
+        cells=len(site["cells"]), stacks=len(site["stacks"]), repros=len(site["repro_ids"]),
+        skipped=list(loaded.skipped), conflicts=list(loaded.conflicts),
+        contradictions=[c["id"] for c in site["cells"].values() if c["contradicted"]],
+        changes={k: [c["id"] for c in v] for k, v in site["changes"].items()},
+    )
+
+
+# ----------------------------------------------------------------- templates
+
+
+def template_env() -> jinja2.Environment:
+    """Jinja2 environment over report/templates, autoescaping everything."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(report_assets_dir() / "templates")),
+        autoescape=True, undefined=jinja2.StrictUndefined,
+        trim_blocks=True, lstrip_blocks=True,
+    )
+    env.filters["script_json"] = script_json
+    env.filters["safe_url"] = safe_url
+    env.filters["fragment"] = lambda text: "c-" + _quote_fragment(str(text))
+    env.globals["STATUS_INFO"] = STATUS_INFO
+    env.globals["STATUS_ORDER"] = STATUS_ORDER
+    return env
+
+
+def script_json(obj: Any) -> Markup:
+    """JSON that is safe inside <script>: no '<', '>', '&' or line separators survive raw."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+    for raw, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                     ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(raw, esc)
+    return Markup(text)
+
+
+def safe_url(url: Any) -> str | None:
+    """The URL if it is http(s), else None (so a template renders it as text only)."""
+    text = str(url or "").strip()
+    return text if re.match(r"^https?://", text, re.IGNORECASE) else None
+
+
+def _quote_fragment(text: str) -> str:
+    from urllib.parse import quote
+
+    return quote(text, safe="")
+
+
+def copy_static(out: Path) -> None:
+    dest = out / "static"
+    dest.mkdir(exist_ok=True)
+    for src in sorted((report_assets_dir() / "static").iterdir()):
+        if src.is_file():
+            shutil.copyfile(src, dest / src.name)
+
+
+# ----------------------------------------------------------------- the model
+
+
+def build_site(loaded: Loaded, repros: Mapping[str, Repro], *, matrix: str,
+               title: str) -> dict[str, Any]:
+    """Everything the templates need, computed without I/O."""
+    latest = latest_by_cell(loaded.records)
+    previous = previous_by_cell(loaded.records)
+    conflicted = {c.cell for c in loaded.conflicts}
+    envs = EnvTable()
+    cells = {cid: cell_view(rec, repros.get(rec["repro"]), previous.get(cid),
+                            cid in conflicted, matrix, envs)
+             for cid, rec in latest.items()}
+    stacks = order_stacks(latest.values())
+    repro_ids = order_repros(repros, latest.values())
+    grid = pivot(cells, [s["id"] for s in stacks], repro_ids)
+    rows = matrix_rows(stacks, grid, cells)
+    return {
+        "title": title,
+        "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "cells": cells, "stacks": stacks, "repro_ids": repro_ids, "rows": rows,
+        "repro_views": [repro_view(r, i, repros.get(r), rows) for i, r in enumerate(repro_ids)],
+        "changes": changes(cells), "counts": status_counts(cells),
+        "skipped": loaded.skipped, "conflicts": loaded.conflicts,
+        "records": len(loaded.records), "envs": envs.items,
+        "script_data": {"cells": {cid: script_cell(c) for cid, c in cells.items()},
+                        "envs": envs.items,
+                        "pages": {r: page_name(r) for r in repro_ids},
+                        "letters": {k: v[0] for k, v in STATUS_INFO.items()}},
+    }
+
+
+class EnvTable:
+    """Deduplicated environment probes (one per stack, typically)."""
+
+    def __init__(self) -> None:
+        self.items: list[list[list[str]]] = []
+        self._index: dict[str, int] = {}
+
+    def add(self, env: Any) -> int:
+        rows = env_rows(env)
+        key = json.dumps(rows)
+        if key not in self._index:
+            self._index[key] = len(self.items)
+            self.items.append(rows)
+        return self._index[key]
+
+
+def env_rows(env: Any) -> list[list[str]]:
+    """An env probe as [key, value] rows; nested values shown as compact JSON."""
+    if not isinstance(env, Mapping):
+        return [] if env is None else [["probe", str(env)]]
+    rows = []
+    for key, value in env.items():
+        text = value if isinstance(value, str) else json.dumps(value, default=str)
+        rows.append([str(key), text[:MESSAGE_LIMIT]])
+    return rows
+
+
+def cell_view(rec: Mapping[str, Any], repro: Repro | None, prev: Mapping[str, Any] | None,
+              conflict: bool, matrix: str, envs: EnvTable) -> dict[str, Any]:
+    """One cell as the templates and the page script see it."""
+    status = str(rec["status"])
+    expectation = expect_mod.evaluate(repro.expect, rec) if repro else None
+    stack = rec.get("stack") or {}
+    return {
+        "id": rec["cell"], "stack": str(stack.get("id")), "repro": rec["repro"],
+        "status": status, "letter": STATUS_INFO[status][0],
+        "signature": _text(rec.get("signature")), "workaround": _text(rec.get("workaround")),
+        "message": _text(rec.get("message"))[:MESSAGE_LIMIT],
+        "traceback": _text(rec.get("traceback"))[-TRACEBACK_LIMIT:],
+        "duration": _duration(rec.get("duration_s")),
+        "exit": _exit(rec), "stages": stage_rows(rec.get("stages")),
+        "env": envs.add(rec.get("env")), "image": image_text(rec.get("image")),
+        "run_id": _text(rec.get("run_id")), "host": _text(rec.get("host")),
+        "backend": _text(rec.get("backend")),
+        "started_at": _text(rec.get("started_at")), "finished_at": _text(rec.get("finished_at")),
+        "expected": expectation.status if expectation else "",
+        "expected_note": expectation.note if expectation else "",
+        "expected_when": expectation.when_text if expectation else "",
+        "contradicted": bool(expectation and expectation.contradicted),
+        "conflict": conflict,
+        "previous": str(prev["status"]) if prev else "",
+        "command": reproduce_command(rec, matrix),
+    }
+
+
+def script_cell(c: Mapping[str, Any]) -> dict[str, Any]:
+    """The subset of a cell view the drawer needs, plus a lowercase search text."""
+    keep = ("id", "stack", "repro", "status", "signature", "workaround", "message",
+            "traceback", "duration", "exit", "stages", "env", "image", "run_id", "host",
+            "backend", "started_at", "finished_at", "expected", "expected_note",
+            "contradicted", "conflict", "previous", "command")
+    out = {k: c[k] for k in keep if c[k] not in ("", None, [], False)}
+    out["q"] = " ".join((c["id"], c["status"], c["signature"],
+                         c["message"][:SEARCH_LIMIT])).lower()
+    return out
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _duration(value: Any) -> str:
+    try:
+        return f"{float(value):.1f} s"
+    except (TypeError, ValueError):
+        return ""
+
+
+def _exit(rec: Mapping[str, Any]) -> str:
+    if rec.get("signal"):
+        return f"signal {rec['signal']}"
+    return "" if rec.get("exit_code") is None else f"exit {rec['exit_code']}"
+
+
+def stage_rows(stages: Any) -> list[dict[str, str]]:
+    """Per-stage rows: name, status, duration, message (hostile text, bounded)."""
+    if not isinstance(stages, list):
+        return []
+    rows = []
+    for st in stages:
+        if not isinstance(st, Mapping):
+            continue
+        status = str(st.get("status", ""))
+        evidence = st.get("evidence")
+        rows.append({
+            "name": _text(st.get("name")), "status": status,
+            "letter": STATUS_INFO.get(status, ("?",))[0],
+            "duration": _duration(st.get("duration_s")),
+            "message": _text(st.get("message"))[:MESSAGE_LIMIT],
+            "evidence": "" if evidence in (None, "", {}, [])
+            else json.dumps(evidence, default=str)[:MESSAGE_LIMIT],
+        })
+    return rows
+
+
+def image_text(image: Any) -> str:
+    """Image tag and id/digest as one line."""
+    if not isinstance(image, Mapping):
+        return _text(image)
+    parts = [f"{k} {image[k]}" for k in ("tag", "id", "digest") if image.get(k)]
+    return "; ".join(parts)
+
+
+def reproduce_command(rec: Mapping[str, Any], matrix: str) -> str:
+    """A shell command that re-runs exactly this cell."""
+    args = ["repromatrix", "run", "--matrix", matrix, "-k", str(rec["cell"]), "--rerun"]
+    stack = rec.get("stack") or {}
+    if rec.get("backend") == "local":
+        args += ["--backend", "local"]
+        if stack.get("interpreter"):
+            args += ["--python", str(stack["interpreter"])]
+    return shlex.join(args)
+
+
+# ----------------------------------------------------------------- ordering and pivot
+
+
+def stack_versions(rec: Mapping[str, Any]) -> dict[str, str]:
+    """Display versions of a record's stack: spec pins, else the probe."""
+    out = {}
+    for key, _ in LABEL_KEYS:
+        value = expect_mod.probe_version({"stack": rec.get("stack")}, key) or \
+            expect_mod.probe_version({"env": rec.get("env")}, key)
+        if value:
+            out[key] = value
+    return out
+
+
+def order_stacks(records: Sequence[Mapping[str, Any]] | Any) -> list[dict[str, Any]]:
+    """One entry per stack id, ordered by torch, torch_tensorrt, ngc versions, then id."""
+    stacks: dict[str, dict[str, Any]] = {}
+    for rec in records:
+        sid = str((rec.get("stack") or {}).get("id"))
+        found = stacks.get(sid)
+        if found is None or str(rec.get("finished_at") or "") > found["_finished"]:
+            spec = rec.get("stack") or {}
+            stacks[sid] = {"id": sid, "kind": _text(spec.get("kind")),
+                           "versions": stack_versions(rec),
+                           "_finished": str(rec.get("finished_at") or "")}
+    for st in stacks.values():
+        st["label"] = " · ".join(f"{short} {st['versions'][k]}" for k, short in LABEL_KEYS
+                                 if k in st["versions"])
+    return sorted(stacks.values(), key=stack_sort_key)
+
+
+def stack_sort_key(stack: Mapping[str, Any]) -> tuple:
+    """Versions compared as versions (2.10 after 2.9); unknown versions first."""
+    key: list[Any] = []
+    for name in VERSION_KEYS:
+        version = expect_mod.normalize_version(stack["versions"].get(name))
+        key.append((0, expect_mod.Version("0")) if version is None else (1, version))
+    key.append(stack["id"])
+    return tuple(key)
+
+
+def order_repros(repros: Mapping[str, Repro], records: Any) -> list[str]:
+    """Catalog repros first (catalog order), then any others seen in results, sorted."""
+    ids = list(repros)
+    seen = sorted({str(r["repro"]) for r in records} - set(ids))
+    return ids + seen
+
+
+def pivot(cells: Mapping[str, Mapping[str, Any]], stack_ids: list[str],
+          repro_ids: list[str]) -> pd.DataFrame:
+    """stack x repro frame of cell ids ('' where a cell has no result)."""
+    frame = pd.DataFrame([(c["stack"], c["repro"], c["id"], c["finished_at"])
+                          for c in cells.values()],
+                         columns=["stack", "repro", "cell", "finished"])
+    if frame.empty:
+        return pd.DataFrame("", index=pd.Index(stack_ids), columns=pd.Index(repro_ids))
+    frame = frame.sort_values("finished").drop_duplicates(["stack", "repro"], keep="last")
+    grid = frame.pivot(index="stack", columns="repro", values="cell")
+    return grid.reindex(index=stack_ids, columns=repro_ids).fillna("")
+
+
+def matrix_rows(stacks: list[dict[str, Any]], grid: pd.DataFrame,
+                cells: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Rows for the matrix template: the stack and its cells (None where missing)."""
+    rows = []
+    for stack, values in zip(stacks, grid.itertuples(index=False, name=None), strict=True):
+        row_cells = [cells[v] if v else None for v in values]
+        present = [c["status"] for c in row_cells if c]
+        rows.append({"stack": stack, "cells": row_cells,
+                     "all_broken": bool(present) and set(present) == {"broken"},
+                     "broken_message": next((c["message"] for c in row_cells if c), "")})
+    return rows
+
+
+# ----------------------------------------------------------------- summaries
+
+
+def status_counts(cells: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+    series = pd.Series([c["status"] for c in cells.values()], dtype="object")
+    counts = series.value_counts().to_dict() if len(series) else {}
+    return {s: int(counts.get(s, 0)) for s in STATUS_ORDER}
+
+
+def changes(cells: Mapping[str, Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """Cells whose status moved since their previous run, by kind of change."""
+    out: dict[str, list[Mapping[str, Any]]] = {
+        "newly failing": [], "newly passing": [], "new errors": []}
+    for c in sorted(cells.values(), key=lambda c: c["id"]):
+        prev, now = c["previous"], c["status"]
+        if not prev or prev == now:
+            continue
+        if now == "fail":
+            out["newly failing"].append(c)
+        elif now == "pass":
+            out["newly passing"].append(c)
+        elif now in PROBLEMS:
+            out["new errors"].append(c)
+    return out
+
+
+def page_name(repro_id: str) -> str:
+    """A safe file name for a repro page (hashed when the id is not a plain id)."""
+    if _SAFE_PAGE.match(repro_id):
+        return f"repro-{repro_id}.html"
+    return f"repro-x{hashlib.sha256(repro_id.encode()).hexdigest()[:12]}.html"
+
+
+def repro_view(repro_id: str, column: int, repro: Repro | None,
+               rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A repro's page: its rows in stack order, first pass and last fail, contradictions."""
+    entries = [{"stack": row["stack"], "cell": row["cells"][column]}
+               for row in rows if row["cells"][column] is not None]
+    first_pass = next((e for e in entries if e["cell"]["status"] == "pass"), None)
+    last_fail = next((e for e in reversed(entries) if e["cell"]["status"] == "fail"), None)
+    return {
+        "id": repro_id, "page": page_name(repro_id),
+        "title": repro.title if repro else repro_id,
+        "description": repro.description if repro else "",
+        "upstream": [{"url": u, "href": safe_url(u)} for u in (repro.upstream if repro else ())],
+        "rules": expect_mod.describe_rules(repro.expect) if repro else [],
+        "known": repro is not None,
+        "entries": entries, "first_pass": first_pass, "last_fail": last_fail,
+        "contradictions": [e for e in entries if e["cell"]["contradicted"]],
+        "counts": status_counts({e["cell"]["id"]: e["cell"] for e in entries}),
+    }
+
+
+# ----------------------------------------------------------------- raw data
+
+
+def write_raw(out: Path, loaded: Loaded, site: Mapping[str, Any]) -> None:
+    """results.json (every record + skipped + conflicts) and results.csv (latest per cell)."""
+    payload = {
+        "generated_at": site["generated_at"], "records": loaded.records,
+        "skipped": [{"file": s.file, "line": s.line, "reason": s.reason} for s in loaded.skipped],
+        "conflicts": [{"run_id": c.run_id, "cell": c.cell, "sources": list(c.sources),
+                       "statuses": list(c.statuses), "kept": c.kept} for c in loaded.conflicts],
+    }
+    (out / "results.json").write_text(json.dumps(payload, indent=1, default=str), encoding="utf-8")
+    columns = ["cell", "stack", "repro", "status", "expected", "contradicted", "signature",
+               "workaround", "message", "duration", "exit", "image", "run_id", "host",
+               "backend", "started_at", "finished_at", "previous", "versions"]
+    versions = {s["id"]: s["label"] for s in site["stacks"]}
+    rows = [{**{k: c.get(k, "") for k in columns if k not in ("cell", "versions")},
+             "cell": c["id"], "versions": versions.get(c["stack"], "")}
+            for c in site["cells"].values()]
+    frame = pd.DataFrame(rows, columns=columns)
+    frame = frame.map(_csv_safe) if not frame.empty else frame
+    frame.to_csv(out / "results.csv", index=False)
+
+
+def _csv_safe(value: Any) -> Any:
+    """Neutralise spreadsheet formulas in hostile text ('=cmd|...' -> "'=cmd|...")."""
+    if isinstance(value, str) and value.startswith(_CSV_FORMULA):
+        return "'" + value
+    return value

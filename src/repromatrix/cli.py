@@ -137,7 +137,7 @@ def format_plan(plan: Plan) -> str:
     rows += [(c.id, c.stack.kind, c.stack.torch or "-", c.stack.torch_tensorrt or "-", c.repro)
              for c in plan.cells]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.append(f"{len(plan.cells)} cells on {len(plan.groups)} stacks")
     return "\n".join(lines)
 

@@ -141,7 +141,7 @@ def with_overrides(settings: Settings, *, base_images: Sequence[str] = (),
     REPROMATRIX_CA_BUNDLE, REPROMATRIX_FIND_LINKS) on top of matrix.yaml."""
     env_images = [x for x in os.environ.get("REPROMATRIX_BASE_IMAGES", "").split(",") if x]
     mapping = dict(settings.base_images)
-    for i, item in enumerate([*env_images, *base_images]):
+    for item in [*env_images, *base_images]:
         name, sep, image = item.partition("=")
         if not sep or not name or not image:
             raise ConfigError(f"expected PUBLIC=LOCAL, got {item!r}", key="--base-image")

@@ -43,6 +43,7 @@ Usage in a repro::
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 import platform
@@ -324,6 +325,17 @@ def _cuda_reason() -> Optional[str]:
     return "no CUDA device: torch.cuda.is_available() is False"
 
 
+def _cuda_build_reason() -> Optional[str]:
+    try:
+        import torch
+    except Exception as e:  # pragma: no cover - the runner marks this broken first
+        return "torch is not importable: %s" % (e,)
+    if getattr(torch.version, "cuda", None) is None:
+        return ("fake CUDA tensors need a CUDA build of torch; torch %s is CPU-only "
+                "(fake CUDA convolutions abort the process there)" % (torch.__version__,))
+    return None
+
+
 def _gpus_reason(spec: str) -> Optional[str]:
     reason = _cuda_reason()
     if reason:
@@ -338,7 +350,6 @@ def _import_reason(name: str) -> Optional[str]:
         return None
     if package_version(name) is None:
         try:
-            import importlib.util
             if importlib.util.find_spec(name) is None:
                 return "%s is not installed" % (name,)
         except Exception:
@@ -354,7 +365,8 @@ def _import_reason(name: str) -> Optional[str]:
 def requirement_reason(req: str) -> Optional[str]:
     """Why requirement ``req`` is unmet (None when it holds).
 
-    Forms: 'cuda'; 'gpus>=2'; a package name ('torch_tensorrt', 'torchvision',
+    Forms: 'cuda' (a usable CUDA device); 'cuda_build' (torch built with CUDA,
+    enough for fake CUDA tensors); 'gpus>=2'; a package name ('torch_tensorrt', 'torchvision',
     'onnx', 'onnxscript', 'tensorrt', ...), imported to make sure it works;
     a package with a spec ('torch>=2.5', 'torchvision>=0.17').
     """
@@ -366,6 +378,8 @@ def requirement_reason(req: str) -> Optional[str]:
         return _cuda_reason()
     if name == "gpus":
         return _gpus_reason(spec)
+    if name == "cuda_build" and not spec:
+        return _cuda_build_reason()
     if spec:
         have = package_version(name)
         if have is None:
@@ -565,11 +579,11 @@ class Repro(object):
         return value if s.status == PASS else None
 
     def _gate(self, s: Stage, requires: Sequence[str], after: Sequence[str]) -> None:
+        s.require(*requires)
         for dep in after:
             prior = self.status_of(dep)
             if prior != PASS:
                 raise Skip("needs stage %r to pass (it was %s)" % (dep, prior or "not run"))
-        s.require(*requires)
 
     @staticmethod
     def _pass_message(s: Stage) -> str:
@@ -580,8 +594,10 @@ class Repro(object):
         sig = match_exception(self.signatures, e, s.name)
         s.status = FAIL if sig else ERROR
         s.signature = sig.id if sig else None
-        first = strip_ansi(str(e)).strip().splitlines()
-        s.message = "%s: %s" % (type(e).__name__, first[0] if first else "")
+        s.message = _first_line(e)
+        root = exception_chain(e)[-1]
+        if root is not e:
+            s.message += " | caused by " + _first_line(root)
         if sig:
             s.message = "signature %s matched: %s" % (sig.id, s.message)
         s.evidence["exception"] = _bounded(exception_text(e), 1500)
@@ -626,6 +642,11 @@ class Repro(object):
         res = self.result()
         self.write()
         return res
+
+
+def _first_line(e: BaseException) -> str:
+    lines = strip_ansi(str(e)).strip().splitlines()
+    return "%s: %s" % (type(e).__name__, lines[0] if lines else "")
 
 
 def _bounded(text: str, limit: int = TRACEBACK_LIMIT) -> str:

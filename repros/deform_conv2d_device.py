@@ -1,0 +1,223 @@
+"""pytorch/TensorRT #3556: deform_conv2d fails to compile with "Unhandled FakeTensor Device Propagation".
+
+The model is the reporter's SimpleDeformNet: an offset conv, then
+``torchvision.ops.deform_conv2d`` with no mask, so torchvision builds the mask
+with ``torch.zeros(..., device=input.device)``. TRT 2.4.0's own
+``empty_strided`` decomposition drops that device, the mask lands on the CPU,
+and the fake-tensor device check fires. The bug is fixed in TRT 2.5.0 (PR #2948).
+
+Stages:
+- fake_export (info, CPU): fake CUDA model; torch.export, then run_decompositions
+  with the zeros/full decompositions TRT enables. Checks that torchvision has a
+  Meta kernel and that the mask stays on the input's device (the torch and
+  torchvision side of the bug).
+- emulated_trt240_decomposition (info, CPU): the same, but with a copy of TRT
+  2.4.0's device-dropping empty_strided. Produces the signature text on any torch.
+- eager (main, GPU): runs the real model on CUDA, asserts every parameter is
+  on CUDA, and keeps the reference output.
+- trt_compile, trt_run (main, GPU + TRT): the reporter's torch_tensorrt.compile
+  call; the output is checked against eager.
+- workaround (GPU + TRT): torch.export(strict=False), then
+  torch_tensorrt.dynamo.compile with min_block_size=1; checked against eager.
+"""
+
+from __future__ import annotations
+
+import protocol
+from protocol import Signature
+
+META = {
+    "id": "deform_conv2d_device",
+    "title": "deform_conv2d: Unhandled FakeTensor Device Propagation in torch_tensorrt.compile",
+    "upstream": [
+        "https://github.com/pytorch/TensorRT/issues/3556",
+        "https://github.com/pytorch/TensorRT/pull/2859",
+        "https://github.com/pytorch/TensorRT/pull/2948",
+    ],
+    "description": (
+        "torchvision.ops.deform_conv2d without a mask builds the mask on the input's device; "
+        "Torch-TensorRT 2.4.0's empty_strided decomposition drops the device, so the mask lands "
+        "on the CPU and the FakeTensor device check fails during compilation. Fixed in "
+        "Torch-TensorRT 2.5.0 (PR #2948)."
+    ),
+    "requires": ["cuda", "torch_tensorrt", "torchvision>=0.17"],
+    "expect": [
+        {"when": {"torch_tensorrt": ">=2.4,<2.5"}, "status": "fail",
+         "note": "TRT 2.4.0's empty_strided decomposition drops the device (PR #2859); the "
+                 "reporter's traceback matches torch 2.4.1"},
+        {"when": {"torch_tensorrt": ">=2.5"}, "status": "pass",
+         "note": "fixed by PR #2948 (first in v2.5.0); the reporter confirmed on 2.7.0"},
+        {"when": {"torch_tensorrt": "<2.4"}, "status": "pass",
+         "note": "no TRT empty_strided decomposition before v2.4.0 (inference, unverified)"},
+    ],
+}
+
+SIGNATURES = [
+    Signature(
+        "fake_device_propagation", exc="RuntimeError", when={"torch": "<2.13"},
+        pattern=r"Unhandled FakeTensor Device Propagation for torchvision\.deform_conv2d\.default, "
+                r"found two different devices cuda:\d+, cpu",
+        note="torch <= 2.12 fake-tensor text (the reporter's, torch 2.4.1)"),
+    Signature(
+        "fake_device_mismatch", exc=("FakeTensorDeviceMismatchError", "RuntimeError"),
+        when={"torch": ">=2.13"},
+        pattern=[r"Expected all tensors to be on the same device, but found at least two devices, "
+                 r"cuda:\d+ and cpu!|Tensor device mismatch", r"deform_conv2d"],
+        note="torch >= 2.13 text (pytorch PR #185412): no op name in the message, so the "
+             "deform_conv2d node is required in the surrounding text"),
+]
+
+SHAPE = [1, 3, 224, 224]
+
+
+def build_model():
+    """The reporter's SimpleDeformNet (on CPU)."""
+    import torch
+    from torchvision.ops import DeformConv2d, deform_conv2d
+
+    class SimpleDeformNet(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.offset_conv = torch.nn.Conv2d(3, 18, kernel_size=3, padding=1)
+            self.deform_conv = DeformConv2d(3, 16, kernel_size=3, padding=1)
+
+        def forward(self, x):
+            offset = self.offset_conv(x)
+            return deform_conv2d(x, offset, self.deform_conv.weight, self.deform_conv.bias,
+                                 stride=1, padding=1)
+
+    torch.manual_seed(0)
+    return SimpleDeformNet().eval()
+
+
+def trt_enabled_decompositions():
+    """The zeros/full decompositions TRT's table enables (they lower to empty_strided)."""
+    import torch
+    from torch._decomp import get_decompositions
+
+    aten = torch.ops.aten
+    return get_decompositions([aten.zeros.default, aten.full.default, aten.zeros_like.default,
+                               aten.new_zeros.default])
+
+
+def empty_strided_dropping_device(size, stride, *, dtype=None, layout=None, device=None,
+                                  pin_memory=None):
+    """What TRT v2.4.0 registered for aten.empty_strided: the device argument is lost."""
+    import torch
+
+    return torch.as_strided(torch.empty(size, dtype=dtype), size, stride)
+
+
+def export_fake(s, drop_device):
+    """torch.export + run_decompositions of the fake-CUDA model; returns the mask's device."""
+    import torch
+    import torchvision
+
+    import _torchutil
+
+    s.note("torchvision", torchvision.__version__)
+    has_meta = torch._C._dispatch_has_kernel_for_dispatch_key("torchvision::deform_conv2d", "Meta")
+    s.check(has_meta, "torchvision registers a Meta kernel for deform_conv2d (tv >= 0.17)")
+    model = build_model()
+    with _torchutil.fake_mode():
+        _torchutil.fake_cuda_params(model)
+        devices = set(_torchutil.tensor_devices(model).values())
+        s.check(devices == {"cuda:0"}, "every parameter is on CUDA", devices=sorted(devices))
+        x = torch.empty(SHAPE, device="cuda")
+        ep = torch.export.export(model, (x,), strict=False)
+        s.note("exported_ops", _torchutil.graph_targets(ep.graph_module))
+        table = trt_enabled_decompositions()
+        if drop_device:
+            table[torch.ops.aten.empty_strided.default] = empty_strided_dropping_device
+        ep = ep.run_decompositions(table)
+    return mask_device(s, ep)
+
+
+def mask_device(s, ep):
+    """Device of the mask argument (index 3) of the deform_conv2d node."""
+    nodes = [n for n in ep.graph.nodes if n.op == "call_function" and "deform_conv2d" in str(n.target)]
+    s.check(len(nodes) == 1, "one deform_conv2d node after decomposition", found=len(nodes))
+    mask = nodes[0].args[3]
+    dev = str(mask.meta["val"].device)
+    s.note("mask_producer", str(mask.target))
+    s.note("mask_device", dev)
+    return dev
+
+
+def stage_fake_export(s):
+    dev = export_fake(s, drop_device=False)
+    s.check(dev == "cuda:0", "the mask stays on the input's device (cuda:0)", mask_device=dev)
+
+
+def stage_emulated(s):
+    s.note("emulates", "torch_tensorrt v2.4.0 lowering: aten.empty_strided without device")
+    dev = export_fake(s, drop_device=True)
+    s.note("outcome", "no device error raised; mask on %s" % dev)
+
+
+def stage_eager(s):
+    import torch
+
+    model = build_model().cuda()
+    devices = set(str(p.device) for p in model.parameters())
+    s.check(all(d.startswith("cuda") for d in devices), "every parameter is on CUDA",
+            devices=sorted(devices))
+    x = torch.randn(SHAPE, device="cuda")
+    with torch.no_grad():
+        ref = model(x)
+    s.note("output_shape", list(ref.shape))
+    return model, x, ref
+
+
+def stage_trt_compile(s, model):
+    import torch
+    import torch_tensorrt
+
+    devices = set(str(p.device) for p in model.parameters())
+    s.check(all(d.startswith("cuda") for d in devices),
+            "every parameter is on CUDA before blaming this bug", devices=sorted(devices))
+    s.note("torch_tensorrt", torch_tensorrt.__version__)
+    inp = torch_tensorrt.Input(min_shape=SHAPE, opt_shape=SHAPE, max_shape=SHAPE, dtype=torch.float32)
+    return torch_tensorrt.compile(model, inputs=[inp])
+
+
+def stage_trt_run(s, trt_model, x, ref):
+    import torch
+
+    import _torchutil
+
+    with torch.no_grad():
+        out = _torchutil.first_output(trt_model(x))
+    s.check_close(out, ref, what="TensorRT vs eager", rtol=1e-2, atol=1e-2)
+
+
+def stage_workaround(s, model, x, ref):
+    import torch
+    import torch_tensorrt
+
+    import _torchutil
+
+    ep = torch.export.export(model, (x,), strict=False)
+    kwargs, dropped = _torchutil.supported_kwargs(torch_tensorrt.dynamo.compile, {
+        "enabled_precisions": {torch.float32}, "disable_tf32": True, "min_block_size": 1})
+    s.note("dropped_kwargs", dropped)
+    trt_model = torch_tensorrt.dynamo.compile(ep, inputs=[x], **kwargs)
+    with torch.no_grad():
+        out = _torchutil.first_output(trt_model(x))
+    s.check_close(out, ref, what="export + dynamo.compile vs eager", rtol=1e-2, atol=1e-2)
+
+
+def main(r):
+    r.stage("fake_export", stage_fake_export, requires=["cuda_build", "torchvision"], role="info")
+    r.stage("emulated_trt240_decomposition", stage_emulated, requires=["cuda_build", "torchvision"], role="info")
+    eager = r.stage("eager", stage_eager, requires=["cuda", "torchvision"])
+    model, x, ref = eager if eager else (None, None, None)
+    trt_model = r.stage("trt_compile", stage_trt_compile, model,
+                        requires=["cuda", "torch_tensorrt"], after=["eager"])
+    r.stage("trt_run", stage_trt_run, trt_model, x, ref, after=["trt_compile"])
+    r.stage("workaround", stage_workaround, model, x, ref, role="workaround",
+            requires=["cuda", "torch_tensorrt"], after=["eager"])
+
+
+if __name__ == "__main__":
+    protocol.main(META, SIGNATURES, main)

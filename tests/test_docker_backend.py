@@ -1,0 +1,288 @@
+"""The docker backend against a real daemon: build, cache, run, broken stacks, timeouts, cleanup.
+
+The pip stack under test is torch 2.13.0 (the CPU wheel this machine carries, given
+through the wheelhouse setting) on a local Debian base image mapped onto
+python:3.11-slim; its dependencies come from PyPI through the host network and the
+machine's CA bundle.
+"""
+
+from __future__ import annotations
+
+import _thread
+import json
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from docker_fixtures import *  # noqa: F403 - fixtures: docker_client, docker_settings, ...
+from docker_fixtures import PUBLIC_BASE, new_run_id
+
+from repromatrix.backends import RunContext
+from repromatrix.backends.docker import (
+    LABEL_RUN,
+    DockerBackend,
+    build_images,
+    check_base_images,
+    cleanup,
+    connect,
+)
+from repromatrix.errors import BaseImageMissing, DockerUnavailable
+from repromatrix.images import image_spec
+from repromatrix.model import Settings, Stack, StackGroup, Status
+
+ROOT = Path(__file__).resolve().parents[1]
+STATUSES = {s.value for s in Status}
+CPU = Stack(id="pip-rmtest-torch2.13.0-cpu", kind="pip", python="3.11", torch="2.13.0",
+            cuda=None, index="pypi")
+BAD = Stack(id="pip-rmtest-torch0.0.1", kind="pip", python="3.11", torch="0.0.1", index="pypi")
+
+OK_REPRO = '''"""Harness test repro: torch imports and adds on the CPU."""
+from __future__ import annotations
+
+import protocol
+
+META = {"id": "rmtest_ok", "title": "torch adds", "upstream": [], "description": "",
+        "requires": [], "expect": []}
+
+
+def body(r):
+    def add(s):
+        import torch
+        s.note("torch", torch.__version__)
+        s.check_close(torch.ones(2) + torch.ones(2), torch.full((2,), 2.0), "1 + 1 == 2")
+    r.stage("add", add)
+
+
+if __name__ == "__main__":
+    raise SystemExit(protocol.main(META, [], body))
+'''
+
+SLEEP_REPRO = '''"""Harness test repro: never finishes (for the stack timeout)."""
+from __future__ import annotations
+
+import time
+
+import protocol
+
+META = {"id": "rmtest_sleep", "title": "sleeps", "upstream": [], "description": "",
+        "requires": [], "expect": []}
+
+
+def body(r):
+    r.stage("sleep", lambda s: time.sleep(3600))
+
+
+if __name__ == "__main__":
+    raise SystemExit(protocol.main(META, [], body))
+'''
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def repros_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project's runner, protocol and repros, plus two harness-test repros."""
+    src = ROOT / "repros"
+    if not (src / "runner.py").is_file():
+        pytest.fail("repros/runner.py is missing")
+    d = tmp_path_factory.mktemp("repros")
+    for f in src.glob("*.py"):
+        shutil.copy2(f, d / f.name)
+    (d / "rmtest_ok.py").write_text(OK_REPRO)
+    (d / "rmtest_sleep.py").write_text(SLEEP_REPRO)
+    return d
+
+
+def project_repros() -> tuple[str, ...]:
+    return tuple(sorted(p.stem for p in (ROOT / "repros").glob("*.py")
+                        if p.name not in ("runner.py", "protocol.py") and not p.name.startswith("_")))
+
+
+def make_ctx(settings: Settings, repros_dir: Path, work_dir: Path, **kw: Any) -> RunContext:
+    records: list[dict[str, Any]] = []
+    ctx = RunContext(run_id=new_run_id(), settings=settings, repros_dir=repros_dir,
+                     repro_hashes={}, emit=records.append, work_dir=work_dir,
+                     log=lambda line: print(line, flush=True), **kw)
+    ctx.records = records  # type: ignore[attr-defined]
+    return ctx
+
+
+def run_containers(client: Any, run_id: str) -> list[Any]:
+    return client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})
+
+
+@pytest.fixture(scope="module")
+def first_run(docker_client: Any, docker_settings: Settings, repros_dir: Path,
+              tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Build the CPU stack's image from scratch (layer cache allowed) and run every repro."""
+    spec = image_spec(CPU, docker_settings)
+    if docker_client.images.list(name=spec.tag):
+        docker_client.images.remove(spec.tag, force=True)
+    group = StackGroup(CPU, ("rmtest_ok", *project_repros()))
+    ctx = make_ctx(docker_settings, repros_dir, tmp_path_factory.mktemp("run1"))
+    backend = DockerBackend(docker_client)
+    t0 = time.monotonic()
+    backend.preflight([group], ctx)
+    backend.run([group], ctx)
+    return {"group": group, "ctx": ctx, "records": ctx.records, "spec": spec,
+            "elapsed": time.monotonic() - t0}
+
+
+def test_pip_stack_builds_runs_and_records_every_repro(first_run: dict[str, Any],
+                                                        docker_client: Any) -> None:
+    records, group, spec = first_run["records"], first_run["group"], first_run["spec"]
+    assert sorted(r["repro"] for r in records) == sorted(group.repros)
+    image = docker_client.images.get(spec.tag)
+    for rec in records:
+        assert rec["status"] in STATUSES and rec["status"] != Status.BROKEN.value, rec
+        assert rec["backend"] == "docker" and rec["image"] == {"tag": spec.tag, "id": image.id}
+        assert rec["env"]["torch"].startswith("2.13.0"), rec["env"]
+        assert rec["stack"]["id"] == CPU.id
+    ok = next(r for r in records if r["repro"] == "rmtest_ok")
+    assert ok["status"] == "pass", ok
+    assert (first_run["ctx"].work_dir / "logs" / f"{CPU.id}.log").is_file()
+    print(f"first run (build + run): {first_run['elapsed']:.1f}s")
+
+
+def test_image_carries_labels_and_ca_bundle(first_run: dict[str, Any], docker_client: Any,
+                                            docker_settings: Settings) -> None:
+    spec = first_run["spec"]
+    labels = docker_client.images.get(spec.tag).labels
+    assert json.loads(labels["repromatrix.stack"]) == CPU.spec()
+    assert labels["repromatrix.harness_version"] == spec.labels["repromatrix.harness_version"]
+    assert labels["repromatrix.inputs_hash"] == spec.inputs_hash
+    if docker_settings.ca_bundle:
+        last_cert = Path(docker_settings.ca_bundle).read_text().strip().splitlines()[-2]
+        out = docker_client.containers.run(spec.tag, ["sh", "-c", "cat $PIP_CERT"], remove=True,
+                                           network_mode="none")
+        assert last_cert in out.decode()
+
+
+def test_second_run_reuses_the_image(first_run: dict[str, Any], docker_client: Any,
+                                     docker_settings: Settings, repros_dir: Path,
+                                     tmp_path: Path) -> None:
+    ctx = make_ctx(docker_settings, repros_dir, tmp_path)
+    group = StackGroup(CPU, ("rmtest_ok",))
+    built = build_images([group], docker_settings, ctx)
+    assert built[CPU.id].ok and built[CPU.id].cached
+    first_id = first_run["records"][0]["image"]["id"]
+    assert built[CPU.id].id == first_id
+    t0 = time.monotonic()
+    DockerBackend(docker_client).run([group], ctx)
+    elapsed = time.monotonic() - t0
+    assert [r["image"]["id"] for r in ctx.records] == [first_id]
+    assert not (tmp_path / "logs" / f"{CPU.id}.log").exists()  # no build happened
+    print(f"second run: {elapsed:.1f}s vs first {first_run['elapsed']:.1f}s")
+
+
+def test_unresolvable_stack_is_broken_and_the_other_goes_on(
+        first_run: dict[str, Any], docker_client: Any, docker_settings: Settings,
+        repros_dir: Path, tmp_path: Path) -> None:
+    ctx = make_ctx(docker_settings, repros_dir, tmp_path)
+    groups = [StackGroup(BAD, ("rmtest_ok",)), StackGroup(CPU, ("rmtest_ok",))]
+    DockerBackend(docker_client).run(groups, ctx)
+    by_stack = {r["stack"]["id"]: r for r in ctx.records}
+    assert set(by_stack) == {BAD.id, CPU.id}
+    bad = by_stack[BAD.id]
+    assert bad["status"] == "broken"
+    assert "torch==0.0.1" in bad["message"] and "No matching distribution" in bad["message"]
+    assert "No matching distribution found for torch==0.0.1" in bad["traceback"]
+    assert by_stack[CPU.id]["status"] == "pass"
+    assert "torch==0.0.1" in (tmp_path / "logs" / f"{BAD.id}.log").read_text()
+
+
+def test_overrunning_container_is_killed_and_removed(
+        first_run: dict[str, Any], docker_client: Any, docker_settings: Settings,
+        repros_dir: Path, tmp_path: Path) -> None:
+    ctx = make_ctx(docker_settings, repros_dir, tmp_path, stack_timeout=20.0)
+    seen_running: list[bool] = []
+    emit = ctx.emit
+
+    def watching_emit(rec: dict[str, Any]) -> None:
+        live = run_containers(docker_client, ctx.run_id)
+        seen_running.append(bool(live) and live[0].status == "running")
+        emit(rec)
+
+    ctx.emit = watching_emit
+    group = StackGroup(CPU, ("rmtest_ok", "rmtest_sleep"))
+    t0 = time.monotonic()
+    DockerBackend(docker_client).run([group], ctx)
+    assert time.monotonic() - t0 < 120
+    status = {r["repro"]: r["status"] for r in ctx.records}
+    assert status == {"rmtest_ok": "pass", "rmtest_sleep": "timeout"}
+    assert seen_running[0], "rmtest_ok's record should be emitted while the container still runs"
+    assert run_containers(docker_client, ctx.run_id) == []
+
+
+def test_ctrl_c_removes_the_container(first_run: dict[str, Any], docker_client: Any,
+                                      docker_settings: Settings, repros_dir: Path,
+                                      tmp_path: Path) -> None:
+    ctx = make_ctx(docker_settings, repros_dir, tmp_path)
+    interrupted = threading.Event()
+
+    def press_ctrl_c() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if any(c.status == "running" for c in run_containers(docker_client, ctx.run_id)):
+                interrupted.set()
+                _thread.interrupt_main()
+                return
+            time.sleep(0.2)
+
+    threading.Thread(target=press_ctrl_c, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        DockerBackend(docker_client).run([StackGroup(CPU, ("rmtest_sleep",))], ctx)
+    assert interrupted.is_set()
+    assert run_containers(docker_client, ctx.run_id) == []
+    assert ctx.records == []  # the cell in flight is lost, never recorded half-done
+
+
+def test_keep_leaves_the_container_for_debugging(first_run: dict[str, Any], docker_client: Any,
+                                                 docker_settings: Settings, repros_dir: Path,
+                                                 tmp_path: Path) -> None:
+    ctx = make_ctx(docker_settings, repros_dir, tmp_path, keep=True)
+    try:
+        DockerBackend(docker_client).run([StackGroup(CPU, ("rmtest_ok",))], ctx)
+        kept = run_containers(docker_client, ctx.run_id)
+        assert len(kept) == 1 and kept[0].status == "exited"
+    finally:
+        cleanup(docker_client, ctx.run_id)
+    assert run_containers(docker_client, ctx.run_id) == []
+
+
+def test_two_jobs_run_stacks_side_by_side(first_run: dict[str, Any], docker_client: Any,
+                                          docker_settings: Settings, repros_dir: Path,
+                                          tmp_path: Path) -> None:
+    twin = Stack(**{**CPU.__dict__, "id": CPU.id + "-twin"})
+    ctx = make_ctx(docker_settings, repros_dir, tmp_path, jobs=2)
+    groups = [StackGroup(CPU, ("rmtest_ok",)), StackGroup(twin, ("rmtest_ok",))]
+    DockerBackend(docker_client).run(groups, ctx)
+    assert sorted((r["stack"]["id"], r["status"]) for r in ctx.records) == \
+        [(CPU.id, "pass"), (twin.id, "pass")]
+    assert run_containers(docker_client, ctx.run_id) == []
+
+
+def test_missing_base_image_names_it_and_the_mirror_setting(docker_client: Any,
+                                                            docker_settings: Settings) -> None:
+    missing = "repromatrix-test/no-such-image:1"
+    settings = Settings(base_images={PUBLIC_BASE: missing})
+    stack = Stack(id="pip-rmtest-nobase", kind="pip", python="3.11", torch="2.13.0")
+    with pytest.raises(BaseImageMissing) as info:
+        check_base_images(docker_client, [image_spec(stack, settings)])
+    text = str(info.value)
+    assert missing in text and PUBLIC_BASE in text
+    assert "defaults.base_images" in text and "--base-image" in text
+    assert info.value.exit_code == 3
+
+
+def test_unreachable_daemon_is_exit_3_with_what_to_do(monkeypatch: pytest.MonkeyPatch,
+                                                      tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-daemon.sock")
+    with pytest.raises(DockerUnavailable) as info:
+        connect(timeout=5)
+    assert info.value.exit_code == 3
+    assert "no-daemon.sock" in str(info.value) and "dockerd" in str(info.value)
+    assert "Traceback" not in str(info.value)

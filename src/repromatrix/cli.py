@@ -44,7 +44,7 @@ def _add_image_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_run_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", default="docker", choices=("docker", "local"))
+    p.add_argument("--backend", default="docker", choices=("docker", "local", "venv"))
     p.add_argument("--python", metavar="PATH", help="interpreter for --backend local")
     p.add_argument("--results", type=Path, default=DEFAULT_RESULTS, help="results store folder")
     p.add_argument("--rerun", action="store_true", help="run cells even if a record is current")
@@ -98,6 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--matrix", type=Path)
     p.add_argument("--bad-if", default="fail", help="statuses that count as bad (default: fail)")
     p.add_argument("--find-fix", action="store_true", help="search for the first good instead")
+    p.add_argument("--stage", metavar="NAME", help="judge by this stage's status, not the cell's")
+    p.add_argument("--base", action="append", default=[], metavar="KEY=VALUE",
+                   help="pin a non-axis package of every candidate, e.g. torch_tensorrt=none "
+                        "(repeatable)")
     p.add_argument("--json", action="store_true", help="machine-readable result")
     _add_image_args(p)
     _add_run_args(p)

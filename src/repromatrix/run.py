@@ -25,7 +25,7 @@ from .config import Matrix
 from .errors import UsageError
 from .model import Plan, Stack, StackGroup, Status
 
-BACKENDS = ("docker", "local")
+BACKENDS = ("docker", "local", "venv")
 RETRY_STATUSES = {Status.BROKEN.value}
 
 
@@ -49,6 +49,9 @@ def get_backend(name: str) -> Backend:
     if name == "local":
         from .backends.local import LocalBackend
         return LocalBackend()
+    if name == "venv":
+        from .backends.venv import VenvBackend
+        return VenvBackend()
     raise UsageError(f"--backend {name!r}: choose one of {', '.join(BACKENDS)}")
 
 

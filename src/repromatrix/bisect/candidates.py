@@ -1,0 +1,145 @@
+"""Bisect candidates: every release on an axis, each resolved to a complete stack.
+
+Pure (reads only the packaged compatibility table). The candidate list is the
+whole axis in release order (patch releases included), so positions, and with
+them the probe order, do not depend on the bounds. A release that does not
+resolve to an installable stack with the given pins stays in the list with
+the reason, and is never probed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from packaging.version import Version
+
+from .. import compat
+from ..config import parse_stack
+from ..errors import ConfigError, UsageError, did_you_mean
+from ..model import Repro, Settings, Stack
+
+AXES = ("torch", "torch_tensorrt", "ngc")
+PIP_BASE_KEYS = ("torch", "torchvision", "torch_tensorrt", "index", "python", "packages")
+BISECT_TAG = "bisect"
+WHERE = "bisect"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One release on the axis: its stack, or why it has none."""
+
+    version: str
+    stack: Stack | None
+    reason: str = ""
+
+
+def axis_versions(axis: str) -> list[str]:
+    """Every known release on ``axis``, oldest first."""
+    table = compat.load_table()
+    return {"torch": table.torch_versions, "torch_tensorrt": table.trt_versions,
+            "ngc": table.ngc_tags}[axis]()
+
+
+def resolve_bound(axis: str, value: str, flag: str) -> str:
+    """A bound given as an exact release or a shorthand ("2.5" -> newest 2.5.x)."""
+    known = axis_versions(axis)
+    if axis == "ngc":
+        if value in known:
+            return value
+        raise UsageError(f"{flag} {value}: not an NGC release on the ngc axis"
+                         f"{did_you_mean(value, known)}; known: {known[0]} .. {known[-1]}")
+    try:
+        return compat.resolve_release(known, value, axis)
+    except compat.CompatError:
+        raise UsageError(f"{flag} {value}: not a {axis} release on the {axis} axis"
+                         f"{did_you_mean(value, known)}; known: {known[0]} .. {known[-1]}") from None
+
+
+def parse_base(items: Sequence[str], axis: str) -> dict[str, Any]:
+    """``--base KEY=VALUE`` pins for the stack keys that are not the axis."""
+    base: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        allowed = ("packages",) if axis == "ngc" else tuple(k for k in PIP_BASE_KEYS if k != axis)
+        if not sep or not key:
+            raise UsageError(f"--base {item!r}: expected KEY=VALUE, e.g. torch_tensorrt=none")
+        if key not in allowed:
+            raise UsageError(f"--base {key}: not a pin of the {axis} axis' stacks"
+                             f"{did_you_mean(key, allowed)}; allowed: {', '.join(allowed)}")
+        if key == "packages":
+            base[key] = [p.strip() for p in value.split(",") if p.strip()]
+        else:
+            base[key] = value
+    return base
+
+
+def stack_entry(axis: str, version: str, base: Mapping[str, Any]) -> dict[str, Any]:
+    """The matrix.yaml entry a candidate stands for."""
+    if axis == "ngc":
+        return {"kind": "ngc", "ngc": version, **base}
+    entry = {"kind": "pip", **base, axis: version}
+    if axis == "torch_tensorrt" and "torch" not in base:
+        entry["torch"] = _newest_torch_for(version)
+    return entry
+
+
+def _newest_torch_for(trt: str) -> str:
+    table = compat.load_table()
+    need = table.torch_tensorrt[trt].torch
+    fits = [v for v in table.torch_versions() if need.contains(v)]
+    return fits[-1] if fits else str(need)
+
+
+def resolve(axis: str, version: str, base: Mapping[str, Any], settings: Settings,
+            catalog: Mapping[str, Repro], repro: str) -> Candidate:
+    """One candidate: its complete, checked stack, or the reason it has none."""
+    entry = stack_entry(axis, version, base)
+    try:
+        stack = parse_stack(entry, settings, catalog, (repro,), WHERE, f"{axis} {version}")
+    except ConfigError as exc:
+        return Candidate(version, None, exc.detail)
+    stack = replace(stack, id=_stack_id(stack, axis, version, base, settings, catalog, repro),
+                    repros=(repro,), tags=(BISECT_TAG,))
+    return Candidate(version, stack)
+
+
+def _stack_id(stack: Stack, axis: str, version: str, base: Mapping[str, Any],
+              settings: Settings, catalog: Mapping[str, Repro], repro: str) -> str:
+    """The matrix's id for the same pins; pins that id does not show get a suffix,
+    so a candidate never shares a cell id with a different environment."""
+    if stack.kind != "pip":
+        return stack.id
+    plain = parse_stack({"kind": "pip", "torch": stack.torch, "index": stack.index,
+                         "python": stack.python, "torch_tensorrt": stack.torch_tensorrt or "none"},
+                        settings, catalog, (repro,), WHERE, f"{axis} {version}")
+    sid = stack.id
+    if stack.torchvision != plain.torchvision:
+        sid += f"-tv{stack.torchvision}" if stack.torchvision else "-notv"
+    if stack.packages:
+        digest = hashlib.sha256(json.dumps(sorted(stack.packages)).encode()).hexdigest()[:8]
+        sid += f"-pkgs{digest}"
+    return sid
+
+
+def candidates(axis: str, base: Mapping[str, Any], settings: Settings,
+               catalog: Mapping[str, Repro], repro: str) -> list[Candidate]:
+    """The whole axis, oldest first, each release resolved."""
+    return [resolve(axis, v, base, settings, catalog, repro) for v in axis_versions(axis)]
+
+
+def check_order(axis: str, good: str, bad: str, find_fix: bool) -> None:
+    """A regression goes from an older good to a newer bad; --find-fix the other way round."""
+    if good == bad:
+        raise UsageError(f"--good and --bad are the same {axis} release ({good})")
+    good_first = Version(good) < Version(bad)
+    if not find_fix and not good_first:
+        raise UsageError(f"--good {good} is newer than --bad {bad}: a regression goes from an older "
+                         f"good release to a newer bad one (add --find-fix to find where it was fixed)")
+    if find_fix and good_first:
+        raise UsageError(f"--good {good} is older than --bad {bad}: with --find-fix the bad release "
+                         f"comes first (drop --find-fix to hunt a regression)")

@@ -11,28 +11,140 @@
     return node;
   }
 
+  var dataNode = byId("report-data");
+  if (!dataNode) { return; }
+  var data = JSON.parse(dataNode.textContent);
+
+  /* ---------------------------------------------------------------- cell detail (drawer and repro rows) */
+  function badge(status) {
+    var b = el("span", "badge st-" + (data.letters[status] ? status : "unknown"));
+    b.appendChild(el("b", null, data.letters[status] || "?"));
+    b.appendChild(document.createTextNode(" " + status));
+    return b;
+  }
+
+  function field(dl, name, value, cls) {
+    if (value === undefined || value === null || value === "") { return; }
+    dl.appendChild(el("dt", null, name));
+    var dd = el("dd", cls || null);
+    if (typeof value === "string") { dd.textContent = value; } else { dd.appendChild(value); }
+    dl.appendChild(dd);
+  }
+
+  function copyButton(code) {
+    var button = el("button", "d-copy", "copy command");
+    button.type = "button";
+    button.addEventListener("click", function () {
+      function selectText() {
+        var range = document.createRange();
+        range.selectNodeContents(code);
+        var sel = window.getSelection();
+        sel.removeAllRanges();
+        sel.addRange(range);
+        button.textContent = "selected: press Ctrl+C";
+      }
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(code.textContent).then(function () { button.textContent = "copied"; }, selectText);
+      } else {
+        selectText();
+      }
+    });
+    return button;
+  }
+
+  function stagesTable(stages) {
+    var table = el("table", "stages d-stages");
+    var head = el("tr");
+    ["stage", "status", "duration", "message"].forEach(function (h) { head.appendChild(el("th", null, h)); });
+    table.appendChild(el("thead")).appendChild(head);
+    var body = table.appendChild(el("tbody"));
+    stages.forEach(function (s) {
+      var tr = el("tr");
+      tr.appendChild(el("td", null, s.name));
+      tr.appendChild(el("td")).appendChild(badge(s.status));
+      tr.appendChild(el("td", null, s.duration));
+      var msg = el("td", "msg", s.message);
+      if (s.evidence) { msg.appendChild(el("br")); msg.appendChild(el("code", null, s.evidence)); }
+      tr.appendChild(msg);
+      body.appendChild(tr);
+    });
+    return table;
+  }
+
+  function buildDetail(c) {
+    var box = el("div", "detail");
+    var dl = box.appendChild(el("dl", "kv d-fields"));
+    var st = el("span");
+    st.appendChild(badge(c.status));
+    if (c.previous) { st.appendChild(el("span", "prev", " (previous run: " + c.previous + ")")); }
+    field(dl, "status", st);
+    if (c.expected) {
+      field(dl, "expected", c.expected + (c.expected_note ? " — " + c.expected_note : "") +
+            (c.contradicted ? " (contradicted)" : ""), c.contradicted ? "contra" : null);
+    }
+    field(dl, "stack", c.stack);
+    field(dl, "repro", c.repro);
+    field(dl, "signature", c.signature);
+    field(dl, "workaround", c.workaround);
+    field(dl, "message", c.message, "msg");
+    field(dl, "duration", c.duration);
+    field(dl, "exit", c.exit);
+    field(dl, "image", c.image);
+    field(dl, "run", (c.run_id || "") + " on " + (c.host || "?") + " (" + (c.backend || "?") + "), " +
+          (c.started_at || "?") + " → " + (c.finished_at || "?"));
+    if (c.conflict) { field(dl, "conflict", "conflicting records for this cell in one run; see results.json", "contra"); }
+    if (c.stages && c.stages.length) { box.appendChild(stagesTable(c.stages)); }
+    if (c.traceback) {
+      box.appendChild(el("h4", null, "traceback (tail)"));
+      box.appendChild(el("pre", "tb d-tb", c.traceback));
+    }
+    var env = data.envs[c.env] || [];
+    if (env.length) {
+      var det = box.appendChild(el("details", "env"));
+      det.appendChild(el("summary", null, "environment probe"));
+      var tbody = det.appendChild(el("table", "envtab")).appendChild(el("tbody"));
+      env.forEach(function (kv) {
+        var tr = tbody.appendChild(el("tr"));
+        tr.appendChild(el("th", null, kv[0]));
+        tr.appendChild(el("td", null, kv[1]));
+      });
+    }
+    box.appendChild(el("h4", null, "reproduce"));
+    var code = box.appendChild(el("pre", "cmd")).appendChild(el("code", "d-cmd", c.command || ""));
+    box.appendChild(copyButton(code));
+    return box;
+  }
+
   /* ---------------------------------------------------------------- repro pages */
+  function fillSlot(det) {
+    var slot = det.querySelector(".slot");
+    var c = data.cells[det.getAttribute("data-cell")];
+    if (slot && c && !slot.childNodes.length) { slot.appendChild(buildDetail(c)); }
+  }
+
   function openHashTarget() {
     var id = location.hash.slice(1);
     if (!id) { return; }
     var row = byId(id);
     if (!row) { try { row = byId(decodeURIComponent(id)); } catch (e) { row = null; } }
-    if (row) {
-      var det = row.querySelector("details");
-      if (det) { det.open = true; }
+    var det = row ? row.querySelector("details.cell-detail") : null;
+    if (det) {
+      det.open = true;
+      fillSlot(det);
       row.scrollIntoView({block: "center"});
     }
   }
 
-  var dataNode = byId("report-data");
-  if (!dataNode) {
+  if (!byId("matrix")) {
+    document.addEventListener("toggle", function (ev) {
+      if (ev.target.matches && ev.target.matches("details.cell-detail") && ev.target.open) { fillSlot(ev.target); }
+    }, true);
     window.addEventListener("hashchange", openHashTarget);
     openHashTarget();
     return;
   }
 
   /* ---------------------------------------------------------------- the matrix page */
-  var data = JSON.parse(dataNode.textContent);
   var form = byId("filters");
   var statusBoxes = Array.prototype.slice.call(form.querySelectorAll("input[name=status]"));
   var allStatuses = statusBoxes.map(function (b) { return b.value; });
@@ -127,75 +239,13 @@
   }
 
   /* ---------------------------------------------------------------- the drawer */
-  function badge(status) {
-    var b = el("span", "badge st-" + (data.letters[status] ? status : "unknown"));
-    b.appendChild(el("b", null, data.letters[status] || "?"));
-    b.appendChild(document.createTextNode(" " + status));
-    return b;
-  }
-
-  function field(dl, name, value, cls) {
-    if (value === undefined || value === null || value === "") { return; }
-    dl.appendChild(el("dt", null, name));
-    var dd = el("dd", cls || null);
-    if (typeof value === "string") { dd.textContent = value; } else { dd.appendChild(value); }
-    dl.appendChild(dd);
-  }
-
   function fillDrawer(c) {
     byId("d-title").textContent = c.id;
     byId("d-permalink").setAttribute("href", "#cell=" + encodeURIComponent(c.id));
     byId("d-repro").setAttribute("href", (data.pages[c.repro] || "index.html") + "#c-" + encodeURIComponent(c.id));
-    var dl = byId("d-fields");
-    dl.textContent = "";
-    var st = el("span"); st.appendChild(badge(c.status));
-    if (c.previous) { st.appendChild(el("span", "prev", " (previous run: " + c.previous + ")")); }
-    field(dl, "status", st);
-    if (c.expected) {
-      var exp = c.expected + (c.expected_note ? " — " + c.expected_note : "") + (c.contradicted ? " (contradicted)" : "");
-      field(dl, "expected", exp, c.contradicted ? "contra" : null);
-    }
-    field(dl, "stack", c.stack);
-    field(dl, "repro", c.repro);
-    field(dl, "signature", c.signature);
-    field(dl, "workaround", c.workaround);
-    field(dl, "message", c.message, "msg");
-    field(dl, "duration", c.duration);
-    field(dl, "exit", c.exit);
-    field(dl, "image", c.image);
-    field(dl, "run", (c.run_id || "") + " on " + (c.host || "?") + " (" + (c.backend || "?") + "), " +
-          (c.started_at || "?") + " → " + (c.finished_at || "?"));
-    if (c.conflict) { field(dl, "conflict", "conflicting records for this cell in one run; see results.json", "contra"); }
-
-    var stages = byId("d-stages");
-    var body = stages.querySelector("tbody");
+    var body = byId("d-body");
     body.textContent = "";
-    (c.stages || []).forEach(function (s) {
-      var tr = el("tr");
-      tr.appendChild(el("td", null, s.name));
-      var td = el("td"); td.appendChild(badge(s.status)); tr.appendChild(td);
-      tr.appendChild(el("td", null, s.duration));
-      var msg = el("td", "msg", s.message);
-      if (s.evidence) { msg.appendChild(el("br")); msg.appendChild(el("code", null, s.evidence)); }
-      tr.appendChild(msg);
-      body.appendChild(tr);
-    });
-    stages.hidden = !(c.stages && c.stages.length);
-
-    var tb = byId("d-tb");
-    tb.textContent = c.traceback || "";
-    tb.hidden = byId("d-tb-h").hidden = !c.traceback;
-
-    var env = byId("d-env");
-    env.textContent = "";
-    (data.envs[c.env] || []).forEach(function (kv) {
-      var tr = el("tr");
-      tr.appendChild(el("th", null, kv[0]));
-      tr.appendChild(el("td", null, kv[1]));
-      env.appendChild(tr);
-    });
-    byId("d-env-box").hidden = !env.childNodes.length;
-    byId("d-cmd").textContent = c.command || "";
+    body.appendChild(buildDetail(c));
   }
 
   function openCell(id) {
@@ -247,23 +297,6 @@
   byId("d-close").addEventListener("click", function () { openCell(null); update(); });
   document.addEventListener("keydown", function (ev) {
     if (ev.key === "Escape" && selected) { openCell(null); update(); }
-  });
-  byId("d-copy").addEventListener("click", function () {
-    var text = byId("d-cmd").textContent;
-    var button = byId("d-copy");
-    function selectText() {
-      var range = document.createRange();
-      range.selectNodeContents(byId("d-cmd"));
-      var sel = window.getSelection();
-      sel.removeAllRanges();
-      sel.addRange(range);
-      button.textContent = "selected: press Ctrl+C";
-    }
-    if (navigator.clipboard && window.isSecureContext) {
-      navigator.clipboard.writeText(text).then(function () { button.textContent = "copied"; }, selectText);
-    } else {
-      selectText();
-    }
   });
   window.addEventListener("hashchange", fromHash);
   fromHash();

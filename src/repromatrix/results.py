@@ -150,17 +150,21 @@ def read_file(path: Path) -> tuple[list[tuple[int, Record]], list[Skipped]]:
         return [], [Skipped(name, 0, f"cannot read: {exc.strerror or exc}")]
     good: list[tuple[int, Record]] = []
     bad: list[Skipped] = []
-    lines = data.split(b"\n")
+    try:
+        lines: list[str] | list[bytes] = data.decode("utf-8").split("\n")
+    except UnicodeDecodeError:  # find the bad lines one by one
+        lines = data.split(b"\n")
+    last = len(lines)
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
-        truncated = number == len(lines) and not data.endswith(b"\n")
         try:
-            obj = json.loads(raw.decode("utf-8"))
+            obj = json.loads(raw if isinstance(raw, str) else raw.decode("utf-8"))
         except UnicodeDecodeError:
             bad.append(Skipped(name, number, "not valid UTF-8"))
             continue
         except ValueError as exc:
+            truncated = number == last and not data.endswith(b"\n")
             hint = "truncated last line (run interrupted?)" if truncated else "invalid JSON"
             bad.append(Skipped(name, number, f"{hint}: {exc}"))
             continue
@@ -203,6 +207,8 @@ def load_records(paths: Iterable[Path | str]) -> Loaded:
 
 def _resolve(key: tuple[str, str], found: list[tuple[str, Record]],
              conflicts: list[Conflict]) -> Record:
+    if len(found) == 1:
+        return found[0][1]
     distinct: dict[str, tuple[str, Record]] = {}
     for source, rec in found:
         distinct.setdefault(_canonical(rec), (source, rec))
@@ -225,25 +231,19 @@ def _time_key(record: Mapping[str, Any]) -> tuple[str, str, str]:
             str(record.get("run_id") or ""))
 
 
-def latest_by_cell(records: Iterable[Mapping[str, Any]]) -> dict[str, Record]:
-    """The most recent record of every cell, keyed by cell id."""
+def latest_by_cell(records: Iterable[Record]) -> dict[str, Record]:
+    """The most recent record of every cell, keyed by cell id (the records themselves, not copies)."""
     latest: dict[str, Record] = {}
+    keys: dict[str, tuple[str, str, str]] = {}
     for rec in records:
-        cell = rec["cell"]
-        if cell not in latest or _time_key(rec) > _time_key(latest[cell]):
-            latest[cell] = dict(rec)
+        cell, key = rec["cell"], _time_key(rec)
+        if cell not in keys or key > keys[cell]:
+            latest[cell], keys[cell] = rec, key
     return latest
 
 
-def previous_by_cell(records: Iterable[Mapping[str, Any]]) -> dict[str, Record]:
+def previous_by_cell(records: Iterable[Record]) -> dict[str, Record]:
     """For every cell with history, its latest record from a run other than its latest run."""
     recs = list(records)
     latest = latest_by_cell(recs)
-    previous: dict[str, Record] = {}
-    for rec in recs:
-        cell = rec["cell"]
-        if rec["run_id"] == latest[cell]["run_id"]:
-            continue
-        if cell not in previous or _time_key(rec) > _time_key(previous[cell]):
-            previous[cell] = dict(rec)
-    return previous
+    return latest_by_cell(r for r in recs if r["run_id"] != latest[r["cell"]]["run_id"])

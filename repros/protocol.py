@@ -645,8 +645,12 @@ class Repro(object):
 
 
 def _first_line(e: BaseException) -> str:
-    lines = strip_ansi(str(e)).strip().splitlines()
-    return "%s: %s" % (type(e).__name__, lines[0] if lines else "")
+    """'Type: first line'; for TorchScript interpreter errors, also the last line (the cause)."""
+    lines = [ln for ln in strip_ansi(str(e)).strip().splitlines() if ln.strip()]
+    text = lines[0] if lines else ""
+    if len(lines) > 1 and "TorchScript interpreter" in text:
+        text += " ... " + lines[-1].strip()
+    return "%s: %s" % (type(e).__name__, text)
 
 
 def _bounded(text: str, limit: int = TRACEBACK_LIMIT) -> str:

@@ -1,0 +1,171 @@
+"""MONAI #8017 / #8050: "'torch.device' object has no attribute 'gpu_id'" in Torch-TensorRT's TorchScript API.
+
+MONAI's ``convert_to_trt`` called ``torch_tensorrt.compile(..., ir="torchscript",
+device=torch.device(...))``, and its bundle ``trt_export`` called
+``torch_tensorrt.ts.embed_engine_in_new_module(..., device=torch.device(...))``.
+From Torch-TensorRT 2.3.0 (PR #2693) the TorchScript frontend's
+``_parse_device`` sends a ``torch.device`` straight to
+``TorchScriptDevice._from``, which reads ``.gpu_id``. The error is raised in
+Python before the engine bytes are even looked at. MONAI 1.4.0 passes
+``torch_tensorrt.Device("cuda:N")`` instead (PRs #8019, #8051); Torch-TensorRT
+itself never changed.
+
+Stages (every one needs a GPU and torch_tensorrt with the TorchScript frontend;
+importing that frontend queries the current CUDA device):
+- set_device_api (info): whether ``torch_tensorrt.set_device`` still exists
+  (TRT #3084: MONAI <= 1.3.2 hits that AttributeError first on TRT >= 2.3).
+- embed_engine_torch_device (main): build an engine with
+  ``ts.convert_method_to_trt_engine``, then embed it with
+  ``device=torch.device("cuda:0")``; the output is checked against eager.
+- embed_junk_torch_device (info): the dossier's minimal probe, junk bytes
+  with a ``torch.device``.
+- ts_compile_torch_device (main): ``torch_tensorrt.compile(scripted,
+  ir="torchscript", device=torch.device("cuda:0"))``; checked against eager.
+- workaround (GPU + TRT): both calls with ``torch_tensorrt.Device("cuda:0")``.
+"""
+
+from __future__ import annotations
+
+import protocol
+from protocol import Signature
+
+META = {
+    "id": "ts_device_gpu_id",
+    "title": "torch_tensorrt TorchScript API: 'torch.device' object has no attribute 'gpu_id'",
+    "upstream": [
+        "https://github.com/Project-MONAI/MONAI/issues/8017",
+        "https://github.com/Project-MONAI/MONAI/issues/8050",
+        "https://github.com/Project-MONAI/MONAI/pull/8019",
+        "https://github.com/Project-MONAI/MONAI/pull/8051",
+        "https://github.com/pytorch/TensorRT/pull/2693",
+        "https://github.com/pytorch/TensorRT/issues/3084",
+    ],
+    "description": (
+        "Passing a torch.device to torch_tensorrt.ts.embed_engine_in_new_module or to "
+        "torch_tensorrt.compile(ir='torchscript') raises AttributeError: 'torch.device' object "
+        "has no attribute 'gpu_id' from Torch-TensorRT 2.3.0 on. Workaround (MONAI 1.4.0): pass "
+        "torch_tensorrt.Device('cuda:N')."
+    ),
+    "requires": ["cuda", "torch_tensorrt"],
+    "expect": [
+        {"when": {"torch_tensorrt": ">=2.3"}, "status": "fail",
+         "note": "introduced by PR #2693 (v2.3.0), unchanged up to v2.13.0 and HEAD"},
+        {"when": {"torch_tensorrt": "<2.3"}, "status": "pass",
+         "note": "v2.2.0 converted torch.device with Device._from_torch_device"},
+    ],
+}
+
+SIGNATURES = [
+    Signature("torch_device_gpu_id", exc="AttributeError",
+              pattern=r"'torch\.device' object has no attribute 'gpu_id'",
+              note="TorchScriptDevice._from(d) reads d.gpu_id (ts/_Device.py)"),
+]
+
+SHAPE = (1, 3, 32, 32)
+
+
+def build_model():
+    import torch
+
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+                               torch.nn.Conv2d(8, 4, 3, padding=1)).eval().cuda()
+
+
+def ts_frontend(s):
+    """torch_tensorrt with its TorchScript frontend, else skip."""
+    import torch_tensorrt
+
+    s.note("torch_tensorrt", torch_tensorrt.__version__)
+    features = getattr(getattr(torch_tensorrt, "_features", None), "ENABLED_FEATURES", None)
+    if features is not None and not getattr(features, "torchscript_frontend", True):
+        s.skip("this torch_tensorrt build has no TorchScript frontend")
+    if not hasattr(torch_tensorrt, "ts"):
+        s.skip("this torch_tensorrt build has no torch_tensorrt.ts")
+    return torch_tensorrt
+
+
+def scripted_and_reference():
+    import torch
+
+    model = build_model()
+    x = torch.randn(SHAPE, device="cuda")
+    with torch.no_grad():
+        ref = model(x)
+    return torch.jit.script(model), x, ref
+
+
+def run_checked(s, module, x, ref, what):
+    import torch
+
+    import _torchutil
+
+    with torch.no_grad():
+        out = _torchutil.first_output(module(x))
+    s.check_close(out, ref, what=what, rtol=1e-2, atol=1e-2)
+
+
+def build_engine(trt, scripted):
+    return trt.ts.convert_method_to_trt_engine(scripted, "forward", inputs=[trt.Input(SHAPE)],
+                                               device=trt.Device("cuda:0"))
+
+
+def stage_set_device(s):
+    trt = ts_frontend(s)
+    s.note("torch_tensorrt.set_device", hasattr(trt, "set_device"))
+
+
+def stage_embed(s, device_kind):
+    import torch
+
+    trt = ts_frontend(s)
+    scripted, x, ref = scripted_and_reference()
+    engine = build_engine(trt, scripted)
+    s.note("engine_bytes", len(engine))
+    device = torch.device("cuda:0") if device_kind == "torch" else trt.Device("cuda:0")
+    s.note("device_argument", repr(device))
+    module = trt.ts.embed_engine_in_new_module(engine, device=device)
+    run_checked(s, module, x, ref, "embedded engine vs eager")
+
+
+def stage_embed_junk(s):
+    import torch
+
+    trt = ts_frontend(s)
+    try:
+        trt.ts.embed_engine_in_new_module(b"not an engine", device=torch.device("cuda:0"))
+    except AttributeError:
+        raise
+    except Exception as e:  # the device was accepted; the bytes were rejected, as they should be
+        s.note("outcome", "device accepted, junk engine rejected: %s" % str(e).splitlines()[0][:200])
+        return
+    s.check(False, "junk engine bytes were rejected")
+
+
+def stage_compile(s, device_kind):
+    import torch
+
+    trt = ts_frontend(s)
+    scripted, x, ref = scripted_and_reference()
+    device = torch.device("cuda:0") if device_kind == "torch" else trt.Device("cuda:0")
+    s.note("device_argument", repr(device))
+    module = trt.compile(scripted, ir="torchscript", inputs=[trt.Input(SHAPE)], device=device)
+    run_checked(s, module, x, ref, "TorchScript TensorRT module vs eager")
+
+
+def stage_workaround(s):
+    stage_embed(s, "trt")
+    stage_compile(s, "trt")
+
+
+def main(r):
+    req = ["cuda", "torch_tensorrt"]
+    r.stage("set_device_api", stage_set_device, role="info", requires=req)
+    r.stage("embed_engine_torch_device", stage_embed, "torch", requires=req)
+    r.stage("embed_junk_torch_device", stage_embed_junk, role="info", requires=req)
+    r.stage("ts_compile_torch_device", stage_compile, "torch", requires=req)
+    r.stage("workaround", stage_workaround, role="workaround", requires=req)
+
+
+if __name__ == "__main__":
+    protocol.main(META, SIGNATURES, main)

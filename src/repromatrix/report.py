@@ -56,6 +56,8 @@ MESSAGE_LIMIT = 2000
 SEARCH_LIMIT = 300
 _SAFE_PAGE = re.compile(r"^[a-z0-9_]{1,80}$")
 _CSV_FORMULA = ("=", "+", "@", "\t", "\r")
+_PLAIN_FRAGMENT = re.compile(r"^[A-Za-z0-9._+-]*$")
+_JSON = json.JSONEncoder(default=str, ensure_ascii=False)  # reused: json.dumps(**kw) rebuilds one
 
 
 @dataclass
@@ -122,7 +124,7 @@ def template_env() -> jinja2.Environment:
     )
     env.filters["script_json"] = script_json
     env.filters["safe_url"] = safe_url
-    env.filters["fragment"] = lambda text: "c-" + _quote_fragment(str(text))
+    env.filters["fragment"] = fragment
     env.globals["STATUS_INFO"] = STATUS_INFO
     env.globals["STATUS_ORDER"] = STATUS_ORDER
     return env
@@ -143,10 +145,14 @@ def safe_url(url: Any) -> str | None:
     return text if re.match(r"^https?://", text, re.IGNORECASE) else None
 
 
-def _quote_fragment(text: str) -> str:
+def fragment(cell: Any) -> str:
+    """The repro-page anchor of a cell: ``c-<cell id>``, percent-encoded where needed."""
+    text = str(cell)
+    if _PLAIN_FRAGMENT.match(text):
+        return "c-" + text
     from urllib.parse import quote
 
-    return quote(text, safe="")
+    return "c-" + quote(text, safe="")
 
 
 def copy_static(out: Path) -> None:
@@ -203,7 +209,7 @@ class EnvTable:
 
     def add(self, env: Any) -> int:
         rows = env_rows(env)
-        key = json.dumps(rows)
+        key = "\0".join(f"{k}\1{v}" for k, v in rows)
         if key not in self._index:
             self._index[key] = len(self.items)
             self.items.append(rows)
@@ -216,7 +222,7 @@ def env_rows(env: Any) -> list[list[str]]:
         return [] if env is None else [["probe", str(env)]]
     rows = []
     for key, value in env.items():
-        text = value if isinstance(value, str) else json.dumps(value, default=str)
+        text = value if isinstance(value, str) else _JSON.encode(value)
         rows.append([str(key), text[:MESSAGE_LIMIT]])
     return rows
 
@@ -294,7 +300,7 @@ def stage_rows(stages: Any) -> list[dict[str, str]]:
             "duration": _duration(st.get("duration_s")),
             "message": _text(st.get("message"))[:MESSAGE_LIMIT],
             "evidence": "" if evidence in (None, "", {}, [])
-            else json.dumps(evidence, default=str)[:MESSAGE_LIMIT],
+            else _JSON.encode(evidence)[:MESSAGE_LIMIT],
         })
     return rows
 

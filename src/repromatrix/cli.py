@@ -75,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("build", help="build the images of the selected stacks")
     _add_matrix_args(p)
     _add_image_args(p)
+    p.add_argument("--work-dir", type=Path, default=DEFAULT_RESULTS / ".work",
+                   help="where build contexts and logs go")
 
     p = sub.add_parser("run", help="run the selected cells and record results")
     _add_matrix_args(p)
@@ -147,12 +149,20 @@ def format_plan(plan: Plan) -> str:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .backends.docker import DockerBackend
+    from .backends.docker import build_images
+    from .run import make_context
 
     matrix = load(args)
     plan = plan_for(args, matrix)
-    failed = DockerBackend().build_plan(plan, matrix.settings, log=print)
-    return 0 if not failed else 0
+    ctx = make_context(matrix, work_dir=args.work_dir)
+    images = build_images(plan.groups, matrix.settings, ctx)
+    for result in images.values():
+        state = "cached" if result.cached else ("built" if result.ok else "FAILED")
+        extra = f"  {result.error}  (log: {result.log_path})" if not result.ok else ""
+        print(f"{state:7} {result.stack_id}  {result.tag}{extra}")
+    failed = sum(not r.ok for r in images.values())
+    print(f"{len(images) - failed} image(s) ready, {failed} failed")
+    return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -171,18 +181,22 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace, results: Sequence[Path] | None = None) -> int:
     from .catalog import load_catalog
-    from .paths import repros_dir
+    from .paths import default_matrix, repros_dir
     from .report import render_site
 
     paths = list(results or args.results or [DEFAULT_RESULTS])
     missing = [p for p in paths if not p.exists()]
     if missing:
         raise UsageError(f"--results {missing[0]}: no such file or folder (run `repromatrix run` first)")
-    summary = render_site(paths, args.out, load_catalog(repros_dir()))
-    print(f"report: {args.out / 'index.html'}")
-    contradictions = getattr(summary, "contradictions", 0)
-    if args.check and contradictions:
-        print(f"{contradictions} cell(s) contradict their documented expectation", file=sys.stderr)
+    matrix = getattr(args, "matrix", None) or default_matrix()
+    summary = render_site(paths, args.out, load_catalog(repros_dir()), matrix=str(matrix))
+    for problem in [*summary.skipped, *summary.conflicts]:
+        print(f"report: {problem}", file=sys.stderr)
+    print(f"report: {summary.index} ({summary.cells} cells on {summary.stacks} stacks, "
+          f"{len(summary.contradictions)} contradicting their expectation)")
+    if args.check and summary.contradictions:
+        for cid in summary.contradictions:
+            print(f"contradicts its expectation: {cid}", file=sys.stderr)
         return EXIT_CONTRADICTION
     return 0
 

@@ -106,9 +106,6 @@ def run_plan(matrix: Matrix, plan: Plan, *, backend_name: str, results_dir: Path
         plan = local_plan(plan, python or _default_python())
     summary = RunSummary(run_id=new_run_id())
     store = ResultStore(results_dir)
-    hashes = source_hashes(matrix.repros_dir)
-    work = work_dir or results_dir / ".work"
-    work.mkdir(parents=True, exist_ok=True)
     keys: dict[str, str] = {}
 
     def emit(record: dict[str, Any]) -> None:
@@ -120,10 +117,10 @@ def run_plan(matrix: Matrix, plan: Plan, *, backend_name: str, results_dir: Path
         summary.statuses[st] = summary.statuses.get(st, 0) + 1
         log(f"  {record.get('cell')}: {st}" + _why(record))
 
-    ctx = RunContext(run_id=summary.run_id, settings=matrix.settings, repros_dir=matrix.repros_dir,
-                     repro_hashes=hashes, emit=emit, work_dir=work, repro_timeout=timeout,
-                     stack_timeout=None, jobs=jobs, gpus=tuple(gpus), keep=keep, python=python,
-                     log=log)
+    ctx = make_context(matrix, run_id=summary.run_id, emit=emit,
+                       work_dir=work_dir or results_dir / ".work", repro_timeout=timeout,
+                       jobs=jobs, gpus=gpus, keep=keep, python=python, log=log)
+    hashes = ctx.repro_hashes
     backend.preflight(plan.groups, ctx)
     for c in plan.cells:
         keys[c.id] = cache_key(fingerprint(backend, c.stack, ctx), hashes.get(c.repro, ""))
@@ -134,6 +131,20 @@ def run_plan(matrix: Matrix, plan: Plan, *, backend_name: str, results_dir: Path
     if groups:
         backend.run(groups, ctx)
     return summary
+
+
+def make_context(matrix: Matrix, *, work_dir: Path, run_id: str | None = None,
+                 emit: Callable[[dict[str, Any]], None] | None = None,
+                 repro_timeout: float | None = None, jobs: int = 1, gpus: Sequence[str] = (),
+                 keep: bool = False, python: str | None = None,
+                 log: Callable[[str], None] = print) -> RunContext:
+    """The RunContext every backend (and `repromatrix build`) works with."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    return RunContext(run_id=run_id or new_run_id(), settings=matrix.settings,
+                      repros_dir=matrix.repros_dir, repro_hashes=source_hashes(matrix.repros_dir),
+                      emit=emit or (lambda _record: None), work_dir=work_dir,
+                      repro_timeout=repro_timeout, jobs=jobs, gpus=tuple(gpus), keep=keep,
+                      python=python, log=log)
 
 
 def _why(record: dict[str, Any]) -> str:

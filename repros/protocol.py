@@ -640,7 +640,8 @@ class Repro(object):
     def finish(self) -> Dict[str, Any]:
         self.complete = True
         res = self.result()
-        self.write()
+        if self.result_path:
+            write_json_atomic(self.result_path, res)
         return res
 
 

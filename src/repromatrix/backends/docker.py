@@ -26,6 +26,7 @@ import os
 import queue
 import re
 import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -40,7 +41,7 @@ import requests.exceptions
 
 from ..errors import BaseImageMissing, DockerUnavailable
 from ..images import ImageResult, ImageSpec, build_context, image_spec
-from ..model import TRACEBACK_LIMIT, Settings, StackGroup, Status
+from ..model import TRACEBACK_LIMIT, Plan, Settings, Stack, StackGroup, Status
 from . import RunContext
 
 LABEL_MANAGED = "repromatrix.managed"
@@ -185,11 +186,14 @@ def build_images(groups: Sequence[StackGroup], settings: Settings,
     Raises DockerUnavailable / BaseImageMissing before building anything; a failed
     build is an ``ok=False`` result and the others go on.
     """
-    client = connect()
+    return _build_all(connect(), groups, settings, ctx.work_dir, log=ctx.log, keep=ctx.keep)
+
+
+def _build_all(client: docker.DockerClient, groups: Sequence[StackGroup], settings: Settings,
+               work_dir: Path, *, log: Callable[[str], None], keep: bool) -> dict[str, ImageResult]:
     specs = [image_spec(g.stack, settings) for g in groups]
     check_base_images(client, specs)
-    return {s.stack.id: build_image(client, s, ctx.work_dir, log=ctx.log, keep_context=ctx.keep)
-            for s in specs}
+    return {s.stack.id: build_image(client, s, work_dir, log=log, keep_context=keep) for s in specs}
 
 
 # -- run ---------------------------------------------------------------------------------
@@ -212,6 +216,17 @@ class DockerBackend:
         """Ping the daemon; check the base images of every image still to build."""
         client = self.client
         check_base_images(client, [image_spec(g.stack, ctx.settings) for g in groups])
+
+    def fingerprint(self, stack: Stack, ctx: RunContext) -> str:
+        """What identifies a stack's environment for cell caching: its content-hash image tag."""
+        return image_spec(stack, ctx.settings).tag
+
+    def build_plan(self, plan: Plan, settings: Settings, *, log: Callable[[str], None] = print,
+                   work_dir: Path | None = None, keep: bool = False) -> list[ImageResult]:
+        """`repromatrix build`: build every stack of the plan; returns the failed builds."""
+        work_dir = work_dir or Path(tempfile.gettempdir()) / "repromatrix-build"
+        results = _build_all(self.client, plan.groups, settings, work_dir, log=log, keep=keep)
+        return [r for r in results.values() if not r.ok]
 
     def run(self, groups: Sequence[StackGroup], ctx: RunContext) -> None:
         """Build and run every group, emitting one record per cell as it finishes."""

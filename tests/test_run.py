@@ -71,3 +71,11 @@ def test_shared_protocol_change_makes_every_cell_stale(project):
     proto = project / "repros" / "protocol.py"
     proto.write_text(proto.read_text() + "\n# edited\n")
     assert run(project).ran == 2
+
+
+def test_shared_helper_change_makes_every_cell_stale(project):
+    helper = project / "repros" / "_helpers.py"
+    helper.write_text("X = 1\n")
+    run(project)
+    helper.write_text("X = 2\n")
+    assert run(project).ran == 2

@@ -15,7 +15,6 @@ from .errors import ConfigError
 from .model import Repro
 
 NOT_REPROS = ("protocol.py", "runner.py")
-SHARED_SOURCES = ("protocol.py", "runner.py")
 META_KEYS = {"id", "title", "upstream", "description", "requires", "expect"}
 
 
@@ -67,12 +66,17 @@ def _read_meta(path: Path) -> dict:
     raise ConfigError("no top-level META = {...} literal", file=str(path))
 
 
+def shared_sources(repros_dir: Path) -> list[Path]:
+    """What every repro depends on: the protocol, the runner and the `_*.py` helpers."""
+    named = [repros_dir / n for n in NOT_REPROS]
+    return [p for p in named if p.exists()] + sorted(repros_dir.glob("_*.py"))
+
+
 def source_hashes(repros_dir: Path, ids: list[str] | None = None) -> dict[str, str]:
-    """sha256 of each repro's source plus the shared protocol and runner modules."""
+    """sha256 of each repro's source plus every shared source (see shared_sources)."""
     shared = hashlib.sha256()
-    for name in SHARED_SOURCES:
-        p = repros_dir / name
-        shared.update(p.read_bytes() if p.exists() else b"")
+    for p in shared_sources(repros_dir):
+        shared.update(p.name.encode() + b"\0" + p.read_bytes())
     out = {}
     for p in repro_files(repros_dir):
         if ids is None or p.stem in ids:

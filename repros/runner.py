@@ -146,12 +146,19 @@ def _driver_version(errors: Dict[str, str]) -> Optional[str]:
     return None
 
 
-def run_probe(out_dir: str, timeout: float) -> Dict[str, Any]:
+def start_probe(out_dir: str) -> "subprocess.Popen[bytes]":
     """Probe in a child process (a crashing ``import torch`` must not kill the runner)."""
-    path = os.path.join(out_dir, "env.json")
-    cmd = [sys.executable, os.path.abspath(__file__), "--probe", path]
+    cmd = [sys.executable, os.path.abspath(__file__), "--probe", os.path.join(out_dir, "env.json")]
     proc = _spawn(cmd, os.path.join(out_dir, "probe.log"))
+    _CURRENT.append(proc)
+    return proc
+
+
+def finish_probe(proc: "subprocess.Popen[bytes]", out_dir: str, timeout: float) -> Dict[str, Any]:
+    """Wait for the probe; a probe that failed leaves an env.json with an "error" key."""
+    _CURRENT.remove(proc)
     rc, timed_out = _wait(proc, timeout)
+    path = os.path.join(out_dir, "env.json")
     try:
         with open(path) as f:
             env = json.load(f)
@@ -373,22 +380,36 @@ def broken(repro_id: str, reason: str) -> Dict[str, Any]:
 
 def run_all(out_dir: str, repros: Sequence[str], repros_dir: str, timeout: float,
             probe_timeout: float = 300.0) -> int:
+    """Probe once and run every repro; the probe overlaps the first repro (one torch
+    import less on the critical path) and is settled before any result is written."""
     os.makedirs(out_dir, exist_ok=True)
     _say("probing the environment with %s" % sys.executable)
-    env = run_probe(out_dir, probe_timeout)
-    _say("torch %s, torchvision %s, torch_tensorrt %s, cuda %s" % (
-        env.get("torch"), env.get("torchvision"), env.get("torch_tensorrt"),
-        env.get("gpu") or "none"))
+    probe_proc = start_probe(out_dir)
+    env = None  # type: Optional[Dict[str, Any]]
     for repro_id in repros:
-        if env.get("error"):
+        if env is not None and env.get("error"):
             res = broken(repro_id, env["error"])
         else:
             _say("%s: running (timeout %gs)" % (repro_id, timeout))
             res = run_repro(repro_id, repros_dir, out_dir, timeout)
+        if env is None:
+            env = _settle_probe(probe_proc, out_dir, probe_timeout)
+            if env.get("error"):
+                res = broken(repro_id, env["error"])
         protocol.write_json_atomic(os.path.join(out_dir, repro_id + ".json"), _finalize(res))
         _say("%s: %s (%.1fs) %s" % (repro_id, res["status"], res.get("duration_s") or 0.0,
                                     (res.get("message") or "")[:200]))
+    if env is None:
+        _settle_probe(probe_proc, out_dir, probe_timeout)
     return 0
+
+
+def _settle_probe(proc: "subprocess.Popen[bytes]", out_dir: str, timeout: float) -> Dict[str, Any]:
+    env = finish_probe(proc, out_dir, timeout)
+    _say("torch %s, torchvision %s, torch_tensorrt %s, cuda %s" % (
+        env.get("torch"), env.get("torchvision"), env.get("torch_tensorrt"),
+        env.get("gpu") or "none"))
+    return env
 
 
 def _say(line: str) -> None:

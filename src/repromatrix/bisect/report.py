@@ -205,20 +205,23 @@ def _why_untested(p: Probe | None, c: Candidate) -> str:
 
 
 def wrong_bounds_message(setup: Setup, result: BoundsFailed, probes: dict[int, Probe]) -> str:
-    lines = []
+    """Which bound is wrong, what it gave, and what to do about it."""
+    lines, hints = [], []
     for w in result.wrong:
         p = probes[w.index]
         flag = "--good" if setup.label(w.expected) == "good" else "--bad"
-        want = setup.label(w.expected)
+        note = f" ({p.note})" if p.note else ""
         if w.got is Verdict.SKIP:
-            lines.append(f"{flag} {p.candidate.version} cannot be verified: it gave {p.status}"
-                         f"{f' ({p.note})' if p.note else ''}, which is neither good nor bad")
+            lines.append(f"{flag} {p.candidate.version} cannot be verified: it gave {p.status}{note}, "
+                         f"which is neither good nor bad")
+            hints.append("a bound must be testable: pick a release where the check runs")
         else:
-            lines.append(f"{flag} {p.candidate.version} is not {want}: it gave {p.status}"
-                         f"{f' ({p.note})' if p.note else ''}")
-    hint = ("pick other bounds" + ("" if setup.find_fix else ", or --find-fix if it got fixed")
-            + "; --bad-if chooses which statuses count as bad")
-    return "; ".join(lines) + f". {hint}"
+            lines.append(f"{flag} {p.candidate.version} is not {setup.label(w.expected)}: "
+                         f"it gave {p.status}{note}")
+            hints.append("pick other bounds" + ("" if setup.find_fix else " (or --find-fix if the "
+                                                "newer release is the good one)"))
+    hints.append("--bad-if chooses which statuses count as bad")
+    return "; ".join(lines) + ". Next: " + "; ".join(dict.fromkeys(hints)) + "."
 
 
 def infra_only(result: BoundsFailed, probes: dict[int, Probe]) -> bool:

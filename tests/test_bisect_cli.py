@@ -10,7 +10,6 @@ devices (stage `fake_export_conv_mixed` of `onnx_export_device`).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import urllib.request
 from collections.abc import Sequence
@@ -262,14 +261,14 @@ def _pypi_reachable() -> bool:
 
 
 @pytest.mark.slow
-def test_real_bisect_finds_torch_2_14_0_for_fake_conv_device_checks(tmp_path, monkeypatch, capsys) -> None:
+def test_real_bisect_finds_torch_2_14_0_for_fake_conv_device_checks(tmp_path, capsys) -> None:
     """Three real uv environments (torch 2.13.0, 2.14.0, 2.14.1 CUDA wheels from PyPI, ~20 s each)."""
     if not shutil.which("uv"):
         pytest.skip("uv is not on PATH (pip install uv)")
     if not _pypi_reachable():
         pytest.skip("PyPI is unreachable: the environments cannot be built")
-    venvs = os.environ.get("REPROMATRIX_VENV_DIR") or str(tmp_path / "venvs")
-    monkeypatch.setenv("REPROMATRIX_VENV_DIR", venvs)
+    # Environments go to the backend's cache folder (REPROMATRIX_VENV_DIR, else ~/.cache/repromatrix):
+    # beside uv's cache, so uv hard-links the ~5 GB per torch build instead of copying it.
     argv = bisect(tmp_path / "results", "--stage", STAGE, "--json", good="2.13.0", bad="2.14.1")
     assert main(argv) == 0
     captured = capsys.readouterr()

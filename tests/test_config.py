@@ -139,3 +139,16 @@ def test_overrides_from_arguments_and_environment(tmp_path, repros, monkeypatch)
         with_overrides(m.settings, base_images=["nonsense"])
     with pytest.raises(ConfigError, match="--ca-bundle"):
         with_overrides(m.settings, ca_bundle=str(tmp_path / "missing.pem"))
+
+
+def test_ids_tell_apart_stacks_that_differ_only_in_torchvision_or_packages(tmp_path, repros):
+    m = load(tmp_path, repros, """
+        stacks:
+          - {kind: pip, torch: "2.14.1"}
+          - {kind: pip, torch: "2.14.1", torchvision: "0.29.2"}
+          - {kind: pip, torch: "2.14.1", torchvision: none}
+          - {kind: pip, torch: "2.14.1", packages: [timm]}
+    """)
+    base = "pip-torch2.14.1-trt2.14.0-cu130-py3.11"
+    assert [s.id for s in m.stacks][:3] == [base, base + "-tv0.29.2", base + "-notv"]
+    assert m.stacks[3].id.startswith(base + "-pkgs")

@@ -7,6 +7,7 @@ is resolved against the compatibility table here (see compat).
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -213,6 +214,9 @@ def parse_stack(entry: Any, settings: Settings, catalog: Mapping[str, Repro],
     except ConfigError as exc:
         raise ConfigError(exc.detail, file=f, key=f"{where}.{exc.key}") from None
     stack = Stack(kind=kind, **fields, **common)
+    if common["packages"]:  # extra packages change the environment, so the derived id
+        digest = hashlib.sha256("\n".join(sorted(common["packages"])).encode()).hexdigest()
+        stack = replace(stack, id=f"{stack.id}-pkgs{digest[:8]}")
     if "id" in entry:
         sid = str(entry["id"])
         if not SAFE_ID.match(sid) or "--" in sid:
@@ -233,9 +237,21 @@ def _pip_fields(entry: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
     if "torch" not in entry:
         raise ConfigError("a pip stack needs `torch:` (a release like 2.5.1 or 2.5)", key="torch")
     pins = compat.resolve_pip(dict(entry), settings.python)
+    return {"id": _pip_id(pins), **pins}
+
+
+def _pip_id(pins: Mapping[str, Any]) -> str:
+    """e.g. pip-torch2.5.1-trt2.5.0-cu124-py3.11; a torchvision other than the
+    table's pairing shows as -tvX (or -notv), so two environments never share an id."""
     trt = f"-trt{pins['torch_tensorrt']}" if pins["torch_tensorrt"] else ""
     sid = f"pip-torch{pins['torch']}{trt}-{pins['index']}-py{pins['python']}"
-    return {"id": sid, **pins}
+    paired = compat.load_table().torch[pins["torch"]].torchvision[:1]
+    tv = pins["torchvision"]
+    if tv is None and paired:
+        sid += "-notv"
+    elif tv is not None and (tv,) != paired:
+        sid += f"-tv{tv}"
+    return sid
 
 
 def _ngc_fields(entry: Mapping[str, Any], settings: Settings) -> dict[str, Any]:

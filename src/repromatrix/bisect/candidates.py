@@ -9,8 +9,6 @@ the reason, and is never probed.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -103,27 +101,8 @@ def resolve(axis: str, version: str, base: Mapping[str, Any], settings: Settings
         stack = parse_stack(entry, settings, catalog, (repro,), WHERE, f"{axis} {version}")
     except ConfigError as exc:
         return Candidate(version, None, exc.detail)
-    stack = replace(stack, id=_stack_id(stack, axis, version, base, settings, catalog, repro),
-                    repros=(repro,), tags=(BISECT_TAG,))
+    stack = replace(stack, repros=(repro,), tags=(BISECT_TAG,))
     return Candidate(version, stack)
-
-
-def _stack_id(stack: Stack, axis: str, version: str, base: Mapping[str, Any],
-              settings: Settings, catalog: Mapping[str, Repro], repro: str) -> str:
-    """The matrix's id for the same pins; pins that id does not show get a suffix,
-    so a candidate never shares a cell id with a different environment."""
-    if stack.kind != "pip":
-        return stack.id
-    plain = parse_stack({"kind": "pip", "torch": stack.torch, "index": stack.index,
-                         "python": stack.python, "torch_tensorrt": stack.torch_tensorrt or "none"},
-                        settings, catalog, (repro,), WHERE, f"{axis} {version}")
-    sid = stack.id
-    if stack.torchvision != plain.torchvision:
-        sid += f"-tv{stack.torchvision}" if stack.torchvision else "-notv"
-    if stack.packages:
-        digest = hashlib.sha256(json.dumps(sorted(stack.packages)).encode()).hexdigest()[:8]
-        sid += f"-pkgs{digest}"
-    return sid
 
 
 def candidates(axis: str, base: Mapping[str, Any], settings: Settings,

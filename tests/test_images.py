@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from repromatrix import images
 from repromatrix.errors import ConfigError
 from repromatrix.images import (
     build_context,
@@ -252,7 +251,6 @@ def test_labels_carry_the_stack_spec_and_harness_version() -> None:
 def test_default_version_is_the_package_version() -> None:
     import repromatrix
 
-    assert images.harness_version() == repromatrix.__version__
     assert labels_of(image_spec(CPU, Settings()).dockerfile)["repromatrix.harness_version"] == \
         repromatrix.__version__
 

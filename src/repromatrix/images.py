@@ -26,6 +26,7 @@ from typing import Any
 
 import jinja2
 
+from . import __version__
 from .errors import ConfigError
 from .model import Settings, Stack
 
@@ -76,22 +77,6 @@ class ImageResult:
     def record_image(self) -> dict[str, Any]:
         """The ``image`` field of a result record."""
         return {"tag": self.tag, "id": self.id}
-
-
-def harness_version() -> str:
-    """The running harness version (package metadata, else the package attribute)."""
-    try:
-        from . import __version__  # type: ignore[attr-defined]
-
-        return str(__version__)
-    except ImportError:
-        pass
-    try:
-        from importlib.metadata import version
-
-        return version("repromatrix")
-    except Exception:  # noqa: BLE001 - not installed: a source checkout
-        return "0+unknown"
 
 
 def templates_dir() -> Path:
@@ -179,7 +164,7 @@ def requirements(stack: Stack, settings: Settings) -> list[str]:
 
 def image_spec(stack: Stack, settings: Settings, *, version: str | None = None) -> ImageSpec:
     """Render the Dockerfile for a stack and derive its content-hash tag and labels."""
-    version = version or harness_version()
+    version = version or __version__
     public = public_base_image(stack, settings)
     base = resolve_base_image(public, settings.base_images)
     ca = _ca_path(settings)

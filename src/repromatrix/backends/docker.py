@@ -26,11 +26,9 @@ import os
 import queue
 import re
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +39,8 @@ import requests.exceptions
 
 from ..errors import BaseImageMissing, DockerUnavailable
 from ..images import ImageResult, ImageSpec, build_context, image_spec
-from ..model import TRACEBACK_LIMIT, Plan, Settings, Stack, StackGroup, Status
+from ..model import TRACEBACK_LIMIT, Settings, Stack, StackGroup, Status
+from ..records import now_iso
 from . import RunContext
 
 LABEL_MANAGED = "repromatrix.managed"
@@ -220,13 +219,6 @@ class DockerBackend:
     def fingerprint(self, stack: Stack, ctx: RunContext) -> str:
         """What identifies a stack's environment for cell caching: its content-hash image tag."""
         return image_spec(stack, ctx.settings).tag
-
-    def build_plan(self, plan: Plan, settings: Settings, *, log: Callable[[str], None] = print,
-                   work_dir: Path | None = None, keep: bool = False) -> list[ImageResult]:
-        """`repromatrix build`: build every stack of the plan; returns the failed builds."""
-        work_dir = work_dir or Path(tempfile.gettempdir()) / "repromatrix-build"
-        results = _build_all(self.client, plan.groups, settings, work_dir, log=log, keep=keep)
-        return [r for r in results.values() if not r.ok]
 
     def run(self, groups: Sequence[StackGroup], ctx: RunContext) -> None:
         """Build and run every group, emitting one record per cell as it finishes."""
@@ -506,10 +498,6 @@ class _StackRun:
 
 
 # -- helpers -----------------------------------------------------------------------------
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
 
 def _container_name(run_id: str, stack_id: str) -> str:
     safe = "".join(ch if ch.isalnum() or ch in "_.-" else "-" for ch in f"{run_id}-{stack_id}")

@@ -171,6 +171,7 @@ def test_hostile_strings_render_as_text_and_run_nothing(browser, tmp_path, artif
         other = Tab(browser).open(repro_page)
         for det in other.page.locator("details.cell-detail").all():
             det.locator("summary").click()
+            det.locator(".d-fields").wait_for(state="attached")  # filled on the toggle event
             assert det.locator(".d-fields").count() == 1
         for det in other.page.locator("details").all():
             det.evaluate("d => d.open = true")

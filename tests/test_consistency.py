@@ -1,0 +1,87 @@
+"""Consistency over discovered items: every repro is described, run and documented;
+every nox session and CLI command is documented; the design's layout is there."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from repromatrix import paths
+from repromatrix.catalog import load_catalog
+from repromatrix.cli import build_parser
+from repromatrix.config import load_matrix
+
+ROOT = paths.PROJECT_ROOT
+CATALOG = load_catalog(paths.repros_dir())
+PROBE_KEYS = {"python", "torch", "torchvision", "torch_tensorrt", "tensorrt", "onnx", "ngc"}
+STATUSES = {"pass", "fail", "error", "crash", "timeout", "skip", "broken"}
+
+
+def test_the_five_known_bugs_are_in_the_catalog():
+    assert set(CATALOG) == {"deform_conv2d_device", "ts_device_gpu_id", "dynamic_unet_shapes",
+                            "torchscript_device_mix", "onnx_export_device"}
+
+
+@pytest.mark.parametrize("repro", sorted(CATALOG))
+def test_every_repro_is_described_with_links_and_an_expectation(repro):
+    r = CATALOG[repro]
+    assert r.title and r.description
+    assert r.upstream and all(u.startswith("https://") for u in r.upstream)
+    assert r.expect, "the documented expectation lets the page flag contradictions"
+    for rule in r.expect:
+        assert rule["status"] in STATUSES
+        assert set(rule.get("when", {})) <= PROBE_KEYS
+
+
+@pytest.mark.parametrize("repro", sorted(CATALOG))
+def test_every_repro_imports_only_stdlib_the_stack_and_the_protocol(repro):
+    tree = ast.parse(Path(CATALOG[repro].path).read_text())
+    allowed = {"protocol", "_torchutil", "torch", "torchvision", "torch_tensorrt", "tensorrt",
+               "onnx", "onnxscript", "onnxruntime", "numpy", "__future__"}
+    stdlib = {"os", "sys", "re", "json", "math", "signal", "subprocess", "tempfile", "io",
+              "contextlib", "typing", "warnings", "traceback", "time", "functools", "pathlib"}
+    for node in ast.walk(tree):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+        for name in names:
+            assert name.split(".")[0] in allowed | stdlib, f"{repro} imports {name}"
+
+
+def test_every_repro_runs_on_every_published_stack_by_default():
+    matrix = load_matrix(paths.default_matrix())
+    assert all(set(s.repros) == set(CATALOG) for s in matrix.stacks)
+
+
+def test_host_side_never_imports_torch():
+    for path in (ROOT / "src" / "repromatrix").rglob("*.py"):
+        text = path.read_text()
+        assert not re.search(r"^\s*(import|from)\s+(torch|torchvision|torch_tensorrt)\b", text, re.M), path
+
+
+def test_every_nox_session_has_a_one_line_docstring():
+    tree = ast.parse((ROOT / "noxfile.py").read_text())
+    sessions = [f for f in tree.body if isinstance(f, ast.FunctionDef)
+                and any("session" in ast.unparse(d) for d in f.decorator_list)]
+    assert {f.name for f in sessions} >= {"matrix", "build", "run", "report", "bisect", "tests", "lint"}
+    for f in sessions:
+        doc = ast.get_docstring(f)
+        assert doc and "\n" not in doc.strip(), f.name
+
+
+def test_readme_documents_every_command_and_exit_code():
+    readme = (ROOT / "README.md").read_text()
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    for command in sub.choices:
+        assert f"repromatrix {command}" in readme
+    for code in ("| 0 |", "| 1 |", "| 2 |", "| 3 |", "| 4 |"):
+        assert code in readme
+    assert "nox -s matrix" in readme and "nox -s tests" in readme
+
+
+def test_design_layout_is_present():
+    for name in ("noxfile.py", "matrix.yaml", "repros", "images", "report", "tests", "src/repromatrix",
+                 "benchmarks", ".ci/run"):
+        assert (ROOT / name).exists(), name

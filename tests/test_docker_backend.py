@@ -272,11 +272,13 @@ def test_missing_base_image_names_it_and_the_mirror_setting(docker_client: Any,
     missing = "repromatrix-test/no-such-image:1"
     settings = Settings(base_images={PUBLIC_BASE: missing})
     stack = Stack(id="pip-rmtest-nobase", kind="pip", python="3.11", torch="2.13.0")
+    ngc = Stack(id="ngc-rmtest", kind="ngc", ngc="99.01")
     with pytest.raises(BaseImageMissing) as info:
-        check_base_images(docker_client, [image_spec(stack, settings)])
+        check_base_images(docker_client, [image_spec(stack, settings), image_spec(ngc, settings)])
     text = str(info.value)
     assert missing in text and PUBLIC_BASE in text
-    assert "defaults.base_images" in text and "--base-image" in text
+    assert "nvcr.io/nvidia/pytorch:99.01-py3" in text, "every missing base is named at once"
+    assert "defaults.base_images" in text and "--base-image" in text and "-k" in text
     assert info.value.exit_code == 3
 
 

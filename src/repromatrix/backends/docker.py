@@ -94,13 +94,17 @@ def check_base_images(client: docker.DockerClient, specs: Iterable[ImageSpec]) -
     for spec in specs:
         if find_image(client, spec.tag) is None:
             needed.setdefault(spec.base_image, []).append(spec)
+    missing = []
     for base, users in needed.items():
         if find_image(client, base) is not None:
             continue
         try:
             client.images.get_registry_data(base)
         except ENGINE_ERRORS as exc:
-            raise BaseImageMissing(_missing_base_message(base, users, exc)) from None
+            missing.append(_missing_base_message(base, users, exc))
+    if missing:
+        raise BaseImageMissing("\n".join(missing) + "\n  (or leave those stacks out with -k, "
+                               "e.g. -k 'not ngc')")
 
 
 def cleanup(client: docker.DockerClient, run_id: str | None = None) -> list[str]:

@@ -101,10 +101,15 @@ def check_base_images(client: docker.DockerClient, specs: Iterable[ImageSpec]) -
         try:
             client.images.get_registry_data(base)
         except ENGINE_ERRORS as exc:
-            missing.append(_missing_base_message(base, users, exc))
+            missing.append(_missing_base_line(base, users, exc))
     if missing:
-        raise BaseImageMissing("\n".join(missing) + "\n  (or leave those stacks out with -k, "
-                               "e.g. -k 'not ngc')")
+        raise BaseImageMissing(
+            f"{len(missing)} base image(s) are not present locally and cannot be pulled:\n"
+            + "\n".join(missing) + "\n"
+            "  what to do: pull or load them (`docker pull IMAGE`, `docker load`); or map each to an "
+            "image you have with the mirror-map setting `defaults.base_images` in matrix.yaml or "
+            "`--base-image PUBLIC=LOCAL` (scripts/make-base-image.sh makes a local Python base "
+            "image); or leave those stacks out with -k, e.g. -k 'not ngc'")
 
 
 def cleanup(client: docker.DockerClient, run_id: str | None = None) -> list[str]:
@@ -547,13 +552,16 @@ def _build_error_summary(log_tail: str, error: str) -> str:
     return error
 
 
-def _missing_base_message(base: str, users: list[ImageSpec], exc: BaseException) -> str:
+def _missing_base_line(base: str, users: list[ImageSpec], exc: BaseException) -> str:
     public = users[0].public_base
-    stacks = ", ".join(s.stack.id for s in users)
     mapped = f" (mapped from {public})" if public != base else ""
-    return (f"base image {base}{mapped} for stack(s) {stacks} is not present locally and "
-            f"cannot be pulled: {_first_line(exc)}\n"
-            f"  pull or load it (`docker pull {base}` / `docker load`), or map {public} to an "
-            f"image you have with the mirror-map setting `defaults.base_images` in matrix.yaml "
-            f"or `--base-image {public}=LOCAL` (scripts/make-base-image.sh makes a local "
-            "Python base image)")
+    stacks = ", ".join(s.stack.id for s in users)
+    return f"  {base}{mapped} for {stacks}: {_registry_cause(exc)}"
+
+
+def _registry_cause(exc: BaseException) -> str:
+    """The daemon's own reason inside an SDK error, e.g. 'lookup nvcr.io ...: no such host'."""
+    text = _first_line(exc)
+    quoted = re.search(r'\("(.*)"\)\s*$', text)
+    inner = quoted.group(1) if quoted else text
+    return re.sub(r'^Get "[^"]*":\s*', "", inner)

@@ -30,7 +30,8 @@ DEFAULT_SITE = Path("site")
 def _add_matrix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--matrix", type=Path, help="matrix file (default: the project's matrix.yaml)")
     p.add_argument("-k", dest="expr", metavar="EXPR",
-                   help="select cells: words, globs, and/or/not (default: stacks tagged 'default')")
+                   help="select cells among the whole matrix: words, globs, and/or/not "
+                        "(without -k: the stacks tagged default)")
     p.add_argument("--all", dest="all_stacks", action="store_true",
                    help="select the whole matrix, not only the default stacks")
 

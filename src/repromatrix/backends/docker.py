@@ -109,7 +109,7 @@ def check_base_images(client: docker.DockerClient, specs: Iterable[ImageSpec]) -
             "  what to do: pull or load them (`docker pull IMAGE`, `docker load`); or map each to an "
             "image you have with the mirror-map setting `defaults.base_images` in matrix.yaml or "
             "`--base-image PUBLIC=LOCAL` (scripts/make-base-image.sh makes a local Python base "
-            "image); or leave those stacks out with -k, e.g. -k 'not ngc'")
+            "image); or leave those stacks out, e.g. -k 'default and not ngc'")
 
 
 def cleanup(client: docker.DockerClient, run_id: str | None = None) -> list[str]:

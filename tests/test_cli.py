@@ -84,3 +84,36 @@ def test_every_command_has_help(command):
 def test_parser_knows_every_command():
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     assert set(sub.choices) == set(COMMANDS)
+
+
+def test_sigterm_unwinds_like_ctrl_c_and_stops_the_runner(tmp_path):
+    """A terminated run exits 130 with the interrupted message (containers and runner
+    processes are removed on that path), not with a bare signal death."""
+    import signal
+    import time
+
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(
+        f"stacks: [{{kind: local, id: here, interpreter: {sys.executable}, tags: [default]}}]\n")
+    repros = tmp_path / "repros"
+    repros.mkdir()
+    from repromatrix import paths
+    for name in ("protocol.py", "runner.py"):
+        (repros / name).write_text((paths.repros_dir() / name).read_text())
+    (repros / "slow_one.py").write_text(
+        'import time\nMETA = {"id": "slow_one", "title": "sleeps"}\ntime.sleep(60)\n')
+    proc = subprocess.Popen([sys.executable, "-m", "repromatrix.cli", "run", "--backend", "local",
+                             "--python", sys.executable, "--matrix", str(matrix),
+                             "--results", str(tmp_path / "results")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list((tmp_path / "results").rglob("runner.log")):
+        time.sleep(0.2)
+    time.sleep(1)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    time.sleep(1)
+    leftover = subprocess.run(["pgrep", "-f", str(repros / "slow_one.py")], capture_output=True)
+    assert leftover.stdout == b"", "the runner and its repro are stopped too"

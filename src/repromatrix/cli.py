@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import traceback
 from collections.abc import Sequence
@@ -226,8 +227,18 @@ COMMANDS: dict[str, Any] = {
 }
 
 
+def _stop_on_sigterm() -> None:
+    """SIGTERM (CI cancel, `kill`, nox shutting down) unwinds like Ctrl-C, so containers
+    and runner processes are removed and recorded results are kept."""
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _stop_on_sigterm()
     try:
         return COMMANDS[args.command](args)
     except HarnessError as exc:

@@ -90,7 +90,11 @@ class _GroupRun:
                                 stdin=subprocess.DEVNULL, start_new_session=True)
         reader = threading.Thread(target=self._relay, args=(proc.stdout,), daemon=True)
         reader.start()
-        timed_out = self._watch(proc)
+        try:
+            timed_out = self._watch(proc)
+        except BaseException:  # Ctrl-C / SIGTERM: the runner has its own session, stop it too
+            _kill_group(proc)
+            raise
         reader.join(timeout=5)
         self._emit_new()
         self._finish(proc.returncode, timed_out)

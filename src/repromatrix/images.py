@@ -26,7 +26,7 @@ from typing import Any
 
 import jinja2
 
-from . import __version__
+from . import __version__, paths
 from .errors import ConfigError
 from .model import Settings, Stack
 
@@ -80,15 +80,12 @@ class ImageResult:
 
 
 def templates_dir() -> Path:
-    """Where the Dockerfile templates live (REPROMATRIX_IMAGES_DIR overrides)."""
+    """Where the Dockerfile templates live: images/ (REPROMATRIX_IMAGES_DIR overrides)."""
     env = os.environ.get("REPROMATRIX_IMAGES_DIR")
-    candidates = [Path(env)] if env else []
-    here = Path(__file__).resolve().parent
-    candidates += [here / "_images", here.parents[1] / "images"]
-    for cand in candidates:
-        if (cand / TEMPLATES["pip"]).is_file():
-            return cand
-    raise ConfigError(f"Dockerfile templates not found in {', '.join(map(str, candidates))}")
+    folder = Path(env) if env else paths.images_dir()
+    if not (folder / TEMPLATES["pip"]).is_file():
+        raise ConfigError(f"Dockerfile templates not found in {folder}")
+    return folder
 
 
 def public_base_image(stack: Stack, settings: Settings) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import socket
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -122,8 +121,9 @@ def run_plan(matrix: Matrix, plan: Plan, *, backend_name: str, results_dir: Path
                        jobs=jobs, gpus=gpus, keep=keep, python=python, log=log)
     hashes = ctx.repro_hashes
     backend.preflight(plan.groups, ctx)
-    for c in plan.cells:
-        keys[c.id] = cache_key(fingerprint(backend, c.stack, ctx), hashes.get(c.repro, ""))
+    for g in plan.groups:
+        fp = fingerprint(backend, g.stack, ctx)
+        keys.update({c.id: cache_key(fp, hashes.get(c.repro, "")) for c in g.cells})
     latest = latest_by_cell(load_records([results_dir]).records) if results_dir.exists() else {}
     groups, summary.reused = stale_groups(plan, keys, latest, rerun)
     if summary.reused:
@@ -154,7 +154,3 @@ def _why(record: dict[str, Any]) -> str:
 
 def _default_python() -> str:
     return os.environ.get("REPROMATRIX_PYTHON") or "python3"
-
-
-def host_name() -> str:
-    return socket.gethostname()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
@@ -426,3 +427,27 @@ def test_evaluate_no_rule_or_unknown_version():
 ])
 def test_only_decisive_results_contradict(status, contradicted):
     assert evaluate(DEFORM.expect, _rec(status, torch_tensorrt="2.4.1")).contradicted is contradicted
+
+
+def test_skipped_cell_with_stand_in_evidence_is_marked(tmp_path):
+    """A cell skipped for want of a GPU whose CPU stand-in stages ran says so in the matrix."""
+    from repromatrix.report import render_site
+    from repromatrix.results import ResultStore
+
+    store = ResultStore(tmp_path / "results")
+    base = {"schema_version": 1, "run_id": "r1", "repro": "demo", "status": "skip", "signature": None,
+            "workaround": None, "message": "eager: no CUDA device", "traceback": "", "duration_s": 1.0,
+            "exit_code": 0, "signal": None, "env": {"torch": "2.14.1"}, "image": None,
+            "backend": "local", "harness_version": "0", "host": "h", "repro_sha256": "", "cache_key": "k",
+            "started_at": "2026-11-23T00:00:00+00:00", "finished_at": "2026-11-23T00:00:01+00:00"}
+    stages = [{"name": "fake_export", "role": "info", "status": "fail", "duration_s": 0.1,
+               "message": "", "evidence": {}},
+              {"name": "eager", "role": "main", "status": "skip", "duration_s": 0.0,
+               "message": "no CUDA device", "evidence": {}}]
+    store.append({**base, "cell": "a--demo", "stack": {"id": "a", "kind": "local"}, "stages": stages})
+    store.append({**base, "cell": "b--demo", "stack": {"id": "b", "kind": "local"}, "stages": stages[1:]})
+    render_site([store.root], tmp_path / "site")
+    html = (tmp_path / "site" / "index.html").read_text()
+    cells = dict(re.findall(r'<td class="cell[^"]*" data-cell="([^"]+)"[^>]*>(.*?)</td>', html))
+    assert "evidence: fake_export fail" in cells["a--demo"] and 'class="mark">+<' in cells["a--demo"]
+    assert "evidence" not in cells["b--demo"] and "+<" not in cells["b--demo"]

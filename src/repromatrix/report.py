@@ -18,7 +18,6 @@ escaped for <script>, the page's script only ever sets ``textContent``.
 from __future__ import annotations
 
 import contextlib
-import csv
 import gc
 import hashlib
 import json
@@ -38,6 +37,7 @@ from markupsafe import Markup, escape
 
 from . import expect as expect_mod
 from .model import TRACEBACK_LIMIT, Repro, Status
+from .report_raw import write_raw
 from .results import Conflict, Loaded, Skipped, latest_by_cell, load_records, previous_by_cell
 
 STATUS_INFO: dict[str, tuple[str, str]] = {
@@ -57,7 +57,6 @@ PROBLEMS = frozenset({"error", "crash", "timeout", "broken"})
 MESSAGE_LIMIT = 2000
 SEARCH_LIMIT = 300
 _SAFE_PAGE = re.compile(r"^[a-z0-9_]{1,80}$")
-_CSV_FORMULA = ("=", "+", "@", "\t", "\r")
 _PLAIN_FRAGMENT = re.compile(r"^[A-Za-z0-9._+-]*$")
 _JSON = json.JSONEncoder(default=str, ensure_ascii=False)  # reused: json.dumps(**kw) rebuilds one
 
@@ -307,7 +306,18 @@ def cell_view(rec: Mapping[str, Any], repro: Repro | None, prev: Mapping[str, An
         "conflict": conflict,
         "previous": str(prev["status"]) if prev else "",
         "command": reproduce_command(rec, matrix),
+        "evidence": skip_evidence(status, rec.get("stages")),
     }
+
+
+def skip_evidence(status: str, stages: Any) -> str:
+    """For a skipped cell, the stand-in stages that still ran (e.g. CPU stages with fake
+    CUDA tensors): "evidence: fake_export pass, emulated_decomposition fail"."""
+    if status != Status.SKIP.value or not isinstance(stages, list):
+        return ""
+    ran = [f"{s.get('name')} {s.get('status')}" for s in stages if isinstance(s, dict)
+           and s.get("role") == "info" and s.get("status") in ("pass", "fail")]
+    return "evidence: " + ", ".join(ran) if ran else ""
 
 
 def script_cell(c: Mapping[str, Any]) -> dict[str, Any]:
@@ -513,6 +523,7 @@ def repro_view(repro_id: str, column: int, repro: Repro | None,
 
 _MARK_CONTRA = '<span class="mark">!</span>'
 _MARK_CONFLICT = '<span class="mark">≠</span>'
+_MARK_EVIDENCE = '<span class="mark">+</span>'
 _CONTRA_FLAG = ' <strong class="contra-flag">! contradicts expectation</strong>'
 
 
@@ -543,10 +554,12 @@ def matrix_td(cell: Mapping[str, Any] | None, rid: str, page: str) -> str:
     contra, conflict = cell["contradicted"], cell["conflict"]
     flags = (" contra" if contra else "") + (" conflict" if conflict else "")
     expected = f" (expected {escape(cell['expected'])})" if cell["expected"] else ""
-    marks = (_MARK_CONTRA if contra else "") + (_MARK_CONFLICT if conflict else "")
+    evidence = f"; {escape(cell['evidence'])}" if cell["evidence"] else ""
+    marks = ((_MARK_CONTRA if contra else "") + (_MARK_CONFLICT if conflict else "")
+             + (_MARK_EVIDENCE if evidence else ""))
     return (f'      <td class="cell st-{status}{flags}" data-cell="{cid}" data-status="{status}" '
             f'data-repro="{rid}"><a href="{page}#{escape(fragment(cell["id"]))}" '
-            f'title="{cid}: {status}{expected}">{escape(cell["letter"])}{marks}</a></td>')
+            f'title="{cid}: {status}{expected}{evidence}">{escape(cell["letter"])}{marks}</a></td>')
 
 
 def repro_tr(entry: Mapping[str, Any]) -> str:
@@ -567,33 +580,3 @@ def repro_tr(entry: Mapping[str, Any]) -> str:
 
 
 # ----------------------------------------------------------------- raw data
-
-
-def write_raw(out: Path, loaded: Loaded, site: Mapping[str, Any]) -> None:
-    """results.json (every record + skipped + conflicts) and results.csv (latest per cell)."""
-    payload = {
-        "generated_at": site["generated_at"], "records": loaded.records,
-        "skipped": [{"file": s.file, "line": s.line, "reason": s.reason} for s in loaded.skipped],
-        "conflicts": [{"run_id": c.run_id, "cell": c.cell, "sources": list(c.sources),
-                       "statuses": list(c.statuses), "kept": c.kept} for c in loaded.conflicts],
-    }
-    # no indent: the C encoder is ~10x faster, and one record a line is what tools diff anyway
-    text = json.dumps(payload, default=str, ensure_ascii=False)
-    (out / "results.json").write_text(text, encoding="utf-8")
-    columns = ["cell", "stack", "repro", "status", "expected", "contradicted", "signature",
-               "workaround", "message", "duration", "exit", "image", "run_id", "host",
-               "backend", "started_at", "finished_at", "previous", "versions"]
-    versions = {s["id"]: s["label"] for s in site["stacks"]}
-    with open(out / "results.csv", "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(columns)
-        for c in site["cells"].values():
-            row = {**c, "cell": c["id"], "versions": versions.get(c["stack"], "")}
-            writer.writerow([_csv_safe(row.get(k, "")) for k in columns])
-
-
-def _csv_safe(value: Any) -> Any:
-    """Neutralise spreadsheet formulas in hostile text ('=cmd|...' -> "'=cmd|...")."""
-    if isinstance(value, str) and value.startswith(_CSV_FORMULA):
-        return "'" + value
-    return value

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 for _name, _venv in (("REPROMATRIX_TEST_PY_T214", "t214"), ("REPROMATRIX_TEST_PY_T213", "t213")):
@@ -26,19 +28,14 @@ REQUIRED = {
 }
 
 
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):  # noqa: D103
-    import pytest
-
-    if call.excinfo is None or not call.excinfo.errisinstance(pytest.skip.Exception):
-        return None
+    report = (yield).get_result()
+    if not report.skipped:
+        return
     for marker, env in REQUIRED.items():
         if item.get_closest_marker(marker) and os.environ.get(env):
-            reason = str(call.excinfo.value)
-            call.excinfo = None
-            from _pytest.reports import TestReport
-
-            rep = TestReport.from_item_and_call(item, call)
-            rep.outcome = "failed"
-            rep.longrepr = f"skipped although {env} is set (required in CI): {reason}"
-            return rep
-    return None
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+            report.outcome = "failed"
+            report.longrepr = f"skipped although {env} is set (required in CI): {reason}"
+            return

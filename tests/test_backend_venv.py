@@ -48,6 +48,7 @@ def test_unreachable_extra_indexes_are_left_out(tmp_path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.torch
 def test_a_failed_install_gives_broken_records_with_the_log(tmp_path) -> None:
     if not shutil.which("uv"):
         pytest.skip("uv is not on PATH (pip install uv)")

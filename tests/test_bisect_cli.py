@@ -261,6 +261,7 @@ def _pypi_reachable() -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.torch
 def test_real_bisect_finds_torch_2_14_0_for_fake_conv_device_checks(tmp_path, capsys) -> None:
     """Three real uv environments (torch 2.13.0, 2.14.0, 2.14.1 CUDA wheels from PyPI, ~20 s each)."""
     if not shutil.which("uv"):

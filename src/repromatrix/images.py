@@ -199,7 +199,7 @@ def inputs_hash(dockerfile: str, ca: Path | None, wheelhouses: tuple[Path, ...],
         "dockerfile": dockerfile, "harness_version": version,
         "extra_index_urls": list(settings.extra_index_urls), "find_links": list(settings.find_links),
         "ca_bundle": hashlib.sha256(ca.read_bytes()).hexdigest() if ca else None,
-        "wheelhouses": [_listing(wh) for wh in wheelhouses],
+        "wheelhouses": [wheelhouse_listing(wh) for wh in wheelhouses],
     }
     h.update(json.dumps(parts, sort_keys=True).encode())
     return h.hexdigest()
@@ -276,7 +276,8 @@ def _wheel_files(wh: Path) -> list[Path]:
     return sorted(f for f in wh.iterdir() if f.is_file() and f.name.endswith(WHEEL_SUFFIXES))
 
 
-def _listing(wh: Path) -> list[tuple[str, int, int]]:
+def wheelhouse_listing(wh: Path) -> list[tuple[str, int, int]]:
+    """(name, size, mtime) of each distribution in a wheelhouse: a changed wheel changes it."""
     return [(f.name, f.stat().st_size, int(f.stat().st_mtime)) for f in _wheel_files(wh)]
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InfraError, UsageError
-from ..images import index_options, requirements
+from ..images import index_options, requirements, wheelhouse_listing
 from ..model import Stack, StackGroup
 from ..records import broken_records, now_iso
 from . import RunContext
@@ -55,15 +55,8 @@ def install_spec(stack: Stack, settings: Any) -> dict[str, Any]:
         "python": stack.python or settings.python,
         "requirements": requirements(stack, settings),
         "index_options": [a for opt in index_options(stack, settings) for a in shlex.split(opt)],
-        "find_links": {p: _listing(Path(p)) for p in local_links},
+        "find_links": {p: wheelhouse_listing(Path(p)) for p in local_links},
     }
-
-
-def _listing(folder: Path) -> list[str]:
-    try:
-        return sorted(p.name for p in folder.iterdir())
-    except OSError:
-        return []
 
 
 def spec_key(spec: dict[str, Any]) -> str:

@@ -20,10 +20,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from repromatrix.backends import RunContext
-from repromatrix.backends.docker import DockerBackend, build_images, connect
+from repromatrix.backends.docker_daemon import connect
 from repromatrix.catalog import load_catalog
-from repromatrix.model import Settings, Stack, StackGroup
+from repromatrix.config import Matrix
+from repromatrix.model import Plan, Settings, Stack, StackGroup
+from repromatrix.options import RunOptions
+from repromatrix.run import prepare_plan, run_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 STACK = Stack(id="pip-bench-torch2.13.0-cpu", kind="pip", python="3.11", torch="2.13.0",
@@ -48,14 +50,16 @@ def settings_from(args: argparse.Namespace) -> Settings:
                     shm_size="1g")
 
 
+def matrix_for(settings: Settings) -> Matrix:
+    repros = ROOT / "repros"
+    return Matrix(ROOT / "matrix.yaml", settings, (STACK,), load_catalog(repros), repros)
+
+
 def harness_once(group: StackGroup, settings: Settings, work: Path) -> tuple[float, int]:
-    records: list[dict] = []
-    ctx = RunContext(run_id=f"bench-{time.time_ns()}", settings=settings,
-                     repros_dir=ROOT / "repros", repro_hashes={}, emit=records.append,
-                     work_dir=work, log=lambda _line: None)
+    options = RunOptions(backend="docker", results=work / f"results-{time.time_ns()}", work_dir=work)
     t0 = time.perf_counter()
-    DockerBackend().run([group], ctx)
-    return time.perf_counter() - t0, len(records)
+    summary = run_plan(matrix_for(settings), Plan((group,)), options, log=lambda _line: None)
+    return time.perf_counter() - t0, len(summary.results)
 
 
 def loop_once(tag: str, repros: tuple[str, ...]) -> float:
@@ -81,24 +85,23 @@ def main() -> int:
     connect()
     with tempfile.TemporaryDirectory(prefix="repromatrix-bench-") as tmp:
         work = Path(tmp)
-        ctx = RunContext(run_id="bench-build", settings=settings, repros_dir=ROOT / "repros",
-                         repro_hashes={}, emit=lambda _r: None, work_dir=work, log=print)
-        image = build_images([group], settings, ctx)[STACK.id]
+        options = RunOptions(backend="docker", results=work / "results", work_dir=work)
+        [image] = prepare_plan(matrix_for(settings), Plan((group,)), options)
         if not image.ok:
-            print(f"build failed: {image.error}\n{image.log_tail}", file=sys.stderr)
+            print(f"build failed: {image.reason}\n{image.log_tail}", file=sys.stderr)
             return 1
-        print(f"image {image.tag} ({'cached' if image.cached else 'built'}); M={len(repros)} repros: "
-              f"{', '.join(repros)}")
+        print(f"image {image.handle} ({'cached' if image.cached else 'built'}); M={len(repros)} "
+              f"repros: {', '.join(repros)}")
         ratios = []
         for i in range(args.rounds):
             h, n = harness_once(group, settings, work)
-            loop = loop_once(image.tag, repros)
+            loop = loop_once(image.handle, repros)
             ratios.append(h / loop)
             print(f"round {i + 1}: harness {h:6.2f}s ({n} records)  loop {loop:6.2f}s  "
                   f"ratio {h / loop:.2f}x")
-        start = _timed(["docker", "run", "--rm", "--network", "none", image.tag, "true"])
+        start = _timed(["docker", "run", "--rm", "--network", "none", image.handle, "true"])
         probe = _timed(["docker", "run", "--rm", "--network", "none", "-v",
-                        f"{ROOT / 'repros'}:/repros:ro", image.tag, "python", "/repros/runner.py",
+                        f"{ROOT / 'repros'}:/repros:ro", image.handle, "python", "/repros/runner.py",
                         "--probe", "/tmp/env.json"])
     print(f"median ratio harness/loop: {statistics.median(ratios):.2f}x (target <= 1.0x)")
     print(f"fixed costs: container start {start:.2f}s; container + environment probe {probe:.2f}s "

@@ -9,24 +9,25 @@ devices (stage `fake_export_conv_mixed` of `onnx_export_device`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from repromatrix import run as run_stage
-from repromatrix.backends import RunContext
+from repromatrix.backends import Prepared, RunnerJob
 from repromatrix.bisect.command import classify, outcome, parse_bad_if
 from repromatrix.bisect.report import _git, _release
 from repromatrix.bisect.search import Verdict
 from repromatrix.cli import main
 from repromatrix.errors import UsageError
-from repromatrix.model import StackGroup
-from repromatrix.records import new_record, now_iso
+from repromatrix.model import Stack
+from repromatrix.result import EngineFacts, Result
 
 REPRO = "onnx_export_device"
 STAGE = "fake_export_conv_mixed"
@@ -95,14 +96,20 @@ def test_predicate_never_counts_infrastructure_as_a_verdict() -> None:
         parse_bad_if(" , ")
 
 
+def _record(status: str, message: str, stages: list[dict[str, Any]]) -> Result:
+    return Result.from_dict({"schema_version": 2, "run_id": "r", "cell": "s--a", "repro": "a",
+                             "stack": {"id": "s"}, "status": status, "message": message,
+                             "stages": stages})
+
+
 def test_stage_outcome_is_read_from_the_record() -> None:
-    rec = {"status": "skip", "message": "legacy_export: no CUDA device",
-           "stages": [{"name": STAGE, "status": "fail", "message": "signature matched: RuntimeError"}]}
+    rec = _record("skip", "legacy_export: no CUDA device",
+                  [{"name": STAGE, "status": "fail", "message": "signature matched: RuntimeError"}])
     assert outcome(rec, STAGE) == ("fail", "signature matched: RuntimeError")
     assert outcome(rec, None) == ("skip", "legacy_export: no CUDA device")
     status, note = outcome(rec, "no_such_stage")
     assert status == "missing" and f"stages: {STAGE}" in note
-    assert outcome({"status": "broken", "message": "uv failed", "stages": []}, STAGE)[0] == "broken"
+    assert outcome(_record("broken", "uv failed", []), STAGE)[0] == "broken"
 
 
 def test_versions_for_links() -> None:
@@ -114,35 +121,59 @@ def test_versions_for_links() -> None:
 
 # ------------------------------------- the glue over the real run stage/store
 
-class ScriptedBackend:
-    """An engine whose cells end with the status the test scripted per torch version."""
+class DoneProcess:
+    """A runner that has already ended (its files are written)."""
+
+    def poll(self) -> bool:
+        return True
+
+    def stop(self) -> None:
+        pass
+
+    def facts(self, timed_out: bool, limit_s: float) -> EngineFacts:
+        return EngineFacts(exit_code=0)
+
+
+class ScriptedEngine:
+    """An engine whose runner writes the result files the test scripted per torch version."""
 
     name = "venv"
+    stack_kinds = ("pip",)
 
     def __init__(self, script: dict[str, Any], calls: list[str]) -> None:
         self.script, self.calls = script, calls
 
-    def preflight(self, groups: Sequence[StackGroup], ctx: RunContext) -> None:
+    def preflight(self, stacks: Sequence[Stack]) -> None:
         pass
 
-    def fingerprint(self, stack: Any, ctx: RunContext) -> str:
+    def fingerprint(self, stack: Stack) -> str:
         return "scripted:" + stack.id
 
-    def run(self, groups: Sequence[StackGroup], ctx: RunContext) -> None:
-        for g in groups:
-            self.calls.append(g.stack.torch)
-            what = self.script.get(g.stack.torch, "pass")
-            if what == "interrupt":
-                raise KeyboardInterrupt
-            stage_status, cell_status = (what, "skip") if what in ("pass", "fail", "error") else (what, what)
-            for repro in g.repros:
-                stages = [] if cell_status == "broken" else [
-                    {"name": STAGE, "status": stage_status, "duration_s": 0.1,
-                     "message": f"scripted {stage_status}", "evidence": {}}]
-                ctx.emit(new_record(g, repro, ctx=ctx, backend="venv", image=None,
-                                    env={"torch": g.stack.torch + "+cu130", "python": "3.11.7"},
-                                    started_at=now_iso(), status=cell_status, stages=stages,
-                                    message=f"scripted {cell_status}"))
+    def prepare(self, stack: Stack, stop: Any) -> Prepared:
+        self.calls.append(stack.torch)
+        what = self.script.get(stack.torch, "pass")
+        if what == "interrupt":
+            raise KeyboardInterrupt
+        if what == "broken":
+            return Prepared(stack, ok=False, reason="scripted broken")
+        return Prepared(stack, ok=True, handle="scripted")
+
+    @contextlib.contextmanager
+    def start(self, prepared: Prepared, job: RunnerJob) -> Iterator[DoneProcess]:
+        torch = prepared.stack.torch
+        what = self.script.get(torch, "pass")
+        stage_status, cell_status = (what, "skip") if what in ("pass", "fail", "error") else (what, what)
+        (job.outdir / "env.json").write_text(json.dumps({"torch": f"{torch}+cu130", "python": "3.11.7"}))
+        for repro in job.repros:
+            stages = [{"name": STAGE, "status": stage_status, "duration_s": 0.1,
+                       "message": f"scripted {stage_status}", "evidence": {}}]
+            (job.outdir / f"{repro}.json").write_text(json.dumps(
+                {"repro": repro, "status": cell_status, "stages": stages,
+                 "message": f"scripted {cell_status}"}))
+        yield DoneProcess()
+
+    def close(self) -> None:
+        pass
 
 
 @pytest.fixture
@@ -150,7 +181,7 @@ def scripted(monkeypatch):
     """Install a scripted engine; returns (script dict, list of torch versions run)."""
     script: dict[str, Any] = {}
     calls: list[str] = []
-    monkeypatch.setattr(run_stage, "get_backend", lambda name: ScriptedBackend(script, calls))
+    monkeypatch.setattr(run_stage, "load_engine", lambda name, ctx: ScriptedEngine(script, calls))
     return script, calls
 
 

@@ -1,4 +1,6 @@
-"""The docker backend against a real daemon: build, cache, run, broken stacks, timeouts, cleanup.
+"""The docker engine against a real daemon: build, cache, run, broken stacks, timeouts, cleanup.
+
+Every test drives the real run stage (``run.run_plan``) with ``--backend docker``.
 
 The pip stack under test is torch 2.13.0 (the CPU wheel this machine carries, given
 through the wheelhouse setting) on a local Debian base image mapped onto
@@ -18,20 +20,17 @@ from typing import Any
 
 import pytest
 from docker_fixtures import *  # noqa: F403 - fixtures: docker_client, docker_settings, ...
-from docker_fixtures import PUBLIC_BASE, new_run_id
+from docker_fixtures import PUBLIC_BASE
 
-from repromatrix.backends import RunContext
-from repromatrix.backends.docker import (
-    LABEL_RUN,
-    DockerBackend,
-    build_images,
-    check_base_images,
-    cleanup,
-    connect,
-)
+from repromatrix.backends.docker_daemon import LABEL_RUN, check_base_images, cleanup, connect
+from repromatrix.catalog import load_catalog
+from repromatrix.config import Matrix
 from repromatrix.errors import BaseImageMissing, DockerUnavailable
 from repromatrix.images import image_spec
-from repromatrix.model import Settings, Stack, StackGroup, Status
+from repromatrix.model import Plan, Settings, Stack, StackGroup, Status
+from repromatrix.options import RunOptions
+from repromatrix.result import Result
+from repromatrix.run import RunSummary, prepare_plan, run_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 STATUSES = {s.value for s in Status}
@@ -101,17 +100,27 @@ def project_repros() -> tuple[str, ...]:
                         if p.name not in ("runner.py", "protocol.py") and not p.name.startswith("_")))
 
 
-def make_ctx(settings: Settings, repros_dir: Path, work_dir: Path, **kw: Any) -> RunContext:
-    records: list[dict[str, Any]] = []
-    ctx = RunContext(run_id=new_run_id(), settings=settings, repros_dir=repros_dir,
-                     repro_hashes={}, emit=records.append, work_dir=work_dir,
-                     log=lambda line: print(line, flush=True), **kw)
-    ctx.records = records  # type: ignore[attr-defined]
-    return ctx
+def matrix_for(settings: Settings, repros_dir: Path, *stacks: Stack) -> Matrix:
+    return Matrix(repros_dir.parent / "matrix.yaml", settings, stacks, load_catalog(repros_dir),
+                  repros_dir)
+
+
+def drive(settings: Settings, repros_dir: Path, tmp: Path, groups: list[StackGroup],
+          log: Any = None, **options: Any) -> RunSummary:
+    """Run ``groups`` through the run stage with the docker engine; a fresh store in ``tmp``."""
+    matrix = matrix_for(settings, repros_dir, *(g.stack for g in groups))
+    opts = RunOptions(backend="docker", results=tmp / "results", work_dir=tmp / "work", **options)
+    return run_plan(matrix, Plan(tuple(groups)), opts,
+                    log=log or (lambda line: print(line, flush=True)))
 
 
 def run_containers(client: Any, run_id: str) -> list[Any]:
     return client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})
+
+
+def managed_run_ids(client: Any) -> set[str]:
+    return {c.labels.get(LABEL_RUN, "") for c in client.containers.list(
+        all=True, filters={"label": "repromatrix.managed=1"})}
 
 
 @pytest.fixture(scope="module")
@@ -122,28 +131,26 @@ def first_run(docker_client: Any, docker_settings: Settings, repros_dir: Path,
     if docker_client.images.list(name=spec.tag):
         docker_client.images.remove(spec.tag, force=True)
     group = StackGroup(CPU, ("rmtest_ok", *project_repros()))
-    ctx = make_ctx(docker_settings, repros_dir, tmp_path_factory.mktemp("run1"))
-    backend = DockerBackend(docker_client)
+    tmp = tmp_path_factory.mktemp("run1")
     t0 = time.monotonic()
-    backend.preflight([group], ctx)
-    backend.run([group], ctx)
-    return {"group": group, "ctx": ctx, "records": ctx.records, "spec": spec,
+    summary = drive(docker_settings, repros_dir, tmp, [group])
+    return {"group": group, "tmp": tmp, "results": summary.results, "spec": spec,
             "elapsed": time.monotonic() - t0}
 
 
 def test_pip_stack_builds_runs_and_records_every_repro(first_run: dict[str, Any],
                                                         docker_client: Any) -> None:
-    records, group, spec = first_run["records"], first_run["group"], first_run["spec"]
-    assert sorted(r["repro"] for r in records) == sorted(group.repros)
+    results, group, spec = first_run["results"], first_run["group"], first_run["spec"]
+    assert sorted(r.repro for r in results) == sorted(group.repros)
     image = docker_client.images.get(spec.tag)
-    for rec in records:
-        assert rec["status"] in STATUSES and rec["status"] != Status.BROKEN.value, rec
-        assert rec["backend"] == "docker" and rec["image"] == {"tag": spec.tag, "id": image.id}
-        assert rec["env"]["torch"].startswith("2.13.0"), rec["env"]
-        assert rec["stack"]["id"] == CPU.id
-    ok = next(r for r in records if r["repro"] == "rmtest_ok")
-    assert ok["status"] == "pass", ok
-    assert (first_run["ctx"].work_dir / "logs" / f"{CPU.id}.log").is_file()
+    for r in results:
+        assert r.status in STATUSES and r.status != Status.BROKEN.value, r
+        assert r.backend == "docker" and r.image == {"tag": spec.tag, "id": image.id}
+        assert r.env["torch"].startswith("2.13.0"), r.env
+        assert r.stack["id"] == CPU.id and r.cache_key
+    ok = next(r for r in results if r.repro == "rmtest_ok")
+    assert ok.status == "pass", ok
+    assert (first_run["tmp"] / "work" / "logs" / f"{CPU.id}.log").is_file()
     print(f"first run (build + run): {first_run['elapsed']:.1f}s")
 
 
@@ -161,74 +168,71 @@ def test_image_carries_labels_and_ca_bundle(first_run: dict[str, Any], docker_cl
         assert last_cert in out.decode()
 
 
-def test_second_run_reuses_the_image(first_run: dict[str, Any], docker_client: Any,
-                                     docker_settings: Settings, repros_dir: Path,
-                                     tmp_path: Path) -> None:
-    ctx = make_ctx(docker_settings, repros_dir, tmp_path)
+def test_second_run_reuses_the_image(first_run: dict[str, Any], docker_settings: Settings,
+                                     repros_dir: Path, tmp_path: Path) -> None:
     group = StackGroup(CPU, ("rmtest_ok",))
-    built = build_images([group], docker_settings, ctx)
-    assert built[CPU.id].ok and built[CPU.id].cached
-    first_id = first_run["records"][0]["image"]["id"]
-    assert built[CPU.id].id == first_id
+    matrix = matrix_for(docker_settings, repros_dir, CPU)
+    opts = RunOptions(backend="docker", results=tmp_path / "results", work_dir=tmp_path / "work")
+    [prepared] = prepare_plan(matrix, Plan((group,)), opts, log=lambda _: None)
+    assert prepared.ok and prepared.cached and prepared.handle == first_run["spec"].tag
+    first_id = first_run["results"][0].image["id"]
+    assert prepared.image["id"] == first_id
     t0 = time.monotonic()
-    DockerBackend(docker_client).run([group], ctx)
+    summary = drive(docker_settings, repros_dir, tmp_path, [group])
     elapsed = time.monotonic() - t0
-    assert [r["image"]["id"] for r in ctx.records] == [first_id]
-    assert not (tmp_path / "logs" / f"{CPU.id}.log").exists()  # no build happened
-    backend = DockerBackend(docker_client)
-    assert backend.fingerprint(CPU, ctx) == built[CPU.id].tag
+    assert [r.image["id"] for r in summary.results] == [first_id]
+    assert not (tmp_path / "work" / "logs" / f"{CPU.id}.log").exists()  # no build happened
     print(f"second run: {elapsed:.1f}s vs first {first_run['elapsed']:.1f}s")
 
 
 def test_unresolvable_stack_is_broken_and_the_other_goes_on(
-        first_run: dict[str, Any], docker_client: Any, docker_settings: Settings,
-        repros_dir: Path, tmp_path: Path) -> None:
-    ctx = make_ctx(docker_settings, repros_dir, tmp_path)
+        first_run: dict[str, Any], docker_settings: Settings, repros_dir: Path,
+        tmp_path: Path) -> None:
     groups = [StackGroup(BAD, ("rmtest_ok",)), StackGroup(CPU, ("rmtest_ok",))]
-    DockerBackend(docker_client).run(groups, ctx)
-    by_stack = {r["stack"]["id"]: r for r in ctx.records}
+    by_stack = {r.stack_id: r for r in drive(docker_settings, repros_dir, tmp_path, groups).results}
     assert set(by_stack) == {BAD.id, CPU.id}
     bad = by_stack[BAD.id]
-    assert bad["status"] == "broken"
-    assert "torch==0.0.1" in bad["message"] and "No matching distribution" in bad["message"]
-    assert "No matching distribution found for torch==0.0.1" in bad["traceback"]
-    assert by_stack[CPU.id]["status"] == "pass"
-    assert "torch==0.0.1" in (tmp_path / "logs" / f"{BAD.id}.log").read_text()
+    assert bad.status == "broken"
+    assert "torch==0.0.1" in bad.message and "No matching distribution" in bad.message
+    assert "No matching distribution found for torch==0.0.1" in bad.traceback
+    assert by_stack[CPU.id].status == "pass"
+    assert "torch==0.0.1" in (tmp_path / "work" / "logs" / f"{BAD.id}.log").read_text()
 
 
 def test_overrunning_container_is_killed_and_removed(
         first_run: dict[str, Any], docker_client: Any, docker_settings: Settings,
         repros_dir: Path, tmp_path: Path) -> None:
-    ctx = make_ctx(docker_settings, repros_dir, tmp_path, stack_timeout=20.0)
     seen_running: list[bool] = []
-    emit = ctx.emit
 
-    def watching_emit(rec: dict[str, Any]) -> None:
-        live = run_containers(docker_client, ctx.run_id)
-        seen_running.append(bool(live) and live[0].status == "running")
-        emit(rec)
+    def log(line: str) -> None:
+        if line.startswith("  ") and ": " in line:  # one line per recorded cell
+            live = [c for c in docker_client.containers.list(
+                filters={"label": "repromatrix.managed=1"}) if CPU.id in c.name]
+            seen_running.append(bool(live))
 
-    ctx.emit = watching_emit
     group = StackGroup(CPU, ("rmtest_ok", "rmtest_sleep"))
     t0 = time.monotonic()
-    DockerBackend(docker_client).run([group], ctx)
+    summary = drive(docker_settings, repros_dir, tmp_path, [group], log=log, stack_timeout=20.0)
     assert time.monotonic() - t0 < 120
-    status = {r["repro"]: r["status"] for r in ctx.records}
-    assert status == {"rmtest_ok": "pass", "rmtest_sleep": "timeout"}
+    status = {r.repro: r for r in summary.results}
+    assert {k: r.status for k, r in status.items()} == {"rmtest_ok": "pass", "rmtest_sleep": "timeout"}
+    assert status["rmtest_sleep"].signal == "SIGKILL" and "20s" in status["rmtest_sleep"].message
     assert seen_running[0], "rmtest_ok's record should be emitted while the container still runs"
-    assert run_containers(docker_client, ctx.run_id) == []
+    assert run_containers(docker_client, summary.run_id) == []
 
 
 def test_ctrl_c_removes_the_container(first_run: dict[str, Any], docker_client: Any,
                                       docker_settings: Settings, repros_dir: Path,
                                       tmp_path: Path) -> None:
-    ctx = make_ctx(docker_settings, repros_dir, tmp_path)
     interrupted = threading.Event()
+    before = managed_run_ids(docker_client)
 
     def press_ctrl_c() -> None:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            if any(c.status == "running" for c in run_containers(docker_client, ctx.run_id)):
+            running = [c for c in docker_client.containers.list(
+                filters={"label": "repromatrix.managed=1"}) if c.labels.get(LABEL_RUN) not in before]
+            if running:
                 interrupted.set()
                 _thread.interrupt_main()
                 return
@@ -236,35 +240,35 @@ def test_ctrl_c_removes_the_container(first_run: dict[str, Any], docker_client: 
 
     threading.Thread(target=press_ctrl_c, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
-        DockerBackend(docker_client).run([StackGroup(CPU, ("rmtest_sleep",))], ctx)
+        drive(docker_settings, repros_dir, tmp_path, [StackGroup(CPU, ("rmtest_sleep",))])
     assert interrupted.is_set()
-    assert run_containers(docker_client, ctx.run_id) == []
-    assert ctx.records == []  # the cell in flight is lost, never recorded half-done
+    assert managed_run_ids(docker_client) <= before, "no container of the interrupted run is left"
+    assert not list((tmp_path / "results").rglob("*.jsonl")), "the cell in flight is not recorded"
 
 
 def test_keep_leaves_the_container_for_debugging(first_run: dict[str, Any], docker_client: Any,
                                                  docker_settings: Settings, repros_dir: Path,
                                                  tmp_path: Path) -> None:
-    ctx = make_ctx(docker_settings, repros_dir, tmp_path, keep=True)
+    summary = drive(docker_settings, repros_dir, tmp_path, [StackGroup(CPU, ("rmtest_ok",))],
+                    keep=True)
     try:
-        DockerBackend(docker_client).run([StackGroup(CPU, ("rmtest_ok",))], ctx)
-        kept = run_containers(docker_client, ctx.run_id)
+        kept = run_containers(docker_client, summary.run_id)
         assert len(kept) == 1 and kept[0].status == "exited"
     finally:
-        cleanup(docker_client, ctx.run_id)
-    assert run_containers(docker_client, ctx.run_id) == []
+        cleanup(docker_client, summary.run_id)
+    assert run_containers(docker_client, summary.run_id) == []
 
 
 def test_two_jobs_run_stacks_side_by_side(first_run: dict[str, Any], docker_client: Any,
                                           docker_settings: Settings, repros_dir: Path,
                                           tmp_path: Path) -> None:
     twin = Stack(**{**CPU.__dict__, "id": CPU.id + "-twin"})
-    ctx = make_ctx(docker_settings, repros_dir, tmp_path, jobs=2)
     groups = [StackGroup(CPU, ("rmtest_ok",)), StackGroup(twin, ("rmtest_ok",))]
-    DockerBackend(docker_client).run(groups, ctx)
-    assert sorted((r["stack"]["id"], r["status"]) for r in ctx.records) == \
+    summary = drive(docker_settings, repros_dir, tmp_path, groups, jobs=2)
+    assert sorted((r.stack_id, r.status) for r in summary.results) == \
         [(CPU.id, "pass"), (twin.id, "pass")]
-    assert run_containers(docker_client, ctx.run_id) == []
+    assert run_containers(docker_client, summary.run_id) == []
+    assert all(isinstance(r, Result) for r in summary.results)
 
 
 def test_missing_base_image_names_it_and_the_mirror_setting(docker_client: Any,

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from repromatrix.expect import evaluate, normalize_version
-from repromatrix.model import SCHEMA_VERSION, Repro
+from repromatrix.model import Repro
 from repromatrix.report import page_name, render_site, report_assets_dir, reproduce_command, script_json
+from repromatrix.result import SCHEMA_VERSION, Result
 from repromatrix.results import ResultStore
 
 DATA = Path(__file__).parent / "data" / "results"
@@ -276,7 +277,7 @@ def test_truncated_line_and_unknown_schema_render_the_rest(tmp_path):
     notice = doc.find("details", cls="skipped")
     items = [li.text() for li in notice.find_all("li")]
     assert len(items) == 2
-    assert "run-1.jsonl:2" in items[0] and "schema_version 2" in items[0]
+    assert "run-1.jsonl:2" in items[0] and "schema_version 99" in items[0]
     assert "run-1.jsonl:4" in items[1] and "truncated" in items[1]
 
 
@@ -284,8 +285,9 @@ def test_conflicting_duplicates_are_flagged(tmp_path):
     src = DATA / "single_cell" / "gpu-box-1" / "run-1.jsonl"
     rec = json.loads(src.read_text().splitlines()[0])
     store = tmp_path / "store"
-    ResultStore(store).append(rec)
-    ResultStore(store).append(dict(rec, host="gpu-box-2", status="pass", finished_at="2026-11-03T11:00:00Z"))
+    ResultStore(store).append(Result.from_dict(rec))
+    ResultStore(store).append(Result.from_dict(
+        dict(rec, host="gpu-box-2", status="pass", finished_at="2026-11-03T11:00:00Z")))
     summary = render_site([store], tmp_path / "site", CATALOG)
     doc = parse(tmp_path / "site" / "index.html")
     _, _, cells = matrix(doc)
@@ -337,11 +339,21 @@ def test_script_json_escapes_script_breakers():
 # ----------------------------------------------------------------- commands, assets, scale
 
 
+def _result(**over) -> Result:
+    base = {"schema_version": SCHEMA_VERSION, "run_id": "r", "cell": "s--r", "repro": "r",
+            "status": "fail", "stack": {"id": "s"}}
+    return Result.from_dict({**base, **over})
+
+
 def test_reproduce_command_quotes_and_local_backend():
-    rec = {"cell": "s--r", "backend": "local", "stack": {"id": "s", "interpreter": "/opt/py 3/bin/python"}}
-    assert reproduce_command(rec, "m.yaml") == (
-        "repromatrix run --matrix m.yaml -k s--r --rerun --backend local --python '/opt/py 3/bin/python'")
-    assert reproduce_command({"cell": "a b;rm -rf", "stack": {}}, "matrix.yaml").endswith(
+    folded = _result(cell="local--r", backend="local",
+                     stack={"id": "local", "kind": "local", "interpreter": "/opt/py 3/bin/python"})
+    assert reproduce_command(folded, "m.yaml") == (
+        "repromatrix run --matrix m.yaml -k r --rerun --backend local --python '/opt/py 3/bin/python'")
+    own = _result(cell="mine--r", backend="local", stack={"id": "mine", "kind": "local",
+                                                          "interpreter": "/x/python"})
+    assert reproduce_command(own, "m.yaml") == "repromatrix run --matrix m.yaml -k mine--r --rerun"
+    assert reproduce_command(_result(cell="a b;rm -rf"), "matrix.yaml").endswith(
         "-k 'a b;rm -rf' --rerun")
 
 
@@ -366,13 +378,13 @@ def synthetic(root: Path, stacks: int, repros: int, runs: int = 1) -> None:
             for r in range(repros):
                 st = STATUSES[(s * 7 + r * 3 + run) % len(STATUSES)]
                 sid, rid, day = f"pip-t2.{s}.0", f"r{r:02d}", f"2026-11-0{run + 1}"
-                store.append({
+                store.append(Result.from_dict({
                     "schema_version": SCHEMA_VERSION, "run_id": f"run-{run}", "cell": f"{sid}--{rid}",
                     "stack": {"id": sid, "kind": "pip", "torch": f"2.{s}.0"}, "repro": rid,
                     "status": st, "stages": [], "message": f"{st} message", "traceback": "",
                     "duration_s": 1.0, "env": {"torch": f"2.{s}.0"}, "host": "h",
                     "started_at": f"{day}T00:00:00Z", "finished_at": f"{day}T00:01:00Z",
-                })
+                }))
 
 
 def test_hundred_stacks_by_twenty_repros(tmp_path):
@@ -389,7 +401,7 @@ def test_hundred_stacks_by_twenty_repros(tmp_path):
 
 
 def _rec(status="fail", env=None, **stack):
-    return {"status": status, "env": env or {}, "stack": {"id": "s", **stack}}
+    return _result(status=status, env=env or {}, stack={"id": "s", **stack})
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -444,8 +456,10 @@ def test_skipped_cell_with_stand_in_evidence_is_marked(tmp_path):
                "message": "", "evidence": {}},
               {"name": "eager", "role": "main", "status": "skip", "duration_s": 0.0,
                "message": "no CUDA device", "evidence": {}}]
-    store.append({**base, "cell": "a--demo", "stack": {"id": "a", "kind": "local"}, "stages": stages})
-    store.append({**base, "cell": "b--demo", "stack": {"id": "b", "kind": "local"}, "stages": stages[1:]})
+    store.append(Result.from_dict(
+        {**base, "cell": "a--demo", "stack": {"id": "a", "kind": "local"}, "stages": stages}))
+    store.append(Result.from_dict(
+        {**base, "cell": "b--demo", "stack": {"id": "b", "kind": "local"}, "stages": stages[1:]}))
     render_site([store.root], tmp_path / "site")
     html = (tmp_path / "site" / "index.html").read_text()
     cells = dict(re.findall(r'<td class="cell[^"]*" data-cell="([^"]+)"[^>]*>(.*?)</td>', html))

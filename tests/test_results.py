@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from repromatrix.model import SCHEMA_VERSION
+from repromatrix.result import SCHEMA_VERSION, Result
 from repromatrix.results import (
     ResultStore,
     latest_by_cell,
@@ -36,6 +36,10 @@ def make_record(**over):
     return rec
 
 
+def result(**over) -> Result:
+    return Result.from_dict(make_record(**over))
+
+
 def write_lines(path: Path, lines: list[str], trailing_newline: bool = True) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     text = "\n".join(lines) + ("\n" if trailing_newline else "")
@@ -45,8 +49,8 @@ def write_lines(path: Path, lines: list[str], trailing_newline: bool = True) -> 
 
 def test_append_writes_one_line_per_record_under_host_and_run(tmp_path):
     store = ResultStore(tmp_path)
-    p1 = store.append(make_record())
-    p2 = store.append(make_record(repro="ts_device_gpu_id", status="pass"))
+    p1 = store.append(result())
+    p2 = store.append(result(repro="ts_device_gpu_id", status="pass"))
     assert p1 == p2 == tmp_path / "box" / "run-1.jsonl"
     lines = p1.read_text(encoding="utf-8").splitlines()
     assert [json.loads(x)["status"] for x in lines] == ["fail", "pass"]
@@ -56,7 +60,7 @@ def test_append_writes_one_line_per_record_under_host_and_run(tmp_path):
 
 def test_append_never_escapes_the_root(tmp_path):
     store = ResultStore(tmp_path / "store")
-    path = store.append(make_record(host="../../etc", run_id="/x/../passwd"))
+    path = store.append(result(host="../../etc", run_id="/x/../passwd"))
     assert tmp_path / "store" in path.parents
     assert path.parent.parent == tmp_path / "store"
 
@@ -69,11 +73,12 @@ def test_killed_writer_keeps_every_finished_cell(tmp_path):
     script = textwrap.dedent(f"""
         import json, sys, time
         sys.path.insert(0, {str(src)!r})
+        from repromatrix.result import Result
         from repromatrix.results import ResultStore
         record = json.loads(open({str(template)!r}).read())
         store = ResultStore({str(tmp_path / "store")!r})
         for i in range(10000):
-            store.append(dict(record, cell="c%d" % i))
+            store.append(Result.from_dict(dict(record, cell="c%d" % i)))
             print(i, flush=True)
             time.sleep(0.01)
     """)
@@ -135,7 +140,7 @@ def test_identical_copies_count_once_and_different_ones_conflict(tmp_path):
     other = make_record(status="pass", finished_at="2026-01-01T00:00:09Z")
     write_lines(tmp_path / "m3" / "run-1.jsonl", [json.dumps(other)])
     loaded = load_records([tmp_path])
-    assert len(loaded.records) == 1 and loaded.records[0]["status"] == "pass"
+    assert len(loaded.records) == 1 and loaded.records[0].status == "pass"
     [conflict] = loaded.conflicts
     assert conflict.cell == rec["cell"] and set(conflict.statuses) == {"fail", "pass"}
     assert len(conflict.sources) == 2 and conflict.kept.startswith(str(tmp_path / "m3"))
@@ -148,14 +153,14 @@ def test_same_file_given_twice_is_read_once(tmp_path):
 
 
 def test_latest_and_previous_by_cell():
-    r1 = make_record(run_id="r1", status="pass", finished_at="2026-01-01T00:00:00Z")
-    r2 = make_record(run_id="r2", status="fail", finished_at="2026-01-02T00:00:00Z")
-    r3 = make_record(run_id="r3", status="error", finished_at="2026-01-03T00:00:00Z")
-    only = make_record(repro="other", run_id="r3")
+    r1 = result(run_id="r1", status="pass", finished_at="2026-01-01T00:00:00Z")
+    r2 = result(run_id="r2", status="fail", finished_at="2026-01-02T00:00:00Z")
+    r3 = result(run_id="r3", status="error", finished_at="2026-01-03T00:00:00Z")
+    only = result(repro="other", run_id="r3")
     latest = latest_by_cell([r2, r3, r1, only])
-    assert latest[r1["cell"]]["run_id"] == "r3" and latest[only["cell"]]["run_id"] == "r3"
+    assert latest[r1.cell].run_id == "r3" and latest[only.cell].run_id == "r3"
     previous = previous_by_cell([r2, r3, r1, only])
-    assert previous == {r1["cell"]: r2}
+    assert previous == {r1.cell: r2}
 
 
 def test_empty_inputs():

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from repromatrix import paths
+from repromatrix.catalog import source_hashes
 from repromatrix.config import load_matrix
+from repromatrix.options import RunOptions
 from repromatrix.plan import make_plan
 from repromatrix.results import load_records
 from repromatrix.run import run_plan
@@ -28,9 +30,7 @@ def project(tmp_path: Path) -> Path:
     if not PY or not Path(PY).exists():
         pytest.skip("no torch interpreter: set REPROMATRIX_TEST_PY_T213 or _T214")
     repros = tmp_path / "repros"
-    repros.mkdir()
-    for name in ("protocol.py", "runner.py"):
-        shutil.copy(paths.repros_dir() / name, repros / name)
+    repros.mkdir()  # the user's repros only: protocol and runner come from the harness
     for name in ("fx_pass.py", "fx_garbage.py"):
         shutil.copy(FIXTURES / name, repros / name)
     (tmp_path / "matrix.yaml").write_text(
@@ -41,8 +41,7 @@ def project(tmp_path: Path) -> Path:
 def run(project: Path, **kw):
     matrix = load_matrix(project / "matrix.yaml")
     plan = make_plan(matrix.stacks)
-    return run_plan(matrix, plan, backend_name="local",
-                    results_dir=project / "results", python=PY, log=lambda _: None, **kw)
+    return run_plan(matrix, plan, RunOptions(results=project / "results", **kw), log=lambda _: None)
 
 
 def test_unchanged_cells_are_reused_and_changed_ones_rerun(project):
@@ -50,8 +49,8 @@ def test_unchanged_cells_are_reused_and_changed_ones_rerun(project):
     assert first.ran == 2 and first.reused == 0
     assert first.statuses == {"pass": 1, "error": 1}
     stored = load_records([project / "results"]).records
-    assert sorted(r["cell"] for r in stored) == ["local--fx_garbage", "local--fx_pass"]
-    assert all(r["cache_key"] for r in stored)
+    assert sorted(r.cell for r in stored) == ["here--fx_garbage", "here--fx_pass"]
+    assert all(r.cache_key for r in stored)
 
     second = run(project)
     assert second.ran == 0 and second.reused == 2
@@ -59,18 +58,21 @@ def test_unchanged_cells_are_reused_and_changed_ones_rerun(project):
     src = project / "repros" / "fx_pass.py"
     src.write_text(src.read_text() + "\n# edited\n")
     third = run(project)
-    assert [r["cell"] for r in third.records] == ["local--fx_pass"] and third.reused == 1
+    assert [r.cell for r in third.results] == ["here--fx_pass"] and third.reused == 1
 
     forced = run(project, rerun=True)
     assert forced.ran == 2
     assert len(load_records([project / "results"]).records) == 5
 
 
-def test_shared_protocol_change_makes_every_cell_stale(project):
-    run(project)
-    proto = project / "repros" / "protocol.py"
+def test_harness_change_changes_every_repro_hash(tmp_path):
+    harness = tmp_path / "harness"
+    shutil.copytree(paths.repros_dir(), harness)
+    before = source_hashes(FIXTURES, harness)
+    proto = harness / "protocol.py"
     proto.write_text(proto.read_text() + "\n# edited\n")
-    assert run(project).ran == 2
+    after = source_hashes(FIXTURES, harness)
+    assert set(before) == set(after) and all(before[k] != after[k] for k in before)
 
 
 def test_shared_helper_change_makes_every_cell_stale(project):

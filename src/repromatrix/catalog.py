@@ -66,21 +66,24 @@ def _read_meta(path: Path) -> dict:
     raise ConfigError("no top-level META = {...} literal", file=str(path))
 
 
-def shared_sources(repros_dir: Path) -> list[Path]:
-    """What every repro depends on: the protocol, the runner and the `_*.py` helpers."""
-    named = [repros_dir / n for n in NOT_REPROS]
-    return [p for p in named if p.exists()] + sorted(repros_dir.glob("_*.py"))
+def shared_sources(harness_dir: Path, repros_dir: Path | None = None) -> list[Path]:
+    """What every repro depends on: the harness's protocol, runner and ``_*.py`` helpers,
+    plus the ``_*.py`` helpers of a separate repros folder."""
+    named = [harness_dir / n for n in NOT_REPROS]
+    out = [p for p in named if p.exists()] + sorted(harness_dir.glob("_*.py"))
+    if repros_dir is not None and repros_dir.resolve() != harness_dir.resolve():
+        out += sorted(repros_dir.glob("_*.py"))
+    return out
 
 
-def source_hashes(repros_dir: Path, ids: list[str] | None = None) -> dict[str, str]:
+def source_hashes(repros_dir: Path, harness_dir: Path | None = None) -> dict[str, str]:
     """sha256 of each repro's source plus every shared source (see shared_sources)."""
     shared = hashlib.sha256()
-    for p in shared_sources(repros_dir):
+    for p in shared_sources(harness_dir or repros_dir, repros_dir):
         shared.update(p.name.encode() + b"\0" + p.read_bytes())
     out = {}
     for p in repro_files(repros_dir):
-        if ids is None or p.stem in ids:
-            h = shared.copy()
-            h.update(p.read_bytes())
-            out[p.stem] = h.hexdigest()
+        h = shared.copy()
+        h.update(p.read_bytes())
+        out[p.stem] = h.hexdigest()
     return out

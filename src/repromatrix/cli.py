@@ -18,13 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .config import Matrix, load_matrix, with_overrides
+from .backends import engine_names
+from .config import Matrix, load_matrix
 from .errors import HarnessError, UsageError
 from .model import Plan
+from .options import DEFAULT_RESULTS, RunOptions, load_matrix_with, run_options
 from .plan import make_plan
 
 EXIT_CONTRADICTION = 4
-DEFAULT_RESULTS = Path("results")
+EXIT_INFRA = 3
 DEFAULT_SITE = Path("site")
 
 
@@ -45,12 +47,24 @@ def _add_image_args(p: argparse.ArgumentParser) -> None:
                    help="local wheelhouse for pip (repeatable)")
 
 
+def _add_backend_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", default="docker", choices=engine_names(),
+                   help="how pip/ngc stacks become environments (local stacks always run their "
+                        "own interpreter)")
+    p.add_argument("--python", metavar="PATH",
+                   help="interpreter for --backend local (default: $REPROMATRIX_PYTHON, python3)")
+    p.add_argument("--build-timeout", type=float, metavar="S",
+                   help="time limit for making one environment (default: matrix build_timeout)")
+
+
 def _add_run_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", default="docker", choices=("docker", "local", "venv"))
-    p.add_argument("--python", metavar="PATH", help="interpreter for --backend local")
+    _add_backend_arg(p)
     p.add_argument("--results", type=Path, default=DEFAULT_RESULTS, help="results store folder")
     p.add_argument("--rerun", action="store_true", help="run cells even if a record is current")
-    p.add_argument("--timeout", type=float, metavar="S", help="per-repro time limit in seconds")
+    p.add_argument("--timeout", type=float, metavar="S",
+                   help="per-repro time limit in seconds (default: matrix repro_timeout)")
+    p.add_argument("--stack-timeout", type=float, metavar="S",
+                   help="time limit for one stack's whole runner (default: matrix stack_timeout)")
     p.add_argument("--jobs", "-j", type=int, default=1, help="stacks run at once")
     p.add_argument("--gpus", default="", help="GPU ids to spread stacks over, e.g. 0,1")
     p.add_argument("--keep", action="store_true", help="keep containers for debugging")
@@ -58,6 +72,8 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
 
 def _add_report_args(p: argparse.ArgumentParser, results: bool = True) -> None:
     if results:
+        p.add_argument("--matrix", type=Path,
+                       help="matrix file whose repro catalog titles the page (default: the project's)")
         p.add_argument("--results", type=Path, action="append",
                        help="results folder or file (repeatable; default: results/)")
     p.add_argument("--out", type=Path, default=DEFAULT_SITE, help="site output folder")
@@ -74,9 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_matrix_args(p)
     p.add_argument("--format", choices=("table", "json"), default="table")
 
-    p = sub.add_parser("build", help="build the images of the selected stacks")
+    p = sub.add_parser("build", help="make the environments (images, venvs) of the selected stacks")
     _add_matrix_args(p)
     _add_image_args(p)
+    _add_backend_arg(p)
     p.add_argument("--work-dir", type=Path, default=DEFAULT_RESULTS / ".work",
                    help="where build contexts and logs go")
 
@@ -115,13 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load(args: argparse.Namespace) -> Matrix:
-    matrix = load_matrix(args.matrix)
-    if hasattr(args, "base_image"):
-        settings = with_overrides(matrix.settings, base_images=args.base_image,
-                                  ca_bundle=args.ca_bundle, find_links=args.find_links)
-        matrix = Matrix(matrix.path, settings, matrix.stacks, matrix.repros, matrix.repros_dir)
-    return matrix
+def load(args: argparse.Namespace, *, overrides: bool = True) -> Matrix:
+    """The matrix file, with the command line's image overrides when the command has them."""
+    if not overrides:
+        return load_matrix(args.matrix)
+    return load_matrix_with(args.matrix, base_images=args.base_image, ca_bundle=args.ca_bundle,
+                            find_links=args.find_links)
 
 
 def plan_for(args: argparse.Namespace, matrix: Matrix) -> Plan:
@@ -129,7 +145,7 @@ def plan_for(args: argparse.Namespace, matrix: Matrix) -> Plan:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    matrix = load(args)
+    matrix = load(args, overrides=False)
     plan = plan_for(args, matrix)
     if args.format == "json":
         cells = [{"cell": c.id, "stack": c.stack.spec(), "repro": c.repro, "tags": list(c.stack.tags)}
@@ -151,20 +167,18 @@ def format_plan(plan: Plan) -> str:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .backends.docker import build_images
-    from .run import make_context
+    from .run import prepare_plan
 
     matrix = load(args)
     plan = plan_for(args, matrix)
-    ctx = make_context(matrix, work_dir=args.work_dir)
-    images = build_images(plan.groups, matrix.settings, ctx)
-    for result in images.values():
-        state = "cached" if result.cached else ("built" if result.ok else "FAILED")
-        extra = f"  {result.error}  (log: {result.log_path})" if not result.ok else ""
-        print(f"{state:7} {result.stack_id}  {result.tag}{extra}")
-    failed = sum(not r.ok for r in images.values())
-    print(f"{len(images) - failed} image(s) ready, {failed} failed")
-    return 0
+    prepared = prepare_plan(matrix, plan, run_options(matrix, args))
+    for p in prepared:
+        state = "cached" if p.cached else ("built" if p.ok else "FAILED")
+        extra = f"  {p.reason}  (log: {p.log_path})" if not p.ok else ""
+        print(f"{state:7} {p.stack.id}  {p.handle}{extra}")
+    failed = sum(not p.ok for p in prepared)
+    print(f"{len(prepared) - failed} environment(s) ready, {failed} failed")
+    return EXIT_INFRA if failed else 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -172,26 +186,23 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     matrix = load(args)
     plan = plan_for(args, matrix)
-    summary = run_plan(matrix, plan, backend_name=args.backend, results_dir=args.results,
-                       rerun=args.rerun, python=args.python, timeout=args.timeout, jobs=args.jobs,
-                       gpus=[g for g in args.gpus.split(",") if g], keep=args.keep)
+    options: RunOptions = run_options(matrix, args)
+    summary = run_plan(matrix, plan, options)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "nothing new"
     print(f"run {summary.run_id}: {summary.ran} cell(s) run ({counts}), {summary.reused} reused; "
-          f"results in {args.results}/")
+          f"results in {options.results}/")
     return 0
 
 
 def cmd_report(args: argparse.Namespace, results: Sequence[Path] | None = None) -> int:
-    from .catalog import load_catalog
-    from .paths import default_matrix, repros_dir
     from .report import render_site
 
     paths = list(results or args.results or [DEFAULT_RESULTS])
     missing = [p for p in paths if not p.exists()]
     if missing:
         raise UsageError(f"--results {missing[0]}: no such file or folder (run `repromatrix run` first)")
-    matrix = getattr(args, "matrix", None) or default_matrix()
-    summary = render_site(paths, args.out, load_catalog(repros_dir()), matrix=str(matrix))
+    matrix = load(args, overrides=False)
+    summary = render_site(paths, args.out, matrix.repros, matrix=str(matrix.path))
     for problem in [*summary.skipped, *summary.conflicts]:
         print(f"report: {problem}", file=sys.stderr)
     print(f"report: {summary.index} ({summary.cells} cells on {summary.stacks} stacks, "
@@ -209,9 +220,14 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
+    from .bisect import BisectRequest
     from .bisect import main as bisect_main
 
-    return bisect_main(args)
+    matrix = load(args)
+    request = BisectRequest(repro=args.repro, good=args.good, bad=args.bad, axis=args.axis,
+                            bad_if=args.bad_if, find_fix=args.find_fix, stage=args.stage,
+                            base=tuple(args.base), json=args.json)
+    return bisect_main(request, matrix, run_options(matrix, args))
 
 
 def cmd_env(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from . import compat, paths
+from . import compat, envvars, paths
 from .catalog import load_catalog
 from .errors import ConfigError, did_you_mean
 from .model import SAFE_ID, STACK_KINDS, Repro, Settings, Stack
@@ -26,6 +26,7 @@ DEFAULT_KEYS = {
     "python": str, "base_images": dict, "ca_bundle": (str, type(None)),
     "extra_index_urls": list, "find_links": list, "packages": list,
     "shm_size": str, "repro_timeout": (int, float), "stack_timeout": (int, float),
+    "build_timeout": (int, float),
 }
 STACK_KEYS = {
     "pip": ("kind", "id", "torch", "torchvision", "torch_tensorrt", "index", "python",
@@ -140,17 +141,17 @@ def with_overrides(settings: Settings, *, base_images: Sequence[str] = (),
                    ca_bundle: str | None = None, find_links: Sequence[str] = ()) -> Settings:
     """Apply command-line and environment overrides (REPROMATRIX_BASE_IMAGES,
     REPROMATRIX_CA_BUNDLE, REPROMATRIX_FIND_LINKS) on top of matrix.yaml."""
-    env_images = [x for x in os.environ.get("REPROMATRIX_BASE_IMAGES", "").split(",") if x]
+    env_images = [x for x in (envvars.read("REPROMATRIX_BASE_IMAGES") or "").split(",") if x]
     mapping = dict(settings.base_images)
     for item in [*env_images, *base_images]:
         name, sep, image = item.partition("=")
         if not sep or not name or not image:
             raise ConfigError(f"expected PUBLIC=LOCAL, got {item!r}", key="--base-image")
         mapping[name.strip()] = image.strip()
-    ca = ca_bundle or os.environ.get("REPROMATRIX_CA_BUNDLE") or settings.ca_bundle
+    ca = ca_bundle or envvars.read("REPROMATRIX_CA_BUNDLE") or settings.ca_bundle
     if ca and not Path(ca).is_file():
         raise ConfigError(f"{ca!r} is not a file", key="--ca-bundle")
-    env_links = [x for x in os.environ.get("REPROMATRIX_FIND_LINKS", "").split(os.pathsep) if x]
+    env_links = [x for x in (envvars.read("REPROMATRIX_FIND_LINKS") or "").split(os.pathsep) if x]
     links = [*settings.find_links]
     for item in [*env_links, *find_links]:
         if not Path(item).exists():

@@ -6,7 +6,6 @@
     ├── InfraError (3, infrastructure unavailable)
     │   ├── DockerUnavailable
     │   └── BaseImageMissing
-    └── NotImplementedYet (1)
 
 A failing repro is a result, never an exception. A failed image build is not an
 exception either: it turns that stack's cells into `broken` records.
@@ -45,10 +44,6 @@ class DockerUnavailable(InfraError):
 
 class BaseImageMissing(InfraError):
     pass
-
-
-class NotImplementedYet(HarnessError):
-    exit_code = 1
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

@@ -24,6 +24,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from .model import Status
+from .result import Result
 
 # Results that say nothing about the bug: they never contradict an expectation.
 CANNOT_TELL = frozenset({Status.ERROR.value, Status.TIMEOUT.value, Status.BROKEN.value,
@@ -64,14 +65,12 @@ def normalize_version(text: Any) -> Version | None:
         return None
 
 
-def probe_version(record: Mapping[str, Any], package: str) -> str | None:
+def probe_version(env: Any, stack: Any, package: str) -> str | None:
     """The version of ``package`` in a record: env probe first, then the stack spec."""
-    env = record.get("env")
     if isinstance(env, Mapping):
         found = _lookup(env, package)
         if found:
             return found
-    stack = record.get("stack")
     if isinstance(stack, Mapping) and stack.get(package):
         return str(stack[package])
     return None
@@ -90,10 +89,10 @@ def _lookup(env: Mapping[str, Any], package: str) -> str | None:
     return None
 
 
-def rule_matches(when: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
+def rule_matches(when: Mapping[str, Any], result: Result) -> bool:
     """Whether every clause of ``when`` holds for the record's versions."""
     for package, spec in when.items():
-        version = normalize_version(probe_version(record, package))
+        version = normalize_version(probe_version(result.env, result.stack, package))
         if version is None:
             return False
         try:
@@ -110,18 +109,18 @@ def contradicts(expected: str, status: str) -> bool:
     return status != expected and status not in CANNOT_TELL
 
 
-def evaluate(rules: Iterable[Mapping[str, Any]], record: Mapping[str, Any]) -> Expectation | None:
-    """The first rule that applies to ``record``, as an Expectation; None if none applies."""
+def evaluate(rules: Iterable[Mapping[str, Any]], result: Result) -> Expectation | None:
+    """The first rule that applies to ``result``, as an Expectation; None if none applies."""
     for rule in rules:
         when = rule.get("when") or {}
-        if not isinstance(when, Mapping) or not rule_matches(when, record):
+        if not isinstance(when, Mapping) or not rule_matches(when, result):
             continue
         expected = str(rule.get("status", ""))
         return Expectation(
             status=expected,
             note=str(rule.get("note", "")),
             when=tuple((str(k), str(v)) for k, v in when.items()),
-            contradicted=contradicts(expected, str(record.get("status", ""))),
+            contradicted=contradicts(expected, result.status),
         )
     return None
 

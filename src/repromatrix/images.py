@@ -20,7 +20,7 @@ import os
 import re
 import shlex
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,6 @@ class ImageResult:
     log_tail: str = ""
     error: str = ""
     duration_s: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def record_image(self) -> dict[str, Any]:
         """The ``image`` field of a result record."""
@@ -80,9 +79,8 @@ class ImageResult:
 
 
 def templates_dir() -> Path:
-    """Where the Dockerfile templates live: images/ (REPROMATRIX_IMAGES_DIR overrides)."""
-    env = os.environ.get("REPROMATRIX_IMAGES_DIR")
-    folder = Path(env) if env else paths.images_dir()
+    """Where the Dockerfile templates live (see paths.images_dir)."""
+    folder = paths.images_dir()
     if not (folder / TEMPLATES["pip"]).is_file():
         raise ConfigError(f"Dockerfile templates not found in {folder}")
     return folder
@@ -129,9 +127,8 @@ def index_options(stack: Stack, settings: Settings) -> list[str]:
     """
     opts: list[str] = []
     index = (stack.index or "").strip()
-    torch_index = getattr(settings, "torch_index", None) or TORCH_INDEX
     if stack.kind == "pip" and index and index != "pypi":
-        url = index if "://" in index else f"{torch_index.rstrip('/')}/{index}"
+        url = index if "://" in index else f"{TORCH_INDEX}/{index}"
         opts += [f"--index-url {shlex.quote(url)}", f"--extra-index-url {PYPI_INDEX}"]
     opts += [f"--extra-index-url {shlex.quote(url)}" for url in settings.extra_index_urls]
     opts += [f"--find-links {shlex.quote(link)}" for link in settings.find_links

@@ -3,32 +3,8 @@
 Flow: config -> plan -> images -> run -> results -> report. Everything here is
 frozen once parsed; mutable state lives inside the runner and the backends.
 
-A *record* (one JSON object per line in the results store, see ``results``)
-carries these keys; ``SCHEMA_VERSION`` is written into each::
-
-    schema_version  int            SCHEMA_VERSION
-    run_id          str            one per `repromatrix run` invocation
-    cell            str            Cell.id  ("<stack id>--<repro id>")
-    stack           dict           Stack.spec()  (id, kind and every pin)
-    repro           str            repro id
-    repro_sha256    str            hash of the repro source + protocol module
-    cache_key       str            what must match for a recorded cell to be reused
-    status          str            a Status value
-    stages          list[dict]     {name, status, duration_s, message, evidence}
-    signature       str | None     id of the signature that matched
-    workaround      str | None     status of the workaround stage, if any
-    message         str            one-line summary
-    traceback       str            bounded tail (TRACEBACK_LIMIT chars)
-    duration_s      float
-    exit_code       int | None
-    signal          str | None     e.g. "SIGSEGV"
-    env             dict           the environment probe (see repros/runner.py)
-    image           dict | None    {"tag", "id"} for built images
-    backend         str            "docker" | "local"
-    harness_version str
-    host            str
-    started_at      str            ISO 8601, UTC
-    finished_at     str
+The record of a cell run is ``result.Result`` (its schema, versions and the
+one constructor live there).
 """
 
 from __future__ import annotations
@@ -38,7 +14,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = 1
 TRACEBACK_LIMIT = 4000
 CELL_SEPARATOR = "--"
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
@@ -155,3 +130,4 @@ class Settings:
     shm_size: str = "8g"
     repro_timeout: float = 600.0
     stack_timeout: float = 3600.0
+    build_timeout: float = 3600.0

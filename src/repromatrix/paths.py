@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from . import envvars
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -16,11 +18,13 @@ def repros_dir() -> Path:
 
 
 def images_dir() -> Path:
-    return PROJECT_ROOT / "images"
+    """The Dockerfile templates (REPROMATRIX_IMAGES_DIR overrides)."""
+    return Path(envvars.read("REPROMATRIX_IMAGES_DIR") or PROJECT_ROOT / "images")
 
 
 def report_dir() -> Path:
-    return PROJECT_ROOT / "report"
+    """The page templates and static assets (REPROMATRIX_REPORT_DIR overrides)."""
+    return Path(envvars.read("REPROMATRIX_REPORT_DIR") or PROJECT_ROOT / "report")
 
 
 def default_matrix() -> Path:

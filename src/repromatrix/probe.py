@@ -1,7 +1,6 @@
 """The environment probe of an interpreter, seen from the host.
 
-Used by `repromatrix env` and by the local backend (to fingerprint an
-interpreter and to check it against a stack's pins). The probe itself is
+Used by `repromatrix env`. The probe itself is
 ``repros/runner.py --probe``: it runs in the interpreter under test, so the
 host never imports torch.
 """
@@ -18,7 +17,6 @@ from .errors import HarnessError, UsageError
 from .paths import repros_dir as default_repros_dir
 
 PROBE_TIMEOUT = 300.0
-PIN_KEYS = ("python", "torch", "torchvision", "torch_tensorrt", "tensorrt")
 
 
 def resolve_python(python: str) -> str:
@@ -58,38 +56,3 @@ def env_probe(python: str, repros_dir: Path | None = None,
     if not isinstance(data, dict):
         raise HarnessError(f"the probe of {exe} printed {type(data).__name__}, not an object")
     return data
-
-
-def pin_mismatches(pins: dict[str, str | None], env: dict[str, Any]) -> list[str]:
-    """Pins a stack declares that the probed interpreter does not have.
-
-    A pin matches when the probed version starts with it release-wise:
-    pin '2.4.1' matches '2.4.1+cu121', pin '2.4' matches '2.4.0a0+07cecf4'.
-    """
-    out = []
-    for key in PIN_KEYS:
-        want = pins.get(key)
-        if not want:
-            continue
-        have = env.get(key)
-        if not have or not _release_prefix(str(want), str(have)):
-            out.append(f"{key}: stack pins {want}, interpreter has {have or 'none'}")
-    return out
-
-
-def _release(v: str) -> list[str]:
-    head = v.split("+", 1)[0]
-    parts = []
-    for p in head.split("."):
-        digits = "".join(ch for ch in p if ch.isdigit()) if p[:1].isdigit() else ""
-        if not digits:
-            break
-        parts.append(str(int(digits)))
-        if not p.isdigit():
-            break
-    return parts
-
-
-def _release_prefix(want: str, have: str) -> bool:
-    w, h = _release(want), _release(have)
-    return bool(w) and h[:len(w)] == w

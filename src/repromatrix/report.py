@@ -21,11 +21,10 @@ import contextlib
 import gc
 import hashlib
 import json
-import os
 import re
 import shlex
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -38,6 +37,7 @@ from markupsafe import Markup, escape
 from . import expect as expect_mod
 from .model import TRACEBACK_LIMIT, Repro, Status
 from .report_raw import write_raw
+from .result import Result, StageResult
 from .results import Conflict, Loaded, Skipped, latest_by_cell, load_records, previous_by_cell
 
 STATUS_INFO: dict[str, tuple[str, str]] = {
@@ -78,10 +78,7 @@ class ReportSummary:
 
 
 def report_assets_dir() -> Path:
-    """Where templates/ and static/ live (REPROMATRIX_REPORT_DIR overrides)."""
-    override = os.environ.get("REPROMATRIX_REPORT_DIR")
-    if override:
-        return Path(override)
+    """Where templates/ and static/ live (see paths.report_dir)."""
     from .paths import report_dir
 
     return report_dir()
@@ -195,7 +192,7 @@ def build_site(loaded: Loaded, repros: Mapping[str, Repro], *, matrix: str,
     previous = previous_by_cell(loaded.records)
     conflicted = {c.cell for c in loaded.conflicts}
     envs = EnvTable()
-    cells = {cid: cell_view(rec, repros.get(rec["repro"]), previous.get(cid),
+    cells = {cid: cell_view(rec, repros.get(rec.repro), previous.get(cid),
                             cid in conflicted, matrix, envs)
              for cid, rec in latest.items()}
     stacks = order_stacks(latest.values())
@@ -281,42 +278,41 @@ def env_rows(env: Any) -> list[list[str]]:
     return rows
 
 
-def cell_view(rec: Mapping[str, Any], repro: Repro | None, prev: Mapping[str, Any] | None,
+def cell_view(rec: Result, repro: Repro | None, prev: Result | None,
               conflict: bool, matrix: str, envs: EnvTable) -> dict[str, Any]:
     """One cell as the templates and the page script see it."""
-    status = str(rec["status"])
+    status = rec.status
     expectation = expect_mod.evaluate(repro.expect, rec) if repro else None
-    stack = rec.get("stack") or {}
     return {
-        "id": rec["cell"], "stack": str(stack.get("id")), "repro": rec["repro"],
+        "id": rec.cell, "stack": rec.stack_id, "repro": rec.repro,
         "status": status, "letter": STATUS_INFO[status][0],
-        "signature": _text(rec.get("signature")), "workaround": _text(rec.get("workaround")),
-        "message": _text(rec.get("message"))[:MESSAGE_LIMIT],
-        "traceback": _text(rec.get("traceback"))[-TRACEBACK_LIMIT:],
-        "duration": _duration(rec.get("duration_s")),
-        "exit": _exit(rec), "stages": stage_rows(rec.get("stages")),
-        "env": envs.add(rec.get("env")), "image": image_text(rec.get("image")),
-        "run_id": _text(rec.get("run_id")), "host": _text(rec.get("host")),
-        "backend": _text(rec.get("backend")),
-        "started_at": _text(rec.get("started_at")), "finished_at": _text(rec.get("finished_at")),
+        "signature": _text(rec.signature), "workaround": _text(rec.workaround),
+        "message": _text(rec.message)[:MESSAGE_LIMIT],
+        "traceback": _text(rec.traceback)[-TRACEBACK_LIMIT:],
+        "duration": _duration(rec.duration_s),
+        "exit": _exit(rec), "stages": stage_rows(rec.stages),
+        "env": envs.add(rec.env), "image": image_text(rec.image),
+        "run_id": _text(rec.run_id), "host": _text(rec.host),
+        "backend": _text(rec.backend),
+        "started_at": _text(rec.started_at), "finished_at": _text(rec.finished_at),
         "expected": expectation.status if expectation else "",
         "expected_note": expectation.note if expectation else "",
         "expected_when": expectation.when_text if expectation else "",
         "contradicted": bool(expectation and expectation.contradicted),
         "conflict": conflict,
-        "previous": str(prev["status"]) if prev else "",
+        "previous": prev.status if prev else "",
         "command": reproduce_command(rec, matrix),
-        "evidence": skip_evidence(status, rec.get("stages")),
+        "evidence": skip_evidence(status, rec.stages),
     }
 
 
-def skip_evidence(status: str, stages: Any) -> str:
+def skip_evidence(status: str, stages: Iterable[StageResult]) -> str:
     """For a skipped cell, the stand-in stages that still ran (e.g. CPU stages with fake
     CUDA tensors): "evidence: fake_export pass, emulated_decomposition fail"."""
-    if status != Status.SKIP.value or not isinstance(stages, list):
+    if status != Status.SKIP.value:
         return ""
-    ran = [f"{s.get('name')} {s.get('status')}" for s in stages if isinstance(s, dict)
-           and s.get("role") == "info" and s.get("status") in ("pass", "fail")]
+    ran = [f"{s.name} {s.status}" for s in stages
+           if s.role == "info" and s.status in ("pass", "fail")]
     return "evidence: " + ", ".join(ran) if ran else ""
 
 
@@ -343,27 +339,23 @@ def _duration(value: Any) -> str:
         return ""
 
 
-def _exit(rec: Mapping[str, Any]) -> str:
-    if rec.get("signal"):
-        return f"signal {rec['signal']}"
-    return "" if rec.get("exit_code") is None else f"exit {rec['exit_code']}"
+def _exit(rec: Result) -> str:
+    if rec.signal:
+        return f"signal {rec.signal}"
+    return "" if rec.exit_code is None else f"exit {rec.exit_code}"
 
 
-def stage_rows(stages: Any) -> list[dict[str, str]]:
-    """Per-stage rows: name, status, duration, message (hostile text, bounded)."""
-    if not isinstance(stages, list):
-        return []
+def stage_rows(stages: Iterable[StageResult]) -> list[dict[str, str]]:
+    """Per-stage rows: name, role, status, duration, message (hostile text, bounded)."""
     rows = []
     for st in stages:
-        if not isinstance(st, Mapping):
-            continue
-        status = str(st.get("status", ""))
-        evidence = st.get("evidence")
+        status = st.status
+        evidence = st.evidence
         rows.append({
-            "name": _text(st.get("name")), "status": status,
+            "name": st.name, "role": st.role, "status": status,
             "letter": STATUS_INFO.get(status, ("?",))[0],
-            "duration": _duration(st.get("duration_s")),
-            "message": _text(st.get("message"))[:MESSAGE_LIMIT],
+            "duration": _duration(st.duration_s),
+            "message": st.message[:MESSAGE_LIMIT],
             "evidence": "" if evidence in (None, "", {}, [])
             else _JSON.encode(evidence)[:MESSAGE_LIMIT],
         })
@@ -378,42 +370,44 @@ def image_text(image: Any) -> str:
     return "; ".join(parts)
 
 
-def reproduce_command(rec: Mapping[str, Any], matrix: str) -> str:
-    """A shell command that re-runs exactly this cell."""
-    args = ["repromatrix", "run", "--matrix", matrix, "-k", str(rec["cell"]), "--rerun"]
-    stack = rec.get("stack") or {}
-    if rec.get("backend") == "local":
-        args += ["--backend", "local"]
-        if stack.get("interpreter"):
-            args += ["--python", str(stack["interpreter"])]
+def reproduce_command(rec: Result, matrix: str) -> str:
+    """A shell command that re-runs exactly this cell.
+
+    A cell of the stack that `--backend local` folds pip/ngc stacks into (``local``)
+    is selected by its repro and re-run on the same interpreter."""
+    folded = rec.backend == "local" and rec.stack_id == "local"
+    args = ["repromatrix", "run", "--matrix", matrix, "-k", rec.repro if folded else rec.cell,
+            "--rerun"]
+    if folded:
+        args += ["--backend", "local", "--python", str(rec.stack.get("interpreter") or "python3")]
+    elif rec.backend in ("venv",):
+        args += ["--backend", rec.backend]
     return shlex.join(args)
 
 
 # ----------------------------------------------------------------- ordering and pivot
 
 
-def stack_versions(rec: Mapping[str, Any]) -> dict[str, str]:
+def stack_versions(rec: Result) -> dict[str, str]:
     """Display versions of a record's stack: spec pins, else the probe."""
     out = {}
     for key, _ in LABEL_KEYS:
-        value = expect_mod.probe_version({"stack": rec.get("stack")}, key) or \
-            expect_mod.probe_version({"env": rec.get("env")}, key)
+        value = expect_mod.probe_version(None, rec.stack, key) or \
+            expect_mod.probe_version(rec.env, None, key)
         if value:
             out[key] = value
     return out
 
 
-def order_stacks(records: Sequence[Mapping[str, Any]] | Any) -> list[dict[str, Any]]:
+def order_stacks(records: Iterable[Result]) -> list[dict[str, Any]]:
     """One entry per stack id, ordered by torch, torch_tensorrt, ngc versions, then id."""
     stacks: dict[str, dict[str, Any]] = {}
     for rec in records:
-        sid = str((rec.get("stack") or {}).get("id"))
+        sid = rec.stack_id
         found = stacks.get(sid)
-        if found is None or str(rec.get("finished_at") or "") > found["_finished"]:
-            spec = rec.get("stack") or {}
-            stacks[sid] = {"id": sid, "kind": _text(spec.get("kind")),
-                           "versions": stack_versions(rec),
-                           "_finished": str(rec.get("finished_at") or "")}
+        if found is None or rec.finished_at > found["_finished"]:
+            stacks[sid] = {"id": sid, "kind": _text(rec.stack.get("kind")),
+                           "versions": stack_versions(rec), "_finished": rec.finished_at}
     for st in stacks.values():
         st["label"] = " · ".join(f"{short} {st['versions'][k]}" for k, short in LABEL_KEYS
                                  if k in st["versions"])
@@ -433,7 +427,7 @@ def stack_sort_key(stack: Mapping[str, Any]) -> tuple:
 def order_repros(repros: Mapping[str, Repro], records: Any) -> list[str]:
     """Catalog repros first (catalog order), then any others seen in results, sorted."""
     ids = list(repros)
-    seen = sorted({str(r["repro"]) for r in records} - set(ids))
+    seen = sorted({r.repro for r in records} - set(ids))
     return ids + seen
 
 

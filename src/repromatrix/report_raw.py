@@ -20,7 +20,7 @@ _CSV_FORMULA = ("=", "+", "@", "\t", "\r")
 def write_raw(out: Path, loaded: Loaded, site: Mapping[str, Any]) -> None:
     """results.json (every record + skipped + conflicts) and results.csv (latest per cell)."""
     payload = {
-        "generated_at": site["generated_at"], "records": loaded.records,
+        "generated_at": site["generated_at"], "records": [r.to_dict() for r in loaded.records],
         "skipped": [{"file": s.file, "line": s.line, "reason": s.reason} for s in loaded.skipped],
         "conflicts": [{"run_id": c.run_id, "cell": c.cell, "sources": list(c.sources),
                        "statuses": list(c.statuses), "kept": c.kept} for c in loaded.conflicts],

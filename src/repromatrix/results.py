@@ -7,7 +7,8 @@ folders (runs from several machines or shards) into one list, then picks the
 latest record per cell and the previous one for change detection.
 
 Loading never fails on bad data: a line that is not JSON, not a record, or of
-an unknown ``schema_version`` is named (file, line, reason) and skipped. Two
+an unknown ``schema_version`` is named (file, line, reason) and skipped; records
+of older schema versions are upgraded (``Result.from_dict``). Two
 different records for the same (run, cell) are reported as a conflict rather
 than silently merged.
 
@@ -19,18 +20,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from .model import SCHEMA_VERSION, Status
+from .result import Result
 
-STATUSES = frozenset(s.value for s in Status)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
-_REQUIRED_STR = ("run_id", "cell", "repro", "status")
-
-Record = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -66,7 +62,7 @@ class Conflict:
 class Loaded:
     """Everything a load produced: usable records, what was skipped, conflicts."""
 
-    records: list[Record] = field(default_factory=list)
+    records: list[Result] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
 
@@ -83,16 +79,16 @@ class ResultStore:
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
 
-    def path_for(self, record: Mapping[str, Any]) -> Path:
+    def path_for(self, result: Result) -> Path:
         """The JSONL file a record belongs in."""
-        host = safe_component(record.get("host", ""), "unknown-host")
-        run = safe_component(record.get("run_id", ""), "unknown-run")
+        host = safe_component(result.host, "unknown-host")
+        run = safe_component(result.run_id, "unknown-run")
         return self.root / host / f"{run}.jsonl"
 
-    def append(self, record: Mapping[str, Any]) -> Path:
+    def append(self, result: Result) -> Path:
         """Append one record as a single line; flush and fsync before returning."""
-        line = json.dumps(dict(record), ensure_ascii=False, sort_keys=True, default=str)
-        path = self.path_for(record)
+        line = json.dumps(result.to_dict(), ensure_ascii=False, sort_keys=True, default=str)
+        path = self.path_for(result)
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(line + "\n")
@@ -123,32 +119,14 @@ def iter_result_files(paths: Iterable[Path | str]) -> tuple[list[Path], list[Ski
     return list(unique.values()), missing
 
 
-def check_record(obj: Any) -> str | None:
-    """Why ``obj`` is not a usable record of this schema, or None when it is."""
-    if not isinstance(obj, dict):
-        return f"not a JSON object ({type(obj).__name__})"
-    version = obj.get("schema_version")
-    if version != SCHEMA_VERSION or isinstance(version, bool):
-        return f"unknown schema_version {version!r} (this harness reads {SCHEMA_VERSION})"
-    for key in _REQUIRED_STR:
-        if not isinstance(obj.get(key), str) or not obj[key]:
-            return f"missing or non-string {key!r}"
-    if obj["status"] not in STATUSES:
-        return f"unknown status {obj['status']!r}"
-    stack = obj.get("stack")
-    if not isinstance(stack, dict) or not isinstance(stack.get("id"), str):
-        return "missing stack.id"
-    return None
-
-
-def read_file(path: Path) -> tuple[list[tuple[int, Record]], list[Skipped]]:
+def read_file(path: Path) -> tuple[list[tuple[int, Result]], list[Skipped]]:
     """Parse one JSONL file; returns ((line number, record), ...) and skipped lines."""
     name = str(path)
     try:
         data = path.read_bytes()
     except OSError as exc:
         return [], [Skipped(name, 0, f"cannot read: {exc.strerror or exc}")]
-    good: list[tuple[int, Record]] = []
+    good: list[tuple[int, Result]] = []
     bad: list[Skipped] = []
     try:
         lines: list[str] | list[bytes] = data.decode("utf-8").split("\n")
@@ -168,16 +146,18 @@ def read_file(path: Path) -> tuple[list[tuple[int, Record]], list[Skipped]]:
             hint = "truncated last line (run interrupted?)" if truncated else "invalid JSON"
             bad.append(Skipped(name, number, f"{hint}: {exc}"))
             continue
-        problem = check_record(obj)
-        if problem:
-            bad.append(Skipped(name, number, problem))
-        else:
-            good.append((number, obj))
+        if not isinstance(obj, dict):
+            bad.append(Skipped(name, number, f"not a JSON object ({type(obj).__name__})"))
+            continue
+        try:
+            good.append((number, Result.from_dict(obj)))
+        except (ValueError, TypeError) as exc:
+            bad.append(Skipped(name, number, str(exc)))
     return good, bad
 
 
-def _canonical(record: Mapping[str, Any]) -> str:
-    return json.dumps(record, sort_keys=True, default=str)
+def _canonical(result: Result) -> str:
+    return json.dumps(result.to_dict(), sort_keys=True, default=str)
 
 
 def load_records(paths: Iterable[Path | str]) -> Loaded:
@@ -189,13 +169,13 @@ def load_records(paths: Iterable[Path | str]) -> Loaded:
     """
     files, skipped = iter_result_files(paths)
     out = Loaded(skipped=list(skipped))
-    by_key: dict[tuple[str, str], list[tuple[str, Record]]] = {}
+    by_key: dict[tuple[str, str], list[tuple[str, Result]]] = {}
     order: list[tuple[str, str]] = []
     for path in files:
         good, bad = read_file(path)
         out.skipped.extend(bad)
         for number, rec in good:
-            key = (rec["run_id"], rec["cell"])
+            key = (rec.run_id, rec.cell)
             if key not in by_key:
                 by_key[key] = []
                 order.append(key)
@@ -205,11 +185,11 @@ def load_records(paths: Iterable[Path | str]) -> Loaded:
     return out
 
 
-def _resolve(key: tuple[str, str], found: list[tuple[str, Record]],
-             conflicts: list[Conflict]) -> Record:
+def _resolve(key: tuple[str, str], found: list[tuple[str, Result]],
+             conflicts: list[Conflict]) -> Result:
     if len(found) == 1:
         return found[0][1]
-    distinct: dict[str, tuple[str, Record]] = {}
+    distinct: dict[str, tuple[str, Result]] = {}
     for source, rec in found:
         distinct.setdefault(_canonical(rec), (source, rec))
     if len(distinct) == 1:
@@ -219,31 +199,30 @@ def _resolve(key: tuple[str, str], found: list[tuple[str, Record]],
     conflicts.append(Conflict(
         run_id=key[0], cell=key[1],
         sources=tuple(s for s, _ in variants),
-        statuses=tuple(str(r.get("status")) for _, r in variants),
+        statuses=tuple(r.status for _, r in variants),
         kept=kept_source,
     ))
     return kept
 
 
-def _time_key(record: Mapping[str, Any]) -> tuple[str, str, str]:
+def _time_key(result: Result) -> tuple[str, str, str]:
     """Sort key for 'later': finished_at, then started_at, then run id (ISO strings)."""
-    return (str(record.get("finished_at") or ""), str(record.get("started_at") or ""),
-            str(record.get("run_id") or ""))
+    return (result.finished_at, result.started_at, result.run_id)
 
 
-def latest_by_cell(records: Iterable[Record]) -> dict[str, Record]:
-    """The most recent record of every cell, keyed by cell id (the records themselves, not copies)."""
-    latest: dict[str, Record] = {}
+def latest_by_cell(records: Iterable[Result]) -> dict[str, Result]:
+    """The most recent record of every cell, keyed by cell id."""
+    latest: dict[str, Result] = {}
     keys: dict[str, tuple[str, str, str]] = {}
     for rec in records:
-        cell, key = rec["cell"], _time_key(rec)
+        cell, key = rec.cell, _time_key(rec)
         if cell not in keys or key > keys[cell]:
             latest[cell], keys[cell] = rec, key
     return latest
 
 
-def previous_by_cell(records: Iterable[Record]) -> dict[str, Record]:
+def previous_by_cell(records: Iterable[Result]) -> dict[str, Result]:
     """For every cell with history, its latest record from a run other than its latest run."""
     recs = list(records)
     latest = latest_by_cell(recs)
-    return latest_by_cell(r for r in recs if r["run_id"] != latest[r["cell"]]["run_id"])
+    return latest_by_cell(r for r in recs if r.run_id != latest[r.cell].run_id)

@@ -1,30 +1,32 @@
-"""Stage 4: run a plan's stale cells on a backend and append every record to the store.
+"""Stage 4: run a plan's stale cells and append every Result to the store as it arrives.
 
-A cell is re-run only when its cache key changed (environment fingerprint,
-repro + protocol + runner source, harness version), when its last record is
-`broken` (infrastructure, not a verdict), or when `rerun` is asked for.
+Which engine makes a stack's environment is decided here and only here: a
+``local`` stack always runs its own interpreter; pip/ngc stacks go to
+``options.backend`` (``--backend local`` folds them into one ``local`` stack
+on ``--python``). A cell is re-run only when its cache key changed
+(environment fingerprint, repro + harness sources, harness version), when its
+last record is ``broken`` (infrastructure, not a verdict), or with ``rerun``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
+import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
 
-from . import __version__
-from .backends import Backend, RunContext
+from . import __version__, paths
+from .backends import Engine, EngineContext, Prepared, load_engine
 from .catalog import source_hashes
 from .config import Matrix
 from .errors import UsageError
-from .model import Plan, Stack, StackGroup, Status
+from .model import Plan, Stack, StackGroup, Status, cell_id
+from .options import RunOptions
+from .result import CellRun, Result
+from .schedule import Scheduler, StackWork
 
-BACKENDS = ("docker", "local", "venv")
 RETRY_STATUSES = {Status.BROKEN.value}
 
 
@@ -34,31 +36,25 @@ class RunSummary:
     ran: int = 0
     reused: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
-    records: list[dict[str, Any]] = field(default_factory=list)
+    results: list[Result] = field(default_factory=list)
 
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
 
 
-def get_backend(name: str) -> Backend:
-    if name == "docker":
-        from .backends.docker import DockerBackend
-        return DockerBackend()
-    if name == "local":
-        from .backends.local import LocalBackend
-        return LocalBackend()
-    if name == "venv":
-        from .backends.venv import VenvBackend
-        return VenvBackend()
-    raise UsageError(f"--backend {name!r}: choose one of {', '.join(BACKENDS)}")
-
-
-def local_plan(plan: Plan, python: str, stack_id: str = "local") -> Plan:
-    """Point every selected cell at one interpreter: the `local` backend's plan."""
-    repros = tuple(dict.fromkeys(c.repro for c in plan.cells))
-    stack = Stack(id=stack_id, kind="local", interpreter=python, repros=repros)
-    return Plan((StackGroup(stack, repros),))
+def fold_local(plan: Plan, python: str) -> Plan:
+    """`--backend local`: the pip/ngc stacks' repros run as one stack ``local`` on ``python``;
+    ``local`` stacks keep their own id and interpreter."""
+    own = [g for g in plan.groups if g.stack.kind == "local"]
+    folded = tuple(dict.fromkeys(r for g in plan.groups if g.stack.kind != "local" for r in g.repros))
+    if not folded:
+        return plan
+    if any(g.stack.id == "local" for g in own):
+        raise UsageError("--backend local folds pip/ngc stacks into a stack named 'local', but the "
+                         "matrix already has a local stack with that id: give it another `id:`")
+    stack = Stack(id="local", kind="local", interpreter=python, repros=folded)
+    return Plan((StackGroup(stack, folded), *own))
 
 
 def cache_key(fingerprint: str, repro_sha: str) -> str:
@@ -68,89 +64,105 @@ def cache_key(fingerprint: str, repro_sha: str) -> str:
     return h.hexdigest()[:32]
 
 
-def fingerprint(backend: Backend, stack: Stack, ctx: RunContext) -> str:
-    """What identifies the environment: the backend's own fingerprint, else the spec."""
-    fp = getattr(backend, "fingerprint", None)
-    if fp is not None:
-        return str(fp(stack, ctx))
-    return json.dumps(stack.spec(), sort_keys=True)
+class Engines:
+    """The engines of one run, by name, and which one serves each stack."""
+
+    def __init__(self, matrix: Matrix, options: RunOptions, run_id: str,
+                 log: Callable[[str], None]) -> None:
+        self.options = options
+        self.ctx = EngineContext(settings=matrix.settings, options=options,
+                                 harness_dir=paths.repros_dir(), repros_dir=matrix.repros_dir,
+                                 run_id=run_id, log=log)
+        self._by_name: dict[str, Engine] = {}
+
+    def for_stack(self, stack: Stack) -> Engine:
+        name = "local" if stack.kind == "local" else self.options.backend
+        if name not in self._by_name:
+            self._by_name[name] = load_engine(name, self.ctx)
+        engine = self._by_name[name]
+        if stack.kind not in engine.stack_kinds:
+            raise UsageError(f"--backend {engine.name} cannot run {stack.kind} stacks ({stack.id}); "
+                             f"it runs {', '.join(engine.stack_kinds)} stacks")
+        return engine
+
+    def preflight(self, groups: Iterable[StackGroup]) -> None:
+        by_engine: dict[str, tuple[Engine, list[Stack]]] = {}
+        for g in groups:
+            engine = self.for_stack(g.stack)
+            by_engine.setdefault(engine.name, (engine, []))[1].append(g.stack)
+        for engine, stacks in by_engine.values():
+            engine.preflight(stacks)
 
 
-def stale_groups(plan: Plan, keys: dict[str, str], latest: dict[str, dict[str, Any]],
-                 rerun: bool) -> tuple[list[StackGroup], int]:
-    """Groups narrowed to the cells that must run, and how many were reused."""
-    groups, reused = [], 0
-    for g in plan.groups:
-        todo = tuple(c.repro for c in g.cells if rerun or _stale(c.id, keys[c.id], latest))
-        reused += len(g.repros) - len(todo)
-        if todo:
-            groups.append(replace(g, repros=todo))
-    return groups, reused
+def prepare_plan(matrix: Matrix, plan: Plan, options: RunOptions,
+                 log: Callable[[str], None] = print) -> list[Prepared]:
+    """Make (or find) every selected stack's environment: `repromatrix build`."""
+    if options.backend == "local":
+        plan = fold_local(plan, options.local_python)
+    engines = Engines(matrix, options, new_run_id(), log)
+    engines.preflight(plan.groups)
+    stop = threading.Event()
+    return [engines.for_stack(g.stack).prepare(g.stack, stop) for g in plan.groups]
 
 
-def _stale(cid: str, key: str, latest: dict[str, dict[str, Any]]) -> bool:
-    rec = latest.get(cid)
-    return rec is None or rec.get("cache_key") != key or rec.get("status") in RETRY_STATUSES
-
-
-def run_plan(matrix: Matrix, plan: Plan, *, backend_name: str, results_dir: Path,
-             rerun: bool = False, python: str | None = None, timeout: float | None = None,
-             jobs: int = 1, gpus: Sequence[str] = (), keep: bool = False,
-             work_dir: Path | None = None, log: Callable[[str], None] = print) -> RunSummary:
-    """Run the stale cells of `plan`; every record is appended as it arrives."""
+def run_plan(matrix: Matrix, plan: Plan, options: RunOptions,
+             log: Callable[[str], None] = print) -> RunSummary:
+    """Run the stale cells of ``plan``; every Result is appended to the store as it arrives."""
     from .results import ResultStore, latest_by_cell, load_records
 
-    backend = get_backend(backend_name)
-    if backend_name == "local":
-        plan = local_plan(plan, python or _default_python())
+    if options.backend == "local":
+        plan = fold_local(plan, options.local_python)
     summary = RunSummary(run_id=new_run_id())
-    store = ResultStore(results_dir)
-    keys: dict[str, str] = {}
-
-    def emit(record: dict[str, Any]) -> None:
-        record["cache_key"] = keys.get(record.get("cell", ""), record.get("cache_key"))
-        store.append(record)
-        summary.records.append(record)
-        summary.ran += 1
-        st = str(record.get("status"))
-        summary.statuses[st] = summary.statuses.get(st, 0) + 1
-        log(f"  {record.get('cell')}: {st}" + _why(record))
-
-    ctx = make_context(matrix, run_id=summary.run_id, emit=emit,
-                       work_dir=work_dir or results_dir / ".work", repro_timeout=timeout,
-                       jobs=jobs, gpus=gpus, keep=keep, python=python, log=log)
-    hashes = ctx.repro_hashes
-    backend.preflight(plan.groups, ctx)
-    for g in plan.groups:
-        fp = fingerprint(backend, g.stack, ctx)
-        keys.update({c.id: cache_key(fp, hashes.get(c.repro, "")) for c in g.cells})
-    latest = latest_by_cell(load_records([results_dir]).records) if results_dir.exists() else {}
-    groups, summary.reused = stale_groups(plan, keys, latest, rerun)
+    engines = Engines(matrix, options, summary.run_id, log)
+    engines.preflight(plan.groups)
+    hashes = source_hashes(matrix.repros_dir, paths.repros_dir())
+    work = [_stack_work(g, engines.for_stack(g.stack), hashes, summary.run_id) for g in plan.groups]
+    latest = latest_by_cell(load_records([options.results]).records) \
+        if options.results.exists() else {}
+    work, summary.reused = stale_work(work, latest, options.rerun)
     if summary.reused:
         log(f"reusing {summary.reused} recorded cell(s) (unchanged; --rerun to run them again)")
-    if groups:
-        backend.run(groups, ctx)
+    store = ResultStore(options.results)
+
+    def emit(result: Result) -> None:
+        store.append(result)
+        summary.results.append(result)
+        summary.ran += 1
+        summary.statuses[result.status] = summary.statuses.get(result.status, 0) + 1
+        log(f"  {result.cell}: {result.status}" + _why(result))
+
+    if work:
+        Scheduler(work, emit=emit, out_root=options.work / "out" / summary.run_id,
+                  repro_timeout=options.repro_timeout, stack_timeout=options.stack_timeout,
+                  jobs=options.jobs, gpus=options.gpus, log=log).run()
     return summary
 
 
-def make_context(matrix: Matrix, *, work_dir: Path, run_id: str | None = None,
-                 emit: Callable[[dict[str, Any]], None] | None = None,
-                 repro_timeout: float | None = None, jobs: int = 1, gpus: Sequence[str] = (),
-                 keep: bool = False, python: str | None = None,
-                 log: Callable[[str], None] = print) -> RunContext:
-    """The RunContext every backend (and `repromatrix build`) works with."""
-    work_dir.mkdir(parents=True, exist_ok=True)
-    return RunContext(run_id=run_id or new_run_id(), settings=matrix.settings,
-                      repros_dir=matrix.repros_dir, repro_hashes=source_hashes(matrix.repros_dir),
-                      emit=emit or (lambda _record: None), work_dir=work_dir,
-                      repro_timeout=repro_timeout, jobs=jobs, gpus=tuple(gpus), keep=keep,
-                      python=python, log=log)
+def _stack_work(group: StackGroup, engine: Engine, hashes: dict[str, str], run_id: str) -> StackWork:
+    fp = engine.fingerprint(group.stack)
+    spec = group.stack.spec()
+    cells = {r: CellRun(run_id=run_id, stack=spec, repro=r, repro_sha256=hashes.get(r, ""),
+                        cache_key=cache_key(fp, hashes.get(r, "")), backend=engine.name)
+             for r in group.repros}
+    return StackWork(group, engine, cells)
 
 
-def _why(record: dict[str, Any]) -> str:
-    msg = str(record.get("message") or "").strip().splitlines()
-    return f"  ({msg[0][:120]})" if msg and record.get("status") != Status.PASS.value else ""
+def stale_work(work: list[StackWork], latest: dict[str, Result],
+               rerun: bool) -> tuple[list[StackWork], int]:
+    """Work narrowed to the cells that must run, and how many recorded cells were reused."""
+    out, reused = [], 0
+    for w in work:
+        todo = {r: c for r, c in w.cells.items() if rerun or _stale(c, latest)}
+        reused += len(w.cells) - len(todo)
+        if todo:
+            out.append(StackWork(replace(w.group, repros=tuple(todo)), w.engine, todo))
+    return out, reused
 
 
-def _default_python() -> str:
-    return os.environ.get("REPROMATRIX_PYTHON") or "python3"
+def _stale(cell: CellRun, latest: dict[str, Result]) -> bool:
+    rec = latest.get(cell_id(str(cell.stack["id"]), cell.repro))
+    return rec is None or rec.cache_key != cell.cache_key or rec.status in RETRY_STATUSES
+
+
+def _why(result: Result) -> str:
+    return f"  ({result.message[:120]})" if result.message and result.status != Status.PASS.value else ""

@@ -1,46 +1,125 @@
-"""The narrow seam between the run stage and the engines that execute cells.
+"""The seam between the run stage and the engines that make environments and run the runner.
 
-A backend takes the stale stack groups of a plan and, for every cell in them,
-hands exactly one record to ``ctx.emit`` (as soon as that cell is finished, so
-an interrupted run loses at most the cells in flight). A stack whose image
-cannot be built or started yields ``broken`` records for all its cells; only a
-missing engine or base image raises (``InfraError``), and before any work.
+An *engine* turns a stack into an environment and starts ``repros/runner.py``
+in it. The stack's kind decides where that can happen: a ``local`` stack is
+always its own interpreter (the ``local`` engine); ``--backend`` chooses the
+engine for ``pip`` and ``ngc`` stacks (``docker``, ``venv``, ``local``).
+
+Every engine declares:
+
+- ``preflight(stacks)``: raise ``InfraError``/``UsageError`` before any work;
+- ``fingerprint(stack)``: what identifies the environment, without building it
+  (an image tag, an install-spec hash, an interpreter and its packages);
+- ``prepare(stack, stop)``: build or find the environment (what `repromatrix
+  build` calls); a failure is a ``Prepared`` with ``ok=False``, never a raise;
+- ``start(prepared, job)``: a context manager around one runner process
+  (``RunnerProcess``), which it always tears down on exit;
+- ``close()``: remove what this run left behind.
+
+Engines never build a ``Result``: ``watch.watch`` reads the runner's files and
+the process's ``EngineFacts`` and makes them, the same way for every engine.
 """
 
 from __future__ import annotations
 
+import importlib
+import threading
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..model import Settings, StackGroup
+from ..errors import UsageError
+from ..model import Settings, Stack
+from ..options import RunOptions
+from ..result import EngineFacts
+
+ENGINES: dict[str, str] = {
+    "docker": "repromatrix.backends.docker:DockerEngine",
+    "venv": "repromatrix.backends.venv:VenvEngine",
+    "local": "repromatrix.backends.local:LocalEngine",
+}
 
 
-@dataclass
-class RunContext:
-    """What every backend needs besides the groups themselves."""
+def engine_names() -> tuple[str, ...]:
+    """The `--backend` choices (the CLI reads them from here)."""
+    return tuple(ENGINES)
 
-    run_id: str
+
+@dataclass(frozen=True)
+class EngineContext:
+    """What every engine is built with."""
+
     settings: Settings
-    repros_dir: Path
-    repro_hashes: dict[str, str]
-    emit: Callable[[dict[str, Any]], None]
-    work_dir: Path
-    repro_timeout: float | None = None
-    stack_timeout: float | None = None
-    jobs: int = 1
-    gpus: tuple[str, ...] = ()
-    keep: bool = False
-    python: str | None = None
-    log: Callable[[str], None] = field(default=print)
+    options: RunOptions
+    harness_dir: Path  # runner.py, protocol.py and the _*.py helpers
+    repros_dir: Path  # the repro scripts of the matrix's catalog
+    run_id: str
+    log: Callable[[str], None] = print
 
 
-class Backend(Protocol):
+@dataclass(frozen=True)
+class Prepared:
+    """A stack's environment, ready to run, or why it is not."""
+
+    stack: Stack
+    ok: bool
+    handle: str = ""  # an image tag, or an interpreter path
+    image: dict[str, Any] | None = None  # the record's `image` field
+    reason: str = ""
+    log_tail: str = ""
+    log_path: Path | None = None
+    cached: bool = False
+    duration_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class RunnerJob:
+    """One runner invocation: which repros, where its files go, on which GPU."""
+
+    repros: tuple[str, ...]
+    outdir: Path
+    repro_timeout: float
+    gpu: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+    def runner_args(self, runner: str, out: str, repros_dir: str) -> list[str]:
+        return [runner, "--out", out, "--dir", repros_dir, "--repros", ",".join(self.repros),
+                "--timeout", f"{self.repro_timeout:g}"]
+
+
+class RunnerProcess(Protocol):
+    """A started runner, as the watcher sees it."""
+
+    def poll(self) -> bool:
+        """True once the runner has ended."""
+
+    def stop(self) -> None:
+        """End it now (its whole process tree or container)."""
+
+    def facts(self, timed_out: bool, limit_s: float) -> EngineFacts:
+        """What the engine saw, once it has ended."""
+
+
+class Engine(Protocol):
     name: str
+    stack_kinds: tuple[str, ...]
 
-    def preflight(self, groups: Sequence[StackGroup], ctx: RunContext) -> None:
-        """Raise InfraError (exit 3) if the engine or a base image is unavailable."""
+    def preflight(self, stacks: Sequence[Stack]) -> None: ...
 
-    def run(self, groups: Sequence[StackGroup], ctx: RunContext) -> None:
-        """Run every cell of every group, emitting one record per cell."""
+    def fingerprint(self, stack: Stack) -> str: ...
+
+    def prepare(self, stack: Stack, stop: threading.Event) -> Prepared: ...
+
+    def start(self, prepared: Prepared, job: RunnerJob) -> AbstractContextManager[RunnerProcess]: ...
+
+    def close(self) -> None: ...
+
+
+def load_engine(name: str, ctx: EngineContext) -> Engine:
+    """The engine registered as ``name``, constructed for this run."""
+    if name not in ENGINES:
+        raise UsageError(f"--backend {name!r}: choose one of {', '.join(ENGINES)}")
+    module, _, cls = ENGINES[name].partition(":")
+    return getattr(importlib.import_module(module), cls)(ctx)

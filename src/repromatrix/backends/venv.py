@@ -3,9 +3,10 @@
 Run stage, no docker: for each stack group, ``uv venv`` + ``uv pip install``
 build the stack's environment once under a cache folder keyed by a hash of
 what is installed (Python, the pinned requirements, the indexes), then the
-repro runner runs in it exactly as with the `local` backend (whose runner
-code this reuses). A failed install turns the stack's cells into `broken`
-records with the install log's tail; a missing ``uv`` is an InfraError.
+repro runner runs in it as a local process (``process.local_process``, like
+the `local` engine). A failed install is a failed ``Prepared`` (the run stage
+records the stack's cells `broken` with the log's tail); a missing ``uv`` is
+an InfraError.
 
 The cache folder is ``$REPROMATRIX_VENV_DIR``, else
 ``$XDG_CACHE_HOME/repromatrix/venvs`` (``~/.cache/repromatrix/venvs``).
@@ -14,6 +15,7 @@ An environment whose build did not finish is rebuilt, never used.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -21,19 +23,20 @@ import os
 import shlex
 import shutil
 import subprocess
+import threading
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import envvars
 from ..errors import InfraError, UsageError
 from ..images import index_options, requirements, wheelhouse_listing
-from ..model import Stack, StackGroup
-from ..records import broken_records, now_iso
-from . import RunContext
-from .local import LocalBackend, _GroupRun
+from ..model import Stack
+from . import EngineContext, Prepared, RunnerJob
+from .process import LocalProcess, local_process
 
 MARKER = "repromatrix-venv.json"
 INDEX_PROBE_TIMEOUT = 10.0
@@ -41,7 +44,7 @@ LOG_TAIL = 3000
 
 
 def venv_root() -> Path:
-    env = os.environ.get("REPROMATRIX_VENV_DIR")
+    env = envvars.read("REPROMATRIX_VENV_DIR")
     if env:
         return Path(env)
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -63,90 +66,86 @@ def spec_key(spec: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
 
-class VenvBackend(LocalBackend):
-    """Builds (or reuses) a uv environment per pip stack, then runs the runner in it."""
+class VenvEngine:
+    """Builds (or reuses) a uv environment per pip stack; the runner runs in it."""
 
     name = "venv"
+    stack_kinds = ("pip",)
 
-    def __init__(self, root: Path | None = None) -> None:
-        super().__init__()
+    def __init__(self, ctx: EngineContext, root: Path | None = None) -> None:
+        self.ctx = ctx
         self.root = root or venv_root()
 
-    def preflight(self, groups: Sequence[StackGroup], ctx: RunContext) -> None:
-        for g in groups:
-            if g.stack.kind != "pip":
-                raise UsageError(f"--backend venv builds pip stacks only; {g.stack.id} is a "
-                                 f"{g.stack.kind} stack (use --backend docker or local)")
-        if not (ctx.repros_dir / "runner.py").is_file():
-            raise UsageError(f"{ctx.repros_dir}/runner.py is missing: is this a source checkout?")
-
-    def fingerprint(self, stack: Stack, ctx: RunContext) -> str:
-        """What the environment is built from: known before (and without) building it."""
-        return "venv:" + spec_key(install_spec(stack, ctx.settings))
-
-    def run(self, groups: Sequence[StackGroup], ctx: RunContext) -> None:
-        uv = shutil.which("uv")
-        if not uv:
+    def preflight(self, stacks: Sequence[Stack]) -> None:
+        for stack in stacks:
+            if stack.kind != "pip":
+                raise UsageError(f"--backend venv builds pip stacks only; {stack.id} is a "
+                                 f"{stack.kind} stack (use --backend docker or local)")
+        if not shutil.which("uv"):
             raise InfraError("--backend venv needs uv on PATH (pip install uv)")
-        for group in groups:
-            started = now_iso()
-            exe, failure = self.ensure(uv, group.stack, ctx)
-            sub = replace(ctx, emit=self._tagged(ctx, exe), python=None)
-            if failure:
-                ctx.log(f"[{group.stack.id}] broken: environment build failed")
-                for rec in broken_records(group, ctx=sub, backend=self.name, image=None,
-                                          reason=failure[0], log_tail=failure[1], started_at=started):
-                    ctx.emit(rec)
-                continue
-            _GroupRun(group, sub, exe, self).run()
+        if not (self.ctx.harness_dir / "runner.py").is_file():
+            raise UsageError(f"{self.ctx.harness_dir}/runner.py is missing: is this a source checkout?")
 
-    def _tagged(self, ctx: RunContext, exe: str | None) -> Callable[[dict[str, Any]], None]:
-        def emit(record: dict[str, Any]) -> None:
-            record["backend"] = self.name
-            if exe:
-                record["image"] = {"tag": "venv:" + Path(exe).parents[1].name, "id": exe}
-            ctx.emit(record)
-        return emit
+    def fingerprint(self, stack: Stack) -> str:
+        """What the environment is built from: known before (and without) building it."""
+        return "venv:" + spec_key(install_spec(stack, self.ctx.settings))
 
-    def ensure(self, uv: str, stack: Stack, ctx: RunContext) -> tuple[str, tuple[str, str] | None]:
-        """The environment's interpreter, built unless a finished one exists;
-        on failure ``("", (reason, log tail))``."""
-        spec = install_spec(stack, ctx.settings)
+    def prepare(self, stack: Stack, stop: threading.Event) -> Prepared:
+        """The stack's environment, built unless a finished one exists."""
+        spec = install_spec(stack, self.ctx.settings)
         key = spec_key(spec)
         self.root.mkdir(parents=True, exist_ok=True)
         target = self.root / key
         exe = target / "bin" / "python"
+        image = {"tag": f"venv:{key}", "id": str(exe)}
+        t0 = time.monotonic()
         with (self.root / f"{key}.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if (target / MARKER).is_file() and exe.exists():
-                ctx.log(f"[{stack.id}] reusing environment {target}")
-                return str(exe), None
-            ctx.log(f"[{stack.id}] building environment {target} ({' '.join(spec['requirements'])})")
+                self.ctx.log(f"[{stack.id}] reusing environment {target}")
+                return Prepared(stack, ok=True, handle=str(exe), image=image, cached=True)
+            self.ctx.log(f"[{stack.id}] building environment {target} "
+                         f"({' '.join(spec['requirements'])})")
             log_path = self.root / f"{key}.log"
-            failure = self._build(uv, target, spec, ctx, log_path)
+            failure = self._build(target, spec, log_path)
+            elapsed = time.monotonic() - t0
             if failure:
-                return "", failure
+                self.ctx.log(f"[{stack.id}] environment build FAILED: {failure[0]} (log: {log_path})")
+                return Prepared(stack, ok=False, image=image, reason=failure[0],
+                                log_tail=failure[1], log_path=log_path, duration_s=elapsed)
             (target / MARKER).write_text(json.dumps({"stack": stack.spec(), **spec}, indent=2))
-        return str(exe), None
+        return Prepared(stack, ok=True, handle=str(exe), image=image, log_path=log_path,
+                        duration_s=elapsed)
 
-    def _build(self, uv: str, target: Path, spec: dict[str, Any], ctx: RunContext,
-               log_path: Path) -> tuple[str, str] | None:
+    @contextlib.contextmanager
+    def start(self, prepared: Prepared, job: RunnerJob) -> Iterator[LocalProcess]:
+        self.ctx.log(f"[{prepared.stack.id}] running {len(job.repros)} repro(s) in {prepared.handle}")
+        with local_process(prepared.handle, self.ctx.harness_dir, self.ctx.repros_dir, job,
+                           self.ctx.log, f"[{prepared.stack.id}] ") as proc:
+            yield proc
+
+    def close(self) -> None:
+        """Environments are kept (they are the cache); runners end with their contexts."""
+
+    def _build(self, target: Path, spec: dict[str, Any], log_path: Path) -> tuple[str, str] | None:
+        uv = shutil.which("uv") or "uv"
         shutil.rmtree(target, ignore_errors=True)
-        options = _reachable(spec["index_options"], ctx)
+        options = _reachable(spec["index_options"], self.ctx.log)
         links = [a for p in spec["find_links"] for a in ("--find-links", p)]
         steps = [
             [uv, "venv", "--quiet", "--python", spec["python"], str(target)],
             [uv, "pip", "install", "--python", str(target / "bin" / "python"),
              "--index-strategy", "unsafe-best-match", *options, *links, *spec["requirements"]],
         ]
-        timeout = ctx.stack_timeout or ctx.settings.stack_timeout
+        timeout = self.ctx.options.build_timeout
         with log_path.open("w") as log:
             for cmd in steps:
                 log.write("$ " + shlex.join(cmd) + "\n")
                 log.flush()
                 try:
                     rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, timeout=timeout,
-                                        stdin=subprocess.DEVNULL, env=_uv_env(ctx)).returncode
+                                        stdin=subprocess.DEVNULL,
+                                        env=_uv_env(self.ctx.settings.ca_bundle)).returncode
                 except subprocess.TimeoutExpired:
                     return f"environment build timed out after {timeout:g}s", _tail(log_path)
                 if rc != 0:
@@ -155,21 +154,21 @@ class VenvBackend(LocalBackend):
         return None
 
 
-def _uv_env(ctx: RunContext) -> dict[str, str]:
+def _uv_env(ca_bundle: str | None) -> dict[str, str]:
     env = dict(os.environ)
-    if ctx.settings.ca_bundle and not env.get("SSL_CERT_FILE"):
-        env["SSL_CERT_FILE"] = ctx.settings.ca_bundle
+    if ca_bundle and not env.get("SSL_CERT_FILE"):
+        env["SSL_CERT_FILE"] = ca_bundle
     return env
 
 
-def _reachable(options: list[str], ctx: RunContext) -> list[str]:
+def _reachable(options: list[str], log: Callable[[str], None]) -> list[str]:
     """Drop extra indexes that cannot be reached (pip warns and goes on; uv would stop)."""
     out: list[str] = []
     it = iter(options)
     for opt in it:
         value = next(it, "")
         if opt == "--extra-index-url" and not _index_answers(value):
-            ctx.log(f"  extra index {value} is unreachable: left out of this install")
+            log(f"  extra index {value} is unreachable: left out of this install")
             continue
         out += [opt, value]
     return out

@@ -7,6 +7,6 @@ runs each probe as a normal cell through the run stage.
 
 from __future__ import annotations
 
-from .command import main
+from .command import BisectRequest, main
 
-__all__ = ["main"]
+__all__ = ["BisectRequest", "main"]

@@ -10,16 +10,18 @@ status that is neither ``pass`` nor in ``--bad-if`` mean "cannot tell".
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
+from ..config import Matrix
 from ..errors import UsageError, did_you_mean
-from ..model import Plan, StackGroup, Status
+from ..model import Plan, StackGroup, Status, cell_id
+from ..options import RunOptions, reproduce_args
+from ..result import Result
 from . import candidates as cands
 from .report import (
     Probe,
@@ -34,6 +36,21 @@ from .search import BoundsFailed, Found, Step, Verdict, search
 
 BAD_IF_ALLOWED = (Status.FAIL.value, Status.ERROR.value, Status.CRASH.value, Status.TIMEOUT.value)
 EXIT_INTERRUPTED = 130
+
+
+@dataclass(frozen=True)
+class BisectRequest:
+    """What to bisect; how probes run is the RunOptions beside it."""
+
+    repro: str
+    good: str
+    bad: str
+    axis: str = "torch"
+    bad_if: str = "fail"
+    find_fix: bool = False
+    stage: str | None = None
+    base: tuple[str, ...] = ()
+    json: bool = False
 
 
 def parse_bad_if(text: str) -> tuple[str, ...]:
@@ -53,21 +70,21 @@ def parse_bad_if(text: str) -> tuple[str, ...]:
     return out
 
 
-def outcome(record: dict[str, Any], stage: str | None) -> tuple[str, str]:
+def outcome(record: Result, stage: str | None) -> tuple[str, str]:
     """(status, one-line note) of a record, or of its stage ``stage``.
 
     A stage the record does not hold is "missing" (cannot tell), or "broken"
     when the whole cell was.
     """
-    status, note = str(record.get("status")), _first_line(record.get("message"))
+    status, note = record.status, _first_line(record.message)
     if not stage:
         return status, note
-    for s in record.get("stages") or []:
-        if s.get("name") == stage:
-            return str(s.get("status")), _first_line(s.get("message"))
+    found = record.stage(stage)
+    if found is not None:
+        return found.status, _first_line(found.message)
     if status == Status.BROKEN.value:
         return status, note
-    names = ", ".join(str(s.get("name")) for s in record.get("stages") or []) or "none"
+    names = ", ".join(s.name for s in record.stages) or "none"
     return "missing", f"no stage {stage!r} in this record (cell {status}: {note}; stages: {names})"
 
 
@@ -85,48 +102,38 @@ def classify(status: str, bad_if: Sequence[str], find_fix: bool) -> Verdict:
     return Verdict.SKIP
 
 
-def command_line(args: argparse.Namespace) -> list[str]:
+def command_line(request: BisectRequest, matrix: Matrix, options: RunOptions) -> list[str]:
     """The argv that repeats this bisect (non-default options only)."""
-    argv = ["repromatrix", "bisect", "--repro", args.repro, "--good", args.good, "--bad", args.bad]
-    if args.axis != "torch":
-        argv += ["--axis", args.axis]
-    if args.stage:
-        argv += ["--stage", args.stage]
-    if args.bad_if != "fail":
-        argv += ["--bad-if", args.bad_if]
-    if args.find_fix:
+    r = request
+    argv = ["repromatrix", "bisect", "--repro", r.repro, "--good", r.good, "--bad", r.bad]
+    if r.axis != "torch":
+        argv += ["--axis", r.axis]
+    if r.stage:
+        argv += ["--stage", r.stage]
+    if r.bad_if != "fail":
+        argv += ["--bad-if", r.bad_if]
+    if r.find_fix:
         argv.append("--find-fix")
-    for item in args.base:
+    for item in r.base:
         argv += ["--base", item]
-    for flag, value in (("--matrix", args.matrix), ("--ca-bundle", args.ca_bundle),
-                        ("--python", args.python), ("--timeout", args.timeout)):
-        if value:
-            argv += [flag, str(value)]
-    for flag, values in (("--base-image", args.base_image), ("--find-links", args.find_links)):
-        for v in values:
-            argv += [flag, v]
-    if args.backend != "docker":
-        argv += ["--backend", args.backend]
-    if Path(args.results) != Path("results"):
-        argv += ["--results", str(args.results)]
-    if args.gpus:
-        argv += ["--gpus", args.gpus]
+    argv += reproduce_args(matrix, options)
+    if options.gpus:
+        argv += ["--gpus", ",".join(options.gpus)]
     return argv
 
 
 class Bisect:
     """One bisect invocation: its matrix, candidates, probes and output streams."""
 
-    def __init__(self, args: argparse.Namespace, out: Callable[[str], None],
-                 err: Callable[[str], None]) -> None:
-        from ..cli import load
-
-        self.args, self.out, self.err = args, out, err
+    def __init__(self, request: BisectRequest, matrix: Matrix, options: RunOptions,
+                 out: Callable[[str], None], err: Callable[[str], None]) -> None:
+        self.args, self.options, self.out, self.err = request, options, out, err
+        args = request
         self.say = err if args.json else out
-        if args.backend == "local":
+        if options.backend == "local":
             raise UsageError("--backend local runs one interpreter, but a bisect needs one environment "
                              "per release: use --backend venv (uv environments) or docker")
-        self.matrix = load(args)
+        self.matrix = matrix
         if args.repro not in self.matrix.repros:
             known = list(self.matrix.repros)
             raise UsageError(f"--repro {args.repro}: unknown repro{did_you_mean(args.repro, known)}; "
@@ -134,7 +141,7 @@ class Bisect:
         bad_if = parse_bad_if(args.bad_if)
         self.base = cands.parse_base(args.base, args.axis)
         self.setup = Setup(args.repro, args.axis, args.find_fix, bad_if, args.stage,
-                           self.matrix.settings, command_line(args))
+                           self.matrix.settings, command_line(request, matrix, options))
         self.probes: dict[int, Probe] = {}
         self._steps = 0
 
@@ -147,7 +154,7 @@ class Bisect:
         versions = [c.version for c in found]
         gi, bi = versions.index(good), versions.index(bad)
         old, new = (bi, gi) if a.find_fix else (gi, bi)
-        _check_installable(found, old, new, a)
+        _check_installable(found, old, new, a.axis, a.base, a.find_fix)
         return found, old, new
 
     def probe(self, index: int, cand: cands.Candidate) -> Verdict:
@@ -156,13 +163,12 @@ class Bisect:
 
         a, stack = self.args, cand.stack
         assert stack is not None
-        cell = f"{stack.id}--{a.repro}"
-        summary = run_plan(self.matrix, Plan((StackGroup(stack, (a.repro,)),)), backend_name=a.backend,
-                           results_dir=Path(a.results), rerun=a.rerun, python=a.python,
-                           timeout=a.timeout, jobs=a.jobs, gpus=[g for g in a.gpus.split(",") if g],
-                           keep=a.keep, log=lambda line: self.err("    " + line))
-        mine = [r for r in summary.records if r.get("cell") == cell]
-        record = mine[-1] if mine else latest_by_cell(load_records([Path(a.results)]).records).get(cell)
+        cell = cell_id(stack.id, a.repro)
+        summary = run_plan(self.matrix, Plan((StackGroup(stack, (a.repro,)),)), self.options,
+                           log=lambda line: self.err("    " + line))
+        mine = [r for r in summary.results if r.cell == cell]
+        record = mine[-1] if mine else \
+            latest_by_cell(load_records([self.options.results]).records).get(cell)
         if record is None:
             raise UsageError(f"no record for {cell} after running it (is --results writable?)")
         status, note = outcome(record, a.stage)
@@ -213,20 +219,21 @@ class Bisect:
                 f"To resume (recorded probes are reused), run:\n  {shlex.join(self.setup.command)}")
 
 
-def _check_installable(found: list[cands.Candidate], old: int, new: int, args: argparse.Namespace) -> None:
+def _check_installable(found: list[cands.Candidate], old: int, new: int, axis: str,
+                       base: Sequence[str], find_fix: bool) -> None:
     """Both bounds need a valid stack; say why not (naming the --base pins) otherwise."""
-    pins = f" with {' '.join('--base ' + b for b in args.base)}" if args.base else ""
+    pins = f" with {' '.join('--base ' + b for b in base)}" if base else ""
     valid = [c for c in found[old:new + 1] if c.stack]
     if not valid:
-        raise UsageError(f"no {args.axis} release from {found[old].version} to {found[new].version} "
+        raise UsageError(f"no {axis} release from {found[old].version} to {found[new].version} "
                          f"resolves to an installable stack{pins}: {found[old].reason}")
-    flags = ("--bad", "--good") if args.find_fix else ("--good", "--bad")
+    flags = ("--bad", "--good") if find_fix else ("--good", "--bad")
     for i, flag in zip((old, new), flags, strict=True):
         if not found[i].stack:
             raise UsageError(f"{flag} {found[i].version}: no installable stack{pins}: {found[i].reason}")
 
 
-def main(args: argparse.Namespace) -> int:
+def main(request: BisectRequest, matrix: Matrix, options: RunOptions) -> int:
     """Entry point called by `repromatrix bisect` (cli.cmd_bisect)."""
     def out(line: str) -> None:
         print(line, flush=True)
@@ -234,4 +241,4 @@ def main(args: argparse.Namespace) -> int:
     def err(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    return Bisect(args, out, err).run()
+    return Bisect(request, matrix, options, out, err).run()

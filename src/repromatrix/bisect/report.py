@@ -18,6 +18,7 @@ from typing import Any
 
 from ..images import index_options, requirements
 from ..model import Settings, Stack, Status
+from ..result import Result
 from .candidates import Candidate
 from .search import BoundsFailed, Found, Step, Verdict
 
@@ -35,7 +36,7 @@ class Probe:
 
     index: int
     candidate: Candidate
-    record: dict[str, Any]
+    record: Result
     status: str
     note: str
     verdict: Verdict
@@ -77,7 +78,7 @@ def progress_line(setup: Setup, step: Step, probe: Probe, bounds: bool) -> str:
 
 def versions(probe: Probe) -> dict[str, str | None]:
     """Package versions of a probed stack: what the probe found, else the pins."""
-    env = probe.record.get("env") or {}
+    env = probe.record.env
     stack = probe.candidate.stack.spec() if probe.candidate.stack else {}
     pins = {"torch_cuda": stack.get("cuda"), **stack}
     return {k: _str(env.get(k) or pins.get(k)) for k in PACKAGES}
@@ -231,7 +232,7 @@ def infra_only(result: BoundsFailed, probes: dict[int, Probe]) -> bool:
 
 def probe_json(setup: Setup, p: Probe) -> dict[str, Any]:
     return {"version": p.candidate.version, "stack": p.candidate.stack.spec() if p.candidate.stack else None,
-            "cell": p.record.get("cell"), "run_id": p.record.get("run_id"), "status": p.status,
+            "cell": p.record.cell, "run_id": p.record.run_id, "status": p.status,
             "note": p.note, "verdict": setup.label(p.verdict), "reused": p.reused,
             "versions": versions(p)}
 

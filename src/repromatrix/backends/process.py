@@ -1,0 +1,106 @@
+"""A runner started as a local process (the `local` and `venv` engines).
+
+The runner gets its own process group, so stopping it takes its repro down
+too; its output is copied to ``<outdir>/runner.log`` and to the log callback.
+Leaving the context always ends the group (SIGTERM, then SIGKILL).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO
+
+from ..result import EngineFacts
+from . import RunnerJob
+
+KILL_GRACE_S = 5.0
+LOG_TAIL = 4000
+
+
+class LocalProcess:
+    """RunnerProcess over ``subprocess.Popen``."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], log_path: Path) -> None:
+        self.proc, self.log_path = proc, log_path
+
+    def poll(self) -> bool:
+        return self.proc.poll() is not None
+
+    def stop(self) -> None:
+        kill_group(self.proc)
+
+    def facts(self, timed_out: bool, limit_s: float) -> EngineFacts:
+        rc = self.proc.returncode
+        sig = _signal_name(-rc) if rc is not None and rc < 0 else None
+        return EngineFacts(exit_code=rc if rc is not None and rc >= 0 else None, signal=sig,
+                           timed_out=timed_out, limit_s=limit_s, log_tail=_tail(self.log_path))
+
+
+@contextlib.contextmanager
+def local_process(python: str, harness_dir: Path, repros_dir: Path, job: RunnerJob,
+                  log: Callable[[str], None], prefix: str) -> Iterator[LocalProcess]:
+    """Start the runner with ``python``; always end its process group on exit."""
+    job.outdir.mkdir(parents=True, exist_ok=True)
+    log_path = job.outdir / "runner.log"
+    cmd = [python, *job.runner_args(str(harness_dir / "runner.py"), str(job.outdir),
+                                    str(repros_dir))]
+    env = {**os.environ, **job.env}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+    relay = threading.Thread(target=_relay, args=(proc.stdout, log_path, log, prefix), daemon=True)
+    relay.start()
+    try:
+        yield LocalProcess(proc, log_path)
+    finally:
+        if proc.poll() is None:
+            kill_group(proc)
+        relay.join(timeout=5)
+
+
+def _relay(stream: IO[bytes] | None, log_path: Path, log: Callable[[str], None], prefix: str) -> None:
+    if stream is None:
+        return
+    with log_path.open("wb") as fh:
+        for line in stream:
+            fh.write(line)
+            fh.flush()
+            log(prefix + line.decode("utf-8", "replace").rstrip())
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the process group (the runner stops its repro), SIGKILL after a grace period."""
+    _signal_group(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=KILL_GRACE_S)
+    except subprocess.TimeoutExpired:
+        pass
+    _signal_group(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"SIG{num}"
+
+
+def _tail(path: Path) -> str:
+    try:
+        with path.open("rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - LOG_TAIL))
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""

@@ -1,0 +1,29 @@
+"""Every environment variable the harness reads, in one table (the README shows the same).
+
+Precedence everywhere: command line, then environment, then matrix.yaml
+``defaults``. Nothing outside this module calls ``os.environ`` for a
+``REPROMATRIX_*`` setting.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+VARIABLES: dict[str, str] = {
+    "REPROMATRIX_BASE_IMAGES": "mirror map, `PUBLIC=LOCAL,...` (like `--base-image`)",
+    "REPROMATRIX_CA_BUNDLE": "CA bundle added to images and environment builds (like `--ca-bundle`)",
+    "REPROMATRIX_FIND_LINKS": "local wheelhouses, `:`-separated (like `--find-links`)",
+    "REPROMATRIX_PYTHON": "interpreter for `--backend local` when `--python` is not given",
+    "REPROMATRIX_VENV_DIR": "cache folder of the venv backend (default ~/.cache/repromatrix/venvs)",
+    "REPROMATRIX_IMAGES_DIR": "folder of the Dockerfile templates (default: the project's images/)",
+    "REPROMATRIX_REPORT_DIR": "folder of the page templates and assets (default: the project's report/)",
+}
+
+
+def read(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The variable's value, or None when unset or empty; only names in VARIABLES."""
+    if name not in VARIABLES:
+        raise KeyError(f"{name} is not a documented repromatrix variable")
+    value = (os.environ if environ is None else environ).get(name, "")
+    return value or None

@@ -1,0 +1,283 @@
+"""The result record: one frozen ``Result`` per cell run, made in one place.
+
+Run stage -> results store -> report / bisect. The runner (container side)
+leaves ``<repro>.json`` files; the engine that ran it (docker, a local
+process) reports what it saw from outside as ``EngineFacts``. ``make_result``
+combines the two into a ``Result``; nothing else decides a cell's status, and
+no engine edits one afterwards.
+
+Serialized as one JSON object per line (``to_dict`` / ``from_dict``); the
+schema is the dataclass below. ``from_dict`` upgrades older records through
+``MIGRATIONS`` (asv's ``Results.update_to_2`` idea), so a store written by an
+earlier harness stays readable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from . import __version__
+from .model import TRACEBACK_LIMIT, Status, cell_id
+
+SCHEMA_VERSION = 2
+STATUSES = frozenset(s.value for s in Status)
+ROLES = ("main", "workaround", "info")
+MESSAGE_LIMIT = 500
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """One named step of a repro, as the runner recorded it."""
+
+    name: str
+    status: str
+    role: str = "main"
+    duration_s: float = 0.0
+    message: str = ""
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    signature: str | None = None
+    checks: tuple[Any, ...] = ()
+
+    @classmethod
+    def from_raw(cls, raw: Any) -> StageResult | None:
+        """A stage from the runner's JSON, or None when it is not one."""
+        if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) \
+                or raw.get("status") not in STATUSES:
+            return None
+        role = raw.get("role") if raw.get("role") in ROLES else "main"
+        evidence = raw.get("evidence") if isinstance(raw.get("evidence"), dict) else {}
+        checks = raw.get("checks") if isinstance(raw.get("checks"), list) else []
+        sig = raw.get("signature")
+        return cls(name=raw["name"], status=raw["status"], role=role,
+                   duration_s=_float(raw.get("duration_s")), message=str(raw.get("message") or ""),
+                   evidence=evidence, signature=sig if isinstance(sig, str) else None,
+                   checks=tuple(checks))
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["checks"] = list(self.checks)
+        out["evidence"] = dict(self.evidence)
+        return out
+
+
+@dataclass(frozen=True)
+class EngineFacts:
+    """What the engine saw of the runner process from outside (never a verdict)."""
+
+    exit_code: int | None = None
+    signal: str | None = None
+    timed_out: bool = False
+    limit_s: float | None = None
+    oom_killed: bool = False
+    log_tail: str = ""
+    reason: str = ""  # why the environment could not be prepared or started (broken)
+
+
+@dataclass(frozen=True)
+class Result:
+    """The record of one cell run. Field order is the JSON key order."""
+
+    run_id: str
+    cell: str
+    stack: Mapping[str, Any]
+    repro: str
+    status: str
+    repro_sha256: str = ""
+    cache_key: str | None = None
+    attempt: int = 1
+    stages: tuple[StageResult, ...] = ()
+    signature: str | None = None
+    workaround: str | None = None
+    message: str = ""
+    traceback: str = ""
+    duration_s: float = 0.0
+    exit_code: int | None = None
+    signal: str | None = None
+    env: Mapping[str, Any] = field(default_factory=dict)
+    image: Mapping[str, Any] | None = None
+    backend: str = ""
+    harness_version: str = __version__
+    host: str = ""
+    started_at: str = ""
+    finished_at: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def stack_id(self) -> str:
+        return str(self.stack.get("id", ""))
+
+    def stage(self, name: str) -> StageResult | None:
+        return next((s for s in self.stages if s.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["stack"] = dict(self.stack)
+        out["env"] = dict(self.env)
+        out["image"] = dict(self.image) if self.image is not None else None
+        out["stages"] = [s.to_dict() for s in self.stages]
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> Result:
+        """A Result from its JSON form (any known schema version); ValueError says why not."""
+        data = migrate(raw)
+        problem = _problem(data)
+        if problem:
+            raise ValueError(problem)
+        names = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in names}
+        kwargs["stages"] = tuple(s for s in map(StageResult.from_raw, data.get("stages") or [])
+                                 if s is not None)
+        kwargs["env"] = data.get("env") if isinstance(data.get("env"), dict) else {}
+        return cls(**kwargs)
+
+
+# -- reading older records -----------------------------------------------------------------
+
+def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """v2 added ``attempt`` (repeated runs of one cell) and made every stage carry a role."""
+    data["attempt"] = 1
+    for stage in data.get("stages") or []:
+        if isinstance(stage, dict):
+            stage.setdefault("role", "main")
+    return data
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
+
+
+def migrate(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """``raw`` upgraded to SCHEMA_VERSION (a copy); unknown versions are left for _problem."""
+    data = dict(raw)
+    version = data.get("schema_version")
+    while isinstance(version, int) and not isinstance(version, bool) and version in MIGRATIONS:
+        data = MIGRATIONS[version](data)
+        version = data["schema_version"] = version + 1
+    return data
+
+
+def _problem(data: Mapping[str, Any]) -> str | None:
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION or isinstance(version, bool):
+        return f"unknown schema_version {version!r} (this harness reads 1 to {SCHEMA_VERSION})"
+    for key in ("run_id", "cell", "repro", "status"):
+        if not isinstance(data.get(key), str) or not data[key]:
+            return f"missing or non-string {key!r}"
+    if data["status"] not in STATUSES:
+        return f"unknown status {data['status']!r}"
+    stack = data.get("stack")
+    if not isinstance(stack, dict) or not isinstance(stack.get("id"), str):
+        return "missing stack.id"
+    return None
+
+
+# -- making results ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CellRun:
+    """What the run stage knows about a cell before it runs: the constant part of its Result."""
+
+    run_id: str
+    stack: Mapping[str, Any]
+    repro: str
+    repro_sha256: str
+    cache_key: str
+    backend: str
+    image: Mapping[str, Any] | None = None
+    started_at: str = field(default_factory=now_iso)
+    attempt: int = 1
+
+
+def make_result(cell: CellRun, runner: Any, env: Mapping[str, Any] | None,
+                facts: EngineFacts | None) -> Result:
+    """The one constructor of a Result.
+
+    ``runner`` is the parsed ``<repro>.json`` (None when the runner left none,
+    possibly garbage); ``env`` is the runner's probe (``env.json``, None when
+    absent); ``facts`` is what the engine saw, None while the runner still runs.
+    """
+    env = dict(env) if isinstance(env, Mapping) else {}
+    if isinstance(runner, dict) and isinstance(runner.get("status"), str):
+        fields = _from_runner(runner)
+    elif runner is not None:
+        fields = {"status": Status.ERROR.value,
+                  "message": "the runner's result file is not a result object"}
+    else:
+        fields = _without_runner(env, facts or EngineFacts())
+    if facts is not None:
+        if fields.get("exit_code") is None:
+            fields["exit_code"] = facts.exit_code
+        if not fields.get("traceback"):
+            fields["traceback"] = facts.log_tail
+    if fields["status"] not in STATUSES:
+        fields = {"status": Status.ERROR.value,
+                  "message": f"unknown status {fields['status']!r} from the runner: "
+                             f"{fields.get('message', '')}"}
+    fields["message"] = _one_line(fields.get("message", ""))
+    fields["traceback"] = str(fields.get("traceback") or "")[-TRACEBACK_LIMIT:]
+    return Result(
+        run_id=cell.run_id, cell=cell_id(str(cell.stack["id"]), cell.repro), stack=dict(cell.stack),
+        repro=cell.repro, repro_sha256=cell.repro_sha256, cache_key=cell.cache_key,
+        attempt=cell.attempt, env=env, image=cell.image, backend=cell.backend,
+        host=socket.gethostname(), started_at=cell.started_at, finished_at=now_iso(), **fields)
+
+
+def _from_runner(raw: Mapping[str, Any]) -> dict[str, Any]:
+    sig, workaround = raw.get("signature"), raw.get("workaround")
+    return {
+        "status": raw["status"], "message": str(raw.get("message") or ""),
+        "stages": tuple(s for s in map(StageResult.from_raw, raw.get("stages") or []) if s),
+        "signature": sig if isinstance(sig, str) else None,
+        "workaround": workaround if isinstance(workaround, str) else None,
+        "traceback": str(raw.get("traceback") or raw.get("log_tail") or ""),
+        "duration_s": _float(raw.get("duration_s")),
+        "exit_code": raw.get("exit_code") if isinstance(raw.get("exit_code"), int) else None,
+        "signal": raw.get("signal") if isinstance(raw.get("signal"), str) else None,
+    }
+
+
+def _without_runner(env: Mapping[str, Any], facts: EngineFacts) -> dict[str, Any]:
+    """A repro that left no result: the environment, the engine or the runner is to blame."""
+    if facts.reason:
+        return {"status": Status.BROKEN.value, "message": facts.reason}
+    if facts.timed_out:
+        limit = f" ({facts.limit_s:g}s)" if facts.limit_s else ""
+        return {"status": Status.TIMEOUT.value, "signal": "SIGKILL",
+                "message": f"stack timeout{limit}: the runner was killed before this repro finished"}
+    if facts.oom_killed:
+        return {"status": Status.CRASH.value, "signal": facts.signal or "SIGKILL",
+                "message": "out of memory: the runner was killed at its memory limit"}
+    if not env:
+        return {"status": Status.BROKEN.value, "signal": facts.signal,
+                "message": "the runner wrote no environment probe (it never started)"}
+    if env.get("error"):
+        return {"status": Status.BROKEN.value, "message": str(env["error"])}
+    return {"status": Status.ERROR.value, "signal": facts.signal,
+            "message": "the runner left no result for this repro (it stopped early)"}
+
+
+def broken_results(cells: Iterable[CellRun], reason: str, log_tail: str = "") -> list[Result]:
+    """One ``broken`` Result per cell: the environment could not be prepared or started."""
+    facts = EngineFacts(reason=reason, log_tail=log_tail)
+    return [make_result(c, None, None, facts) for c in cells]
+
+
+def _one_line(message: Any) -> str:
+    lines = str(message or "").strip().splitlines()
+    return lines[0][:MESSAGE_LIMIT] if lines else ""
+
+
+def _float(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return 0.0

@@ -2,8 +2,10 @@
 
 Exit codes: 0 done (bugs reproducing is a normal outcome); 1 unexpected harness
 fault; 2 bad input (config, arguments); 3 infrastructure unavailable (no
-daemon, base image missing); 4 `--check` found a cell contradicting its
-documented expectation.
+daemon, base image missing, results folder held by another run); 4 `--check`
+found a cell contradicting its documented expectation; 130 interrupted
+(Ctrl-C, SIGTERM; recorded results are kept). Text from records and from
+subprocesses is printed through ``textsafe.printable``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from .config import Matrix, load_matrix, with_overrides
 from .errors import HarnessError, UsageError
 from .model import Plan
 from .plan import make_plan
+from .textsafe import printable
 
 EXIT_CONTRADICTION = 4
 DEFAULT_RESULTS = Path("results")
@@ -161,7 +164,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     for result in images.values():
         state = "cached" if result.cached else ("built" if result.ok else "FAILED")
         extra = f"  {result.error}  (log: {result.log_path})" if not result.ok else ""
-        print(f"{state:7} {result.stack_id}  {result.tag}{extra}")
+        print(printable(f"{state:7} {result.stack_id}  {result.tag}{extra}"))
     failed = sum(not r.ok for r in images.values())
     print(f"{len(images) - failed} image(s) ready, {failed} failed")
     return 0
@@ -193,12 +196,12 @@ def cmd_report(args: argparse.Namespace, results: Sequence[Path] | None = None) 
     matrix = getattr(args, "matrix", None) or default_matrix()
     summary = render_site(paths, args.out, load_catalog(repros_dir()), matrix=str(matrix))
     for problem in [*summary.skipped, *summary.conflicts]:
-        print(f"report: {problem}", file=sys.stderr)
-    print(f"report: {summary.index} ({summary.cells} cells on {summary.stacks} stacks, "
-          f"{len(summary.contradictions)} contradicting their expectation)")
+        print(printable(f"report: {problem}"), file=sys.stderr)
+    print(printable(f"report: {summary.index} ({summary.cells} cells on {summary.stacks} stacks, "
+                    f"{len(summary.contradictions)} contradicting their expectation)"))
     if args.check and summary.contradictions:
         for cid in summary.contradictions:
-            print(f"contradicts its expectation: {cid}", file=sys.stderr)
+            print(printable(f"contradicts its expectation: {cid}"), file=sys.stderr)
         return EXIT_CONTRADICTION
     return 0
 
@@ -242,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args)
     except HarnessError as exc:
-        print(f"repromatrix: error: {exc}", file=sys.stderr)
+        print(f"repromatrix: error: {printable(exc, newlines=True)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("repromatrix: interrupted; recorded results are kept", file=sys.stderr)

@@ -18,8 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from repromatrix.model import SCHEMA_VERSION, TRACEBACK_LIMIT, Status  # noqa: E402
+from repromatrix.model import TRACEBACK_LIMIT, Status  # noqa: E402
 from repromatrix.report import render_site  # noqa: E402
+from repromatrix.result import SCHEMA_VERSION, Result  # noqa: E402
 from repromatrix.results import ResultStore  # noqa: E402
 
 STATUSES = [s.value for s in Status]
@@ -62,7 +63,7 @@ def bench(stacks: int, repros: int, runs: int, repeat: int) -> float:
         for run in range(runs):
             for s in range(stacks):
                 for r in range(repros):
-                    store.append(record(s, r, run))
+                    store.append(Result.from_dict(record(s, r, run)))
         best = float("inf")
         for i in range(repeat):
             t0 = time.perf_counter()

@@ -24,8 +24,8 @@ from repromatrix.backends import Prepared, RunnerJob
 from repromatrix.bisect.command import classify, outcome, parse_bad_if
 from repromatrix.bisect.report import _git, _release
 from repromatrix.bisect.search import Verdict
-from repromatrix.cli import main
-from repromatrix.errors import UsageError
+from repromatrix.cli import build_parser, cmd_bisect, main
+from repromatrix.errors import InfraError, UsageError
 from repromatrix.model import Stack
 from repromatrix.result import EngineFacts, Result
 
@@ -166,10 +166,11 @@ class ScriptedEngine:
         (job.outdir / "env.json").write_text(json.dumps({"torch": f"{torch}+cu130", "python": "3.11.7"}))
         for repro in job.repros:
             stages = [{"name": STAGE, "status": stage_status, "duration_s": 0.1,
-                       "message": f"scripted {stage_status}", "evidence": {}}]
+                       "message": f"scripted {stage_status}{self.script.get('note', '')}",
+                       "evidence": {}}]
             (job.outdir / f"{repro}.json").write_text(json.dumps(
                 {"repro": repro, "status": cell_status, "stages": stages,
-                 "message": f"scripted {cell_status}"}))
+                 "message": f"scripted {cell_status}{self.script.get('note', '')}"}))
         yield DoneProcess()
 
     def close(self) -> None:
@@ -318,3 +319,36 @@ def test_real_bisect_finds_torch_2_14_0_for_fake_conv_device_checks(tmp_path, ca
     again = capsys.readouterr()
     assert all(p["reused"] for p in json.loads(again.out)["probes"])
     assert "building environment" not in again.err and "running 1 repro" not in again.err
+
+
+@pytest.mark.parametrize(("bounds", "error", "code"), [
+    ({"2.9.0": "fail"}, UsageError, 2),      # --good is not good: the user's bounds
+    ({"2.14.1": "broken"}, InfraError, 3),   # --bad could not be verified: infrastructure
+])
+def test_bisect_outcomes_leave_through_the_error_classes(scripted, tmp_path, bounds, error, code) -> None:
+    script, _ = scripted
+    script.update({**regression_from("2.12.0"), **bounds})
+    args = build_parser().parse_args(bisect(tmp_path, "--stage", STAGE))
+    with pytest.raises(error) as info:
+        cmd_bisect(args)
+    assert type(info.value).exit_code == code
+
+
+def test_interrupted_bisect_raises_keyboard_interrupt_after_the_resume_hint(scripted, tmp_path,
+                                                                            capsys) -> None:
+    script, _ = scripted
+    script["2.9.0"] = "interrupt"
+    with pytest.raises(KeyboardInterrupt):
+        cmd_bisect(build_parser().parse_args(bisect(tmp_path, "--stage", STAGE)))
+    assert "To resume" in capsys.readouterr().err
+
+
+def test_record_text_reaches_the_terminal_escaped(scripted, tmp_path, capsys) -> None:
+    script, _ = scripted
+    script.update(regression_from("2.12.0"))
+    script["note"] = "\x1b]0;pwned\x07\x1b[2J\r"
+    assert main(bisect(tmp_path, "--stage", STAGE)) == 0
+    captured = capsys.readouterr()
+    for text in (captured.out, captured.err):
+        assert "\x1b" not in text and "\x07" not in text and "\r" not in text
+    assert "scripted fail\\x1b]0;pwned\\x07\\x1b[2J" in captured.out

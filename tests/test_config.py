@@ -152,3 +152,16 @@ def test_ids_tell_apart_stacks_that_differ_only_in_torchvision_or_packages(tmp_p
     base = "pip-torch2.14.1-trt2.14.0-cu130-py3.11"
     assert [s.id for s in m.stacks][:3] == [base, base + "-tv0.29.2", base + "-notv"]
     assert m.stacks[3].id.startswith(base + "-pkgs")
+
+
+def test_check_plain_is_exported_for_command_line_and_environment_values():
+    from repromatrix.config import check_plain
+
+    assert check_plain("mirror/py:3.11", "--base-image") == "mirror/py:3.11"
+    with pytest.raises(ConfigError) as info:
+        check_plain("a\x1b]0;x\x07", "--base-image", "env")
+    assert str(info.value).startswith("env: --base-image: control character \\x1b at position 1")
+    with pytest.raises(ConfigError, match="whitespace at position 1"):
+        check_plain("a b", "REPROMATRIX_BASE_IMAGES", spaces=False)
+    with pytest.raises(ConfigError, match="too long"):
+        check_plain("x" * 5000, "--find-links")

@@ -12,8 +12,9 @@ from urllib.parse import quote
 
 import pytest
 
-from repromatrix.model import SCHEMA_VERSION, Repro, Status
+from repromatrix.model import Repro, Status
 from repromatrix.report import page_name, render_site
+from repromatrix.result import SCHEMA_VERSION, Result
 from repromatrix.results import ResultStore
 
 pytestmark = pytest.mark.browser
@@ -189,10 +190,11 @@ def test_hundred_stacks_by_twenty_repros_stays_usable(browser, tmp_path, artifac
     for s in range(100):
         for r in range(20):
             sid, rid = f"pip-t2.{s}.0", f"r{r:02d}"
-            store.append({"schema_version": SCHEMA_VERSION, "run_id": "run-1", "cell": f"{sid}--{rid}",
-                          "stack": {"id": sid, "torch": f"2.{s}.0"}, "repro": rid,
-                          "status": statuses[(s * 7 + r * 3) % 7], "message": "m", "host": "h",
-                          "finished_at": "2026-11-01T00:00:00Z"})
+            store.append(Result.from_dict({
+                "schema_version": SCHEMA_VERSION, "run_id": "run-1", "cell": f"{sid}--{rid}",
+                "stack": {"id": sid, "torch": f"2.{s}.0"}, "repro": rid,
+                "status": statuses[(s * 7 + r * 3) % 7], "message": "m", "host": "h",
+                "finished_at": "2026-11-01T00:00:00Z"}))
     render_site([tmp_path / "store"], tmp_path / "big")
     tab = Tab(browser).open(tmp_path / "big" / "index.html")
     assert tab.visible_cells() == 2000

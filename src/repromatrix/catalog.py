@@ -3,6 +3,11 @@
 The host never imports a repro (it would import torch): META is read with
 `ast.literal_eval`. Source hashes feed the cell cache key, so an edited repro,
 protocol module or runner makes its cells stale.
+
+A file whose name is not a plain id (the name is the repro id: it becomes part
+of cell ids, file names and the runner's comma-separated ``--repros`` list), a
+file that is not UTF-8, or a META of the wrong shape is a ConfigError naming
+the file (exit 2).
 """
 
 from __future__ import annotations
@@ -10,9 +15,12 @@ from __future__ import annotations
 import ast
 import hashlib
 from pathlib import Path
+from typing import Any
 
 from .errors import ConfigError
 from .model import Repro
+from .textsafe import brief
+from .validate import check_id
 
 NOT_REPROS = ("protocol.py", "runner.py")
 META_KEYS = {"id", "title", "upstream", "description", "requires", "expect"}
@@ -29,13 +37,20 @@ def load_catalog(repros_dir: Path) -> dict[str, Repro]:
 
 
 def read_repro(path: Path) -> Repro:
+    try:
+        check_id(path.stem, "file name")
+    except ConfigError as exc:
+        raise ConfigError(f"{exc.detail}: the file name is the repro id; rename the file",
+                          file=str(path)) from None
     meta = _read_meta(path)
-    unknown = set(meta) - META_KEYS
+    unknown = [k for k in meta if k not in META_KEYS]
     if unknown:
-        raise ConfigError(f"unknown META keys {sorted(unknown)}", file=str(path), key="META")
+        names = sorted(brief(k) if not isinstance(k, str) else k for k in unknown)
+        raise ConfigError(f"unknown META keys {names}", file=str(path), key="META")
     if meta.get("id", path.stem) != path.stem:
-        raise ConfigError(f"id {meta['id']!r} must equal the file name {path.stem!r}",
+        raise ConfigError(f"id {brief(meta['id'])} must equal the file name {path.stem!r}",
                           file=str(path), key="META.id")
+    _check_meta_types(meta, str(path))
     return Repro(
         id=path.stem,
         path=str(path),
@@ -47,19 +62,55 @@ def read_repro(path: Path) -> Repro:
     )
 
 
+_META_TYPES: dict[str, tuple[type, type | None]] = {
+    # key: (container or scalar type, item type)
+    "id": (str, None), "title": (str, None), "description": (str, None),
+    "upstream": ((list, tuple), str), "requires": ((list, tuple), str),
+    "expect": ((list, tuple), dict),
+}
+
+
+def _check_meta_types(meta: dict[Any, Any], file: str) -> None:
+    for key, (kind, item) in _META_TYPES.items():
+        if key not in meta:
+            continue
+        value = meta[key]
+        ok = isinstance(value, kind) and (item is None or all(isinstance(x, item) for x in value))
+        if not ok:
+            want = f"a list of {item.__name__}" if item else f"a {kind.__name__}"
+            raise ConfigError(f"expected {want}, got {brief(value)}", file=file, key=f"META.{key}")
+
+
+def _read_source(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"line {line}: not UTF-8 (byte 0x{data[exc.start]:02x}); "
+                          f"save the file as UTF-8", file=str(path)) from None
+
+
 def _read_meta(path: Path) -> dict:
     try:
-        tree = ast.parse(path.read_text(), filename=str(path))
+        tree = ast.parse(_read_source(path), filename=str(path))
     except SyntaxError as exc:
         raise ConfigError(f"syntax error on line {exc.lineno}: {exc.msg}", file=str(path)) from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
+        raise ConfigError(f"cannot parse: {type(exc).__name__}: {brief(str(exc))}",
+                          file=str(path)) from None
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
                 isinstance(t, ast.Name) and t.id == "META" for t in node.targets):
             try:
                 value = ast.literal_eval(node.value)
-            except ValueError:
-                raise ConfigError("META must be a pure literal dict", file=str(path),
-                                  key="META") from None
+            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError) as exc:
+                why = "an unhashable key" if isinstance(exc, TypeError) else "a non-literal value"
+                raise ConfigError(f"META must be a pure literal dict (it has {why})",
+                                  file=str(path), key="META") from None
             if not isinstance(value, dict):
                 raise ConfigError("META must be a dict", file=str(path), key="META")
             return value

@@ -2,8 +2,10 @@
 
 Exit codes: 0 done (bugs reproducing is a normal outcome); 1 unexpected harness
 fault; 2 bad input (config, arguments); 3 infrastructure unavailable (no
-daemon, base image missing); 4 `--check` found a cell contradicting its
-documented expectation.
+daemon, base image missing, results folder held by another run); 4 `--check`
+found a cell contradicting its documented expectation; 130 interrupted
+(Ctrl-C, SIGTERM; recorded results are kept). Text from records and from
+subprocesses is printed through ``textsafe.printable``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .errors import HarnessError, UsageError
 from .model import Plan
 from .options import DEFAULT_RESULTS, RunOptions, load_matrix_with, run_options
 from .plan import make_plan
+from .textsafe import printable
 
 EXIT_CONTRADICTION = 4
 EXIT_INFRA = 3
@@ -175,7 +178,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     for p in prepared:
         state = "cached" if p.cached else ("built" if p.ok else "FAILED")
         extra = f"  {p.reason}  (log: {p.log_path})" if not p.ok else ""
-        print(f"{state:7} {p.stack.id}  {p.handle}{extra}")
+        print(printable(f"{state:7} {p.stack.id}  {p.handle}{extra}"))
     failed = sum(not p.ok for p in prepared)
     print(f"{len(prepared) - failed} environment(s) ready, {failed} failed")
     return EXIT_INFRA if failed else 0
@@ -189,8 +192,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     options: RunOptions = run_options(matrix, args)
     summary = run_plan(matrix, plan, options)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "nothing new"
-    print(f"run {summary.run_id}: {summary.ran} cell(s) run ({counts}), {summary.reused} reused; "
-          f"results in {options.results}/")
+    print(printable(f"run {summary.run_id}: {summary.ran} cell(s) run ({counts}), {summary.reused} reused; "
+          f"results in {options.results}/"))
     return 0
 
 
@@ -204,12 +207,12 @@ def cmd_report(args: argparse.Namespace, results: Sequence[Path] | None = None) 
     matrix = load(args, overrides=False)
     summary = render_site(paths, args.out, matrix.repros, matrix=str(matrix.path))
     for problem in [*summary.skipped, *summary.conflicts]:
-        print(f"report: {problem}", file=sys.stderr)
-    print(f"report: {summary.index} ({summary.cells} cells on {summary.stacks} stacks, "
-          f"{len(summary.contradictions)} contradicting their expectation)")
+        print(printable(f"report: {problem}"), file=sys.stderr)
+    print(printable(f"report: {summary.index} ({summary.cells} cells on {summary.stacks} stacks, "
+                    f"{len(summary.contradictions)} contradicting their expectation)"))
     if args.check and summary.contradictions:
         for cid in summary.contradictions:
-            print(f"contradicts its expectation: {cid}", file=sys.stderr)
+            print(printable(f"contradicts its expectation: {cid}"), file=sys.stderr)
         return EXIT_CONTRADICTION
     return 0
 
@@ -258,7 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args)
     except HarnessError as exc:
-        print(f"repromatrix: error: {exc}", file=sys.stderr)
+        print(f"repromatrix: error: {printable(exc, newlines=True)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("repromatrix: interrupted; recorded results are kept", file=sys.stderr)

@@ -2,7 +2,8 @@
 
 Used by config (every stack is resolved and checked before anything is built)
 and by bisect (candidate stacks between two versions). Pure functions over the
-table: no I/O besides reading the packaged YAML once.
+table: no I/O besides reading the packaged YAML once. A malformed row of the
+table is a ConfigError naming the file and the row (exit 2), not a crash.
 """
 
 from __future__ import annotations
@@ -12,13 +13,16 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-import yaml
-from packaging.specifiers import SpecifierSet
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from .errors import did_you_mean
+from .errors import ConfigError, did_you_mean
+from .textsafe import brief
+from .yamlfile import load_yaml
 
 PYPI_INDEX = "pypi"
+TABLE_FILE = "data/compat.yaml"
+SECTIONS = ("torch", "indexes", "torch_tensorrt", "ngc")
 
 
 class CompatError(ValueError):
@@ -78,29 +82,116 @@ class CompatTable:
 @functools.cache
 def load_table() -> CompatTable:
     """The packaged table, parsed once."""
-    text = resources.files("repromatrix").joinpath("data/compat.yaml").read_text()
-    raw = yaml.safe_load(text)
+    ref = resources.files("repromatrix").joinpath(TABLE_FILE)
+    return parse_table(load_yaml(ref.read_bytes(), str(ref)), str(ref))
+
+
+class _BadField(ValueError):
+    def __init__(self, name: str, message: str) -> None:
+        self.name = name
+        super().__init__(message)
+
+
+def parse_table(raw: Any, file: str) -> CompatTable:
+    """Check and convert the parsed YAML; ConfigError naming ``file`` and the row."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"must be a mapping with keys {', '.join(SECTIONS)}", file=file)
+    for name in SECTIONS:
+        if not isinstance(raw.get(name), dict) or not raw[name]:
+            raise ConfigError(f"expected a non-empty mapping, got {brief(raw.get(name))}",
+                              file=file, key=name)
+    indexes = {k: _row(file, "indexes", k, v, _index_cuda, versioned=False)
+               for k, v in raw["indexes"].items()}
+    known = {*indexes, PYPI_INDEX}
     return CompatTable(
-        torch={v: _torch_release(v, r) for v, r in raw["torch"].items()},
-        torch_tensorrt={v: _trt_release(v, r) for v, r in raw["torch_tensorrt"].items()},
-        ngc={t: _ngc_release(t, r) for t, r in raw["ngc"].items()},
-        indexes=dict(raw["indexes"]),
+        torch={v: _row(file, "torch", v, r, lambda v, r: _torch_release(v, r, known))
+               for v, r in raw["torch"].items()},
+        torch_tensorrt={v: _row(file, "torch_tensorrt", v, r,
+                                lambda v, r: _trt_release(v, r, known))
+                        for v, r in raw["torch_tensorrt"].items()},
+        ngc={t: _row(file, "ngc", t, r, _ngc_release) for t, r in raw["ngc"].items()},
+        indexes=indexes,
     )
 
 
-def _torch_release(v: str, r: dict[str, Any]) -> TorchRelease:
-    return TorchRelease(v, tuple(r["torchvision"]), SpecifierSet(r["python"]),
-                        r["pypi_cuda"], tuple(r["indexes"]))
+def _row(file: str, section: str, version: Any, row: Any, build: Any,
+         versioned: bool = True) -> Any:
+    where = f"{section}.{version if isinstance(version, str) else brief(version)}"
+    if not isinstance(version, str):
+        raise ConfigError(f"the key {brief(version)} must be a quoted string", file=file, key=where)
+    if versioned:
+        try:
+            Version(version)
+        except InvalidVersion:
+            raise ConfigError(f"{brief(version)} is not a version", file=file, key=where) from None
+        if not isinstance(row, dict):
+            raise ConfigError(f"expected a mapping, got {brief(row)}", file=file, key=where)
+    try:
+        return build(version, row)
+    except _BadField as exc:
+        raise ConfigError(str(exc), file=file, key=f"{where}.{exc.name}") from None
 
 
-def _trt_release(v: str, r: dict[str, Any]) -> TrtRelease:
-    return TrtRelease(v, SpecifierSet(r["torch"]), str(r["tensorrt"]),
-                      SpecifierSet(r["python"]), r["index"])
+_REQUIRED = object()
+
+
+def _field(row: dict[str, Any], name: str, kind: type | tuple[type, ...],
+           default: Any = _REQUIRED) -> Any:
+    if name not in row:
+        if default is _REQUIRED:
+            raise _BadField(name, "missing")
+        return default
+    value = row[name]
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise _BadField(name, f"unexpected value {brief(value)}")
+    return value
+
+
+def _spec(row: dict[str, Any], name: str) -> SpecifierSet:
+    text = _field(row, name, str)
+    try:
+        return SpecifierSet(text)
+    except InvalidSpecifier:
+        raise _BadField(name, f"{brief(text)} is not a version specifier like >=3.9,<3.13") from None
+
+
+def _str_tuple(row: dict[str, Any], name: str) -> tuple[str, ...]:
+    items = _field(row, name, list)
+    if not all(isinstance(x, str) for x in items):
+        raise _BadField(name, f"expected a list of strings, got {brief(items)}")
+    return tuple(items)
+
+
+def _known_index(name: str, index: str, known: set[str]) -> str:
+    if index not in known:
+        raise _BadField(name, f"{brief(index)} is not under `indexes:`")
+    return index
+
+
+def _index_cuda(name: str, cuda: Any) -> str | None:
+    if cuda is not None and not isinstance(cuda, str):
+        raise _BadField("cuda", f"expected a quoted CUDA version or null, got {brief(cuda)}")
+    return cuda
+
+
+def _torch_release(v: str, r: dict[str, Any], known: set[str]) -> TorchRelease:
+    indexes = _str_tuple(r, "indexes")
+    for i in indexes:
+        _known_index("indexes", i, known)
+    return TorchRelease(v, _str_tuple(r, "torchvision"), _spec(r, "python"),
+                        _field(r, "pypi_cuda", str), indexes)
+
+
+def _trt_release(v: str, r: dict[str, Any], known: set[str]) -> TrtRelease:
+    index = _known_index("index", _field(r, "index", str), known)
+    return TrtRelease(v, _spec(r, "torch"), _field(r, "tensorrt", str), _spec(r, "python"), index)
 
 
 def _ngc_release(t: str, r: dict[str, Any]) -> NgcRelease:
-    return NgcRelease(t, r["torch"], r.get("torch_tensorrt"), r.get("tensorrt"),
-                      r.get("cuda"), str(r["python"]), bool(r.get("pip_constraint")))
+    opt = (str, type(None))
+    return NgcRelease(t, _field(r, "torch", str), _field(r, "torch_tensorrt", opt, None),
+                      _field(r, "tensorrt", opt, None), _field(r, "cuda", opt, None),
+                      _field(r, "python", str), _field(r, "pip_constraint", bool, False))
 
 
 def resolve_release(known: list[str], value: str, key: str) -> str:

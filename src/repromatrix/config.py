@@ -9,17 +9,22 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from . import compat, envvars, paths
 from .catalog import load_catalog
 from .errors import ConfigError, did_you_mean
-from .model import SAFE_ID, STACK_KINDS, Repro, Settings, Stack
+from .model import STACK_KINDS, Repro, Settings, Stack
+from .textsafe import brief
+from .validate import check_id, check_plain, check_timeout, check_version
+from .yamlfile import read_yaml
+
+__all__ = ["Matrix", "load_matrix", "parse_settings", "parse_stack", "with_overrides",
+           "check_plain", "check_id", "check_timeout", "check_version"]
 
 TOP_KEYS = ("defaults", "repros", "stacks")
 DEFAULT_KEYS = {
@@ -35,6 +40,8 @@ STACK_KEYS = {
     "local": ("kind", "id", "interpreter", "repros", "tags"),
 }
 SCALAR_VERSION_KEYS = ("torch", "torchvision", "torch_tensorrt", "index", "python", "ngc")
+# docker's RAMInBytes: "8g", "512m", "1.5GiB"
+SHM_SIZE = re.compile(r"[0-9]+(\.[0-9]+)? ?[kKmMgGtTpP]?[iI]?[bB]?")
 
 
 @dataclass(frozen=True)
@@ -68,17 +75,7 @@ def _repros_dir_for(path: Path) -> Path:
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", file=str(path)) from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = f"line {mark.line + 1}: " if mark else ""
-        raise ConfigError(f"{line}malformed YAML: {exc.problem or exc.context}",
-                          file=str(path)) from None
+    raw = read_yaml(path)
     if not isinstance(raw, dict):
         raise ConfigError("must be a mapping with keys " + ", ".join(TOP_KEYS), file=str(path))
     return raw
@@ -87,8 +84,9 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 def _check_keys(raw: Mapping[str, Any], allowed: Sequence[str], f: str, where: str) -> None:
     for key in raw:
         if key not in allowed:
-            at = f"{where}.{key}" if where else str(key)
-            raise ConfigError(f"unknown key{did_you_mean(str(key), allowed)}; "
+            name = key if isinstance(key, str) else brief(key)
+            at = f"{where}.{name}" if where else name
+            raise ConfigError(f"unknown key{did_you_mean(name, allowed)}; "
                               f"allowed: {', '.join(allowed)}", file=f, key=at)
 
 
@@ -105,7 +103,7 @@ def _typed(value: Any, t: Any, f: str, key: str) -> Any:
     else:
         ok = isinstance(value, t)
     if not ok:
-        raise ConfigError(f"expected {_type_name(t)}, got {value!r}", file=f, key=key)
+        raise ConfigError(f"expected {_type_name(t)}, got {brief(value)}", file=f, key=key)
     return value
 
 
@@ -113,12 +111,13 @@ def parse_settings(raw: Any, f: str, base: Path) -> Settings:
     """The `defaults` mapping, with relative paths taken from the matrix file's folder."""
     _typed(raw, dict, f, "defaults")
     _check_keys(raw, tuple(DEFAULT_KEYS), f, "defaults")
+    if "python" in raw:
+        check_version(raw["python"], "defaults.python", f)
     vals = {k: _typed(v, DEFAULT_KEYS[k], f, f"defaults.{k}") for k, v in raw.items()}
-    for key in ("extra_index_urls", "find_links", "packages"):
-        for i, item in enumerate(vals.get(key, [])):
-            _typed(item, str, f, f"defaults.{key}[{i}]")
-    for name, image in vals.get("base_images", {}).items():
-        _typed(image, str, f, f"defaults.base_images.{name}")
+    _check_plain_settings(vals, f)
+    for key in ("repro_timeout", "stack_timeout", "build_timeout"):
+        if key in vals:
+            vals[key] = check_timeout(vals[key], f"defaults.{key}", f)
     if vals.get("ca_bundle"):
         vals["ca_bundle"] = str(_local_path(vals["ca_bundle"], base, f, "defaults.ca_bundle"))
     vals["find_links"] = tuple(str(_local_path(p, base, f, f"defaults.find_links[{i}]"))
@@ -130,10 +129,28 @@ def parse_settings(raw: Any, f: str, base: Path) -> Settings:
     return Settings(**vals)
 
 
+def _check_plain_settings(vals: Mapping[str, Any], f: str) -> None:
+    """Every settings value that reaches a Dockerfile, a command line or a path."""
+    for key in ("extra_index_urls", "find_links", "packages"):
+        for i, item in enumerate(vals.get(key, [])):
+            check_plain(item, f"defaults.{key}[{i}]", f, spaces=key == "packages")
+    for name, image in vals.get("base_images", {}).items():
+        where = f"defaults.base_images.{check_plain(name, 'defaults.base_images', f, spaces=False)}"
+        check_plain(image, where, f, spaces=False)
+    for key in ("python", "ca_bundle"):
+        if vals.get(key) is not None:
+            check_plain(vals[key], f"defaults.{key}", f, spaces=key != "python")
+    if "shm_size" in vals:
+        check_plain(vals["shm_size"], "defaults.shm_size", f, limit=40)
+        if not SHM_SIZE.fullmatch(vals["shm_size"]):
+            raise ConfigError(f"expected a size like 8g or 512m, got {brief(vals['shm_size'])}",
+                              file=f, key="defaults.shm_size")
+
+
 def _local_path(value: str, base: Path, f: str, key: str) -> Path:
     p = (base / os.path.expanduser(value)).resolve()
     if not p.exists():
-        raise ConfigError(f"{value!r} does not exist", file=f, key=key)
+        raise ConfigError(f"{brief(value)} does not exist", file=f, key=key)
     return p
 
 
@@ -143,19 +160,23 @@ def with_overrides(settings: Settings, *, base_images: Sequence[str] = (),
     REPROMATRIX_CA_BUNDLE, REPROMATRIX_FIND_LINKS) on top of matrix.yaml."""
     env_images = [x for x in (envvars.read("REPROMATRIX_BASE_IMAGES") or "").split(",") if x]
     mapping = dict(settings.base_images)
-    for item in [*env_images, *base_images]:
-        name, sep, image = item.partition("=")
+    for item, key in [*((x, "REPROMATRIX_BASE_IMAGES") for x in env_images),
+                      *((x, "--base-image") for x in base_images)]:
+        name, sep, image = check_plain(item, key).partition("=")
+        name, image = name.strip(), image.strip()
         if not sep or not name or not image:
-            raise ConfigError(f"expected PUBLIC=LOCAL, got {item!r}", key="--base-image")
-        mapping[name.strip()] = image.strip()
+            raise ConfigError(f"expected PUBLIC=LOCAL, got {brief(item)}", key=key)
+        mapping[check_plain(name, key, spaces=False)] = check_plain(image, key, spaces=False)
+    ca_key = "--ca-bundle" if ca_bundle else "REPROMATRIX_CA_BUNDLE"
     ca = ca_bundle or envvars.read("REPROMATRIX_CA_BUNDLE") or settings.ca_bundle
-    if ca and not Path(ca).is_file():
-        raise ConfigError(f"{ca!r} is not a file", key="--ca-bundle")
+    if ca and not Path(check_plain(ca, ca_key)).is_file():
+        raise ConfigError(f"{brief(ca)} is not a file", key=ca_key)
     env_links = [x for x in (envvars.read("REPROMATRIX_FIND_LINKS") or "").split(os.pathsep) if x]
     links = [*settings.find_links]
-    for item in [*env_links, *find_links]:
-        if not Path(item).exists():
-            raise ConfigError(f"{item!r} does not exist", key="--find-links")
+    for item, key in [*((x, "REPROMATRIX_FIND_LINKS") for x in env_links),
+                      *((x, "--find-links") for x in find_links)]:
+        if not Path(check_plain(item, key)).exists():
+            raise ConfigError(f"{brief(item)} does not exist", key=key)
         links.append(str(Path(item).resolve()))
     return replace(settings, base_images=mapping, ca_bundle=str(Path(ca).resolve()) if ca else None,
                    find_links=tuple(dict.fromkeys(links)))
@@ -166,8 +187,9 @@ def _parse_repro_list(raw: Any, catalog: Mapping[str, Repro], f: str, key: str) 
         return tuple(catalog)
     _typed(raw, list, f, key)
     for i, rid in enumerate(raw):
+        _typed(rid, str, f, f"{key}[{i}]")
         if rid not in catalog:
-            raise ConfigError(f"unknown repro {rid!r}{did_you_mean(str(rid), catalog)}; "
+            raise ConfigError(f"unknown repro {brief(rid)}{did_you_mean(rid, catalog)}; "
                               f"known: {', '.join(catalog)}", file=f, key=f"{key}[{i}]")
     return tuple(raw)
 
@@ -195,42 +217,45 @@ def parse_stack(entry: Any, settings: Settings, catalog: Mapping[str, Repro],
     _typed(entry, dict, f, where)
     kind = entry.get("kind")
     if kind not in STACK_KINDS:
-        raise ConfigError(f"unknown stack kind {kind!r}{did_you_mean(str(kind), STACK_KINDS)}; "
+        raise ConfigError(f"unknown stack kind {brief(kind)}"
+                          f"{did_you_mean(kind if isinstance(kind, str) else '', STACK_KINDS)}; "
                           f"use one of {', '.join(STACK_KINDS)}", file=f, key=f"{where}.kind")
     _check_keys(entry, STACK_KEYS[kind], f, where)
     for key in SCALAR_VERSION_KEYS:
-        if key in entry and isinstance(entry[key], (list, dict)):
-            raise ConfigError(f"expected a version string, got {entry[key]!r}",
-                              file=f, key=f"{where}.{key}")
+        if key in entry:
+            check_version(entry[key], f"{where}.{key}", f)
+    if "id" in entry:
+        check_id(entry["id"], f"{where}.id", f)
+    if "interpreter" in entry and isinstance(entry["interpreter"], str):
+        check_plain(entry["interpreter"], f"{where}.interpreter", f)
     common = {
         "packages": tuple(_str_list(entry.get("packages", []), f, f"{where}.packages")),
         "repros": _parse_repro_list(entry.get("repros", list(all_repros)), catalog, f,
                                     f"{where}.repros"),
-        "tags": tuple(_str_list(entry.get("tags", []), f, f"{where}.tags")),
+        "tags": tuple(_str_list(entry.get("tags", []), f, f"{where}.tags", spaces=False)),
     }
     try:
         fields = _KIND_PARSERS[kind](entry, settings)
     except compat.CompatError as exc:
         raise ConfigError(str(exc), file=f, key=f"{where}.{exc.key}") from None
     except ConfigError as exc:
+        if exc.file:  # about another file (the compat table): keep it as it is
+            raise
         raise ConfigError(exc.detail, file=f, key=f"{where}.{exc.key}") from None
     stack = Stack(kind=kind, **fields, **common)
     if common["packages"]:  # extra packages change the environment, so the derived id
         digest = hashlib.sha256("\n".join(sorted(common["packages"])).encode()).hexdigest()
         stack = replace(stack, id=f"{stack.id}-pkgs{digest[:8]}")
     if "id" in entry:
-        sid = str(entry["id"])
-        if not SAFE_ID.match(sid) or "--" in sid:
-            raise ConfigError(f"id {sid!r} must be letters, digits, '.', '_', '+', '-' "
-                              f"(no '--')", file=f, key=f"{where}.id")
-        stack = replace(stack, id=sid)
+        stack = replace(stack, id=entry["id"])
     return stack
 
 
-def _str_list(value: Any, f: str, key: str) -> list[str]:
+def _str_list(value: Any, f: str, key: str, spaces: bool = True) -> list[str]:
     _typed(value, list, f, key)
     for i, item in enumerate(value):
         _typed(item, str, f, f"{key}[{i}]")
+        check_plain(item, f"{key}[{i}]", f, spaces=spaces)
     return value
 
 

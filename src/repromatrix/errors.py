@@ -5,7 +5,8 @@
     │   └── ConfigError (2, names file, key path and value)
     ├── InfraError (3, infrastructure unavailable)
     │   ├── DockerUnavailable
-    │   └── BaseImageMissing
+    │   ├── BaseImageMissing
+    │   └── ResultsBusy (another run holds the results folder)
 
 A failing repro is a result, never an exception. A failed image build is not an
 exception either: it turns that stack's cells into `broken` records.
@@ -15,6 +16,11 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+
+from .textsafe import bounded
+
+MESSAGE_LIMIT = 4000  # an error message never echoes a whole huge value
+KEY_LIMIT = 200
 
 
 class HarnessError(Exception):
@@ -29,6 +35,8 @@ class ConfigError(UsageError):
     """A bad value in a config file, located as `file: key.path: message`."""
 
     def __init__(self, message: str, *, file: str | None = None, key: str | None = None) -> None:
+        key = bounded(key, KEY_LIMIT) if key else key
+        message = bounded(message, MESSAGE_LIMIT)
         self.file, self.key, self.detail = file, key, message
         where = ": ".join(p for p in (file, key) if p)
         super().__init__(f"{where}: {message}" if where else message)
@@ -46,7 +54,17 @@ class BaseImageMissing(InfraError):
     pass
 
 
+class ResultsBusy(InfraError):
+    """Another `repromatrix run` holds the results folder's lock."""
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """' (did you mean "x"?)' when a close match exists, else ''."""
+    """' (did you mean "x"?)' when a close match exists, else ''.
+
+    A long word (a pasted blob, not a typo) gets no suggestion: difflib's cost
+    grows with its length.
+    """
+    if len(word) > 100:
+        return ""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f' (did you mean "{close[0]}"?)' if close else ""

@@ -10,14 +10,13 @@ never an argparse namespace. Each timeout has one meaning:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from . import envvars
-from .config import Matrix, load_matrix, with_overrides
+from .config import Matrix, check_timeout, load_matrix, with_overrides
 from .errors import UsageError
 
 DEFAULT_RESULTS = Path("results")
@@ -82,10 +81,7 @@ def run_options(matrix: Matrix, args: Mapping[str, Any] | Any) -> RunOptions:
 
 
 def _seconds(value: Any, flag: str) -> float:
-    seconds = float(value)
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise UsageError(f"{flag} {value}: must be a positive number of seconds")
-    return seconds
+    return check_timeout(value, flag)
 
 
 def reproduce_args(matrix: Matrix, options: RunOptions) -> list[str]:

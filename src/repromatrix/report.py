@@ -167,7 +167,7 @@ def safe_url(url: Any) -> str | None:
 def fragment(cell: Any) -> str:
     """The repro-page anchor of a cell: ``c-<cell id>``, percent-encoded where needed."""
     text = str(cell)
-    if _PLAIN_FRAGMENT.match(text):
+    if _PLAIN_FRAGMENT.fullmatch(text):
         return "c-" + text
     from urllib.parse import quote
 
@@ -485,7 +485,7 @@ def changes(cells: Mapping[str, Mapping[str, Any]]) -> dict[str, list[Mapping[st
 
 def page_name(repro_id: str) -> str:
     """A safe file name for a repro page (hashed when the id is not a plain id)."""
-    if _SAFE_PAGE.match(repro_id):
+    if _SAFE_PAGE.fullmatch(repro_id):
         return f"repro-{repro_id}.html"
     return f"repro-x{hashlib.sha256(repro_id.encode()).hexdigest()[:12]}.html"
 

@@ -15,6 +15,7 @@ earlier harness stays readable.
 from __future__ import annotations
 
 import dataclasses
+import json
 import socket
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -23,11 +24,14 @@ from typing import Any
 
 from . import __version__
 from .model import TRACEBACK_LIMIT, Status, cell_id
+from .textsafe import bounded
 
 SCHEMA_VERSION = 2
 STATUSES = frozenset(s.value for s in Status)
 ROLES = ("main", "workaround", "info")
 MESSAGE_LIMIT = 500
+STAGE_TEXT_LIMIT = 4000  # a stage's message, and each text value of its evidence
+EVIDENCE_KEYS_LIMIT = 50
 
 
 def now_iso() -> str:
@@ -54,13 +58,13 @@ class StageResult:
                 or raw.get("status") not in STATUSES:
             return None
         role = raw.get("role") if raw.get("role") in ROLES else "main"
-        evidence = raw.get("evidence") if isinstance(raw.get("evidence"), dict) else {}
         checks = raw.get("checks") if isinstance(raw.get("checks"), list) else []
         sig = raw.get("signature")
-        return cls(name=raw["name"], status=raw["status"], role=role,
-                   duration_s=_float(raw.get("duration_s")), message=str(raw.get("message") or ""),
-                   evidence=evidence, signature=sig if isinstance(sig, str) else None,
-                   checks=tuple(checks))
+        return cls(name=bounded(raw["name"], 200), status=raw["status"], role=role,
+                   duration_s=_float(raw.get("duration_s")),
+                   message=bounded(str(raw.get("message") or ""), STAGE_TEXT_LIMIT),
+                   evidence=_bounded_evidence(raw.get("evidence")),
+                   signature=sig if isinstance(sig, str) else None, checks=tuple(checks[:50]))
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -223,7 +227,7 @@ def make_result(cell: CellRun, runner: Any, env: Mapping[str, Any] | None,
                   "message": f"unknown status {fields['status']!r} from the runner: "
                              f"{fields.get('message', '')}"}
     fields["message"] = _one_line(fields.get("message", ""))
-    fields["traceback"] = str(fields.get("traceback") or "")[-TRACEBACK_LIMIT:]
+    fields["traceback"] = bounded(str(fields.get("traceback") or ""), TRACEBACK_LIMIT)
     return Result(
         run_id=cell.run_id, cell=cell_id(str(cell.stack["id"]), cell.repro), stack=dict(cell.stack),
         repro=cell.repro, repro_sha256=cell.repro_sha256, cache_key=cell.cache_key,
@@ -269,6 +273,21 @@ def broken_results(cells: Iterable[CellRun], reason: str, log_tail: str = "") ->
     """One ``broken`` Result per cell: the environment could not be prepared or started."""
     facts = EngineFacts(reason=reason, log_tail=log_tail)
     return [make_result(c, None, None, facts) for c in cells]
+
+
+def _bounded_evidence(raw: Any) -> dict[str, Any]:
+    """A stage's evidence with every text bounded (head and tail kept, the cut said)."""
+    if not isinstance(raw, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for key, value in list(raw.items())[:EVIDENCE_KEYS_LIMIT]:
+        if isinstance(value, str):
+            value = bounded(value, STAGE_TEXT_LIMIT)
+        elif not isinstance(value, (int, float, bool, type(None))):
+            text = json.dumps(value, default=str)
+            value = value if len(text) <= STAGE_TEXT_LIMIT else bounded(text, STAGE_TEXT_LIMIT)
+        out[bounded(str(key), 200)] = value
+    return out
 
 
 def _one_line(message: Any) -> str:

@@ -12,7 +12,9 @@ of older schema versions are upgraded (``Result.from_dict``). Two
 different records for the same (run, cell) are reported as a conflict rather
 than silently merged.
 
-Layout: ``<root>/<host>/<run_id>.jsonl``.
+Layout: ``<root>/<host>/<run_id>.jsonl``; ``<root>/.lock`` is held by the run
+writing into the folder (``locked``: a second run waits, saying who holds it);
+``<root>/.work/out/<run_id>`` holds a run's logs, pruned by ``prune_work``.
 """
 
 from __future__ import annotations
@@ -20,13 +22,18 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
+import shutil
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import lock
 from .result import Result
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
+LOCK_NAME = ".lock"
+RUN_DIR = re.compile(r"[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}")  # run.new_run_id()
 
 
 @dataclass(frozen=True)
@@ -99,6 +106,48 @@ class ResultStore:
     def load(self) -> Loaded:
         """Load everything under the store's root."""
         return load_records([self.root])
+
+    def lock(self, wait: bool = True, *, run_id: str | None = None,
+             on_wait: Callable[[str], None] | None = None) -> AbstractContextManager[lock.Holder]:
+        """The store's lock (see ``locked``)."""
+        return locked(self.root, wait=wait, run_id=run_id, on_wait=on_wait)
+
+
+def locked(folder: Path | str, *, wait: bool = True, run_id: str | None = None,
+           on_wait: Callable[[str], None] | None = None) -> AbstractContextManager[lock.Holder]:
+    """Hold ``<folder>/.lock`` for a ``with`` block: one run per results folder.
+
+    A second process waits (saying through ``on_wait``, default stderr, which run,
+    pid, host holds it and since when), or with ``wait=False`` raises ResultsBusy
+    (exit 3) naming the holder. Released however the holder exits.
+    """
+    return lock.hold(Path(folder) / LOCK_NAME, what=f"the results folder {folder}", wait=wait,
+                     run_id=run_id, on_wait=on_wait)
+
+
+def prune_work(work_dir: Path | str, *, keep: int = 3, current: str | None = None) -> list[Path]:
+    """Remove ``<work_dir>/out/<run id>`` folders of finished runs; return what was removed.
+
+    The ``keep`` newest (by run id, which starts with its UTC start time) stay, and
+    ``current`` always stays; folders not named like a run id are never touched.
+    Call it while holding the results folder's lock, so no other run is writing there.
+    """
+    if keep < 0:
+        raise ValueError(f"keep must be >= 0, got {keep}")
+    out = Path(work_dir) / "out"
+    if not out.is_dir():
+        return []
+    runs = sorted(p for p in out.iterdir()
+                  if RUN_DIR.fullmatch(p.name) and p.name != current
+                  and p.is_dir() and not p.is_symlink())
+    removed = []
+    for path in runs[:max(0, len(runs) - keep)]:
+        try:
+            shutil.rmtree(path)
+        except OSError:
+            continue  # left for the next prune (a file still open, permissions)
+        removed.append(path)
+    return removed
 
 
 def iter_result_files(paths: Iterable[Path | str]) -> tuple[list[Path], list[Skipped]]:

@@ -25,7 +25,9 @@ from .errors import UsageError
 from .model import Plan, Stack, StackGroup, Status, cell_id
 from .options import RunOptions
 from .result import CellRun, Result
+from .results import ResultStore, latest_by_cell, load_records, locked, prune_work
 from .schedule import Scheduler, StackWork
+from .textsafe import printable
 
 RETRY_STATUSES = {Status.BROKEN.value}
 
@@ -108,13 +110,20 @@ def prepare_plan(matrix: Matrix, plan: Plan, options: RunOptions,
 def run_plan(matrix: Matrix, plan: Plan, options: RunOptions,
              log: Callable[[str], None] = print) -> RunSummary:
     """Run the stale cells of ``plan``; every Result is appended to the store as it arrives."""
-    from .results import ResultStore, latest_by_cell, load_records
-
     if options.backend == "local":
         plan = fold_local(plan, options.local_python)
     summary = RunSummary(run_id=new_run_id())
     engines = Engines(matrix, options, summary.run_id, log)
     engines.preflight(plan.groups)
+    with locked(options.results, run_id=summary.run_id, on_wait=log):
+        prune_work(options.work, current=summary.run_id)
+        _run_locked(matrix, plan, options, engines, summary, log)
+    return summary
+
+
+def _run_locked(matrix: Matrix, plan: Plan, options: RunOptions, engines: Engines,
+                summary: RunSummary, log: Callable[[str], None]) -> None:
+    """The run itself, holding the results folder (one run per folder at a time)."""
     hashes = source_hashes(matrix.repros_dir, paths.repros_dir())
     work = [_stack_work(g, engines.for_stack(g.stack), hashes, summary.run_id) for g in plan.groups]
     latest = latest_by_cell(load_records([options.results]).records) \
@@ -129,13 +138,12 @@ def run_plan(matrix: Matrix, plan: Plan, options: RunOptions,
         summary.results.append(result)
         summary.ran += 1
         summary.statuses[result.status] = summary.statuses.get(result.status, 0) + 1
-        log(f"  {result.cell}: {result.status}" + _why(result))
+        log(printable(f"  {result.cell}: {result.status}" + _why(result)))
 
     if work:
         Scheduler(work, emit=emit, out_root=options.work / "out" / summary.run_id,
                   repro_timeout=options.repro_timeout, stack_timeout=options.stack_timeout,
                   jobs=options.jobs, gpus=options.gpus, log=log).run()
-    return summary
 
 
 def _stack_work(group: StackGroup, engine: Engine, hashes: dict[str, str], run_id: str) -> StackWork:

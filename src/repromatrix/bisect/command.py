@@ -6,6 +6,12 @@ bisect over the same releases reuses it instead of building or running
 anything. The verdict is read from the record: the cell's status, or one
 stage's status with ``--stage``. ``broken``, ``timeout``, ``skip`` and any
 status that is neither ``pass`` nor in ``--bad-if`` mean "cannot tell".
+
+Outcomes leave through the error classes, so the exit codes are the
+documented ones (cli.main): wrong bounds are a UsageError (2), bounds that
+could not be verified because the infrastructure failed an InfraError (3),
+Ctrl-C a KeyboardInterrupt (130) after the resume command is printed. Every
+line printed has its control characters escaped (record fields reach it).
 """
 
 from __future__ import annotations
@@ -18,10 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import Matrix
-from ..errors import UsageError, did_you_mean
+from ..errors import InfraError, UsageError, did_you_mean
 from ..model import Plan, StackGroup, Status, cell_id
 from ..options import RunOptions, reproduce_args
 from ..result import Result
+from ..textsafe import printable
 from . import candidates as cands
 from .report import (
     Probe,
@@ -35,7 +42,6 @@ from .report import (
 from .search import BoundsFailed, Found, Step, Verdict, search
 
 BAD_IF_ALLOWED = (Status.FAIL.value, Status.ERROR.value, Status.CRASH.value, Status.TIMEOUT.value)
-EXIT_INTERRUPTED = 130
 
 
 @dataclass(frozen=True)
@@ -192,7 +198,7 @@ class Bisect:
                             on_step=self.on_step)
         except KeyboardInterrupt:
             self.err(self._interrupted(found))
-            return EXIT_INTERRUPTED
+            raise
         return self.finish(result, found)
 
     def finish(self, result: Found | BoundsFailed, found: list[cands.Candidate]) -> int:
@@ -200,8 +206,7 @@ class Bisect:
             self.out(json.dumps(json_report(self.setup, result, self.probes, found), indent=2))
         if isinstance(result, BoundsFailed):
             message = wrong_bounds_message(self.setup, result, self.probes)
-            self.err(f"repromatrix: error: {message}")
-            return 3 if infra_only(result, self.probes) else 2
+            raise (InfraError if infra_only(result, self.probes) else UsageError)(message)
         if not self.args.json:
             self.out("")
             self.out(text_report(self.setup, result, self.probes, found))
@@ -236,9 +241,9 @@ def _check_installable(found: list[cands.Candidate], old: int, new: int, axis: s
 def main(request: BisectRequest, matrix: Matrix, options: RunOptions) -> int:
     """Entry point called by `repromatrix bisect` (cli.cmd_bisect)."""
     def out(line: str) -> None:
-        print(line, flush=True)
+        print(printable(line, newlines=True), flush=True)
 
     def err(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
+        print(printable(line, newlines=True), file=sys.stderr, flush=True)
 
     return Bisect(request, matrix, options, out, err).run()

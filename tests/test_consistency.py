@@ -85,3 +85,34 @@ def test_design_layout_is_present():
     for name in ("noxfile.py", "matrix.yaml", "repros", "images", "report", "tests", "src/repromatrix",
                  "benchmarks", ".ci/run"):
         assert (ROOT / name).exists(), name
+
+
+def test_every_environment_variable_is_documented_and_read_in_one_place():
+    from repromatrix import envvars
+
+    readme = (ROOT / "README.md").read_text()
+    for name in envvars.VARIABLES:
+        assert f"`{name}`" in readme, f"README.md does not list {name}"
+    for path in (ROOT / "src" / "repromatrix").rglob("*.py"):
+        if path.name == "envvars.py":
+            continue
+        text = path.read_text()
+        assert "os.environ.get(\"REPROMATRIX" not in text and "getenv(\"REPROMATRIX" not in text, \
+            f"{path.name} reads a REPROMATRIX_* variable itself: use envvars.read"
+        for name in re.findall(r"envvars\.read\(\"(\w+)\"", text):
+            assert name in envvars.VARIABLES
+
+
+def test_architecture_names_every_record_field_and_engine():
+    import dataclasses
+
+    from repromatrix.backends import ENGINES
+    from repromatrix.result import Result
+
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    for f in dataclasses.fields(Result):
+        assert f"`{f.name}`" in text, f"ARCHITECTURE.md's record table lacks {f.name}"
+    for name in ENGINES:
+        assert f"`{name}`" in text
+    assert set(build_parser()._subparsers._group_actions[0].choices["run"]._option_string_actions[
+        "--backend"].choices) == set(ENGINES)

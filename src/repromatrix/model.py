@@ -20,7 +20,7 @@ SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 
 
 class Status(str, enum.Enum):
-    """How a cell (or one of its stages) ended. See DESIGN.md, outcome semantics."""
+    """How a cell (or one of its stages) ended. See ARCHITECTURE.md, outcomes."""
 
     PASS = "pass"
     FAIL = "fail"

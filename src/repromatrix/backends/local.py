@@ -18,7 +18,8 @@ import json
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from ..errors import UsageError
@@ -63,12 +64,8 @@ class LocalEngine:
         exe = self.interpreter(stack)
         return Prepared(stack, ok=True, handle=exe, cached=True)
 
-    @contextlib.contextmanager
-    def start(self, prepared: Prepared, job: RunnerJob) -> Iterator[LocalProcess]:
-        self.ctx.log(f"[{prepared.stack.id}] running {len(job.repros)} repro(s) with {prepared.handle}")
-        with local_process(prepared.handle, self.ctx.harness_dir, self.ctx.repros_dir, job,
-                           self.ctx.log, f"[{prepared.stack.id}] ") as proc:
-            yield proc
+    def start(self, prepared: Prepared, job: RunnerJob) -> AbstractContextManager[LocalProcess]:
+        return local_process(self.ctx, prepared, job)
 
     def close(self) -> None:
         """Nothing outlives a local run: every runner's process group ends with its context."""

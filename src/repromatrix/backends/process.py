@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from ..result import EngineFacts
-from . import RunnerJob
+from . import EngineContext, Prepared, RunnerJob
 
 KILL_GRACE_S = 5.0
 LOG_TAIL = 4000
@@ -43,13 +43,14 @@ class LocalProcess:
 
 
 @contextlib.contextmanager
-def local_process(python: str, harness_dir: Path, repros_dir: Path, job: RunnerJob,
-                  log: Callable[[str], None], prefix: str) -> Iterator[LocalProcess]:
-    """Start the runner with ``python``; always end its process group on exit."""
+def local_process(ctx: EngineContext, prepared: Prepared, job: RunnerJob) -> Iterator[LocalProcess]:
+    """Start the runner with the prepared interpreter; always end its process group on exit."""
+    prefix, log = f"[{prepared.stack.id}] ", ctx.log
+    log(f"{prefix}running {len(job.repros)} repro(s) with {prepared.handle}")
     job.outdir.mkdir(parents=True, exist_ok=True)
     log_path = job.outdir / "runner.log"
-    cmd = [python, *job.runner_args(str(harness_dir / "runner.py"), str(job.outdir),
-                                    str(repros_dir))]
+    cmd = [prepared.handle, *job.runner_args(str(ctx.harness_dir / "runner.py"), str(job.outdir),
+                                             str(ctx.repros_dir))]
     env = {**os.environ, **job.env}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True, env=env)

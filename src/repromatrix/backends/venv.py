@@ -15,7 +15,6 @@ An environment whose build did not finish is rebuilt, never used.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hashlib
 import json
@@ -27,7 +26,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -117,12 +117,8 @@ class VenvEngine:
         return Prepared(stack, ok=True, handle=str(exe), image=image, log_path=log_path,
                         duration_s=elapsed)
 
-    @contextlib.contextmanager
-    def start(self, prepared: Prepared, job: RunnerJob) -> Iterator[LocalProcess]:
-        self.ctx.log(f"[{prepared.stack.id}] running {len(job.repros)} repro(s) in {prepared.handle}")
-        with local_process(prepared.handle, self.ctx.harness_dir, self.ctx.repros_dir, job,
-                           self.ctx.log, f"[{prepared.stack.id}] ") as proc:
-            yield proc
+    def start(self, prepared: Prepared, job: RunnerJob) -> AbstractContextManager[LocalProcess]:
+        return local_process(self.ctx, prepared, job)
 
     def close(self) -> None:
         """Environments are kept (they are the cache); runners end with their contexts."""

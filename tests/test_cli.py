@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -117,3 +120,30 @@ def test_sigterm_unwinds_like_ctrl_c_and_stops_the_runner(tmp_path):
     time.sleep(1)
     leftover = subprocess.run(["pgrep", "-f", str(repros / "slow_one.py")], capture_output=True)
     assert leftover.stdout == b"", "the runner and its repro are stopped too"
+
+
+@pytest.mark.slow
+def test_kill_9_of_the_harness_takes_the_runner_and_its_repro_down(tmp_path):
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(f"stacks: [{{kind: local, id: here, interpreter: {sys.executable}}}]\n")
+    (tmp_path / "repros").mkdir()
+    (tmp_path / "repros" / "slow_two.py").write_text(
+        'import time\nMETA = {"id": "slow_two", "title": "sleeps"}\ntime.sleep(120)\n')
+    proc = subprocess.Popen([sys.executable, "-m", "repromatrix.cli", "run", "--all", "--matrix",
+                             str(matrix), "--results", str(tmp_path / "results")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    script = str(tmp_path / "repros" / "slow_two.py")
+
+    def alive() -> bytes:
+        return subprocess.run(["pgrep", "-f", script], capture_output=True).stdout
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not alive():
+        time.sleep(0.2)
+    assert alive(), "the repro started"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and alive():
+        time.sleep(0.2)
+    assert alive() == b"", "the runner and its repro die with the harness"

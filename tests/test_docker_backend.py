@@ -294,3 +294,80 @@ def test_unreachable_daemon_is_exit_3_with_what_to_do(monkeypatch: pytest.Monkey
     assert info.value.exit_code == 3
     assert "no-daemon.sock" in str(info.value) and "dockerd" in str(info.value)
     assert "Traceback" not in str(info.value)
+
+
+HOG_REPRO = '''"""Harness test repro: allocates far past the container's memory limit."""
+from __future__ import annotations
+
+import protocol
+
+META = {"id": "rmtest_hog", "title": "memory hog", "upstream": [], "description": "",
+        "requires": [], "expect": []}
+
+
+def body(r):
+    r.stage("hog", lambda s: bytearray(6 * 2 ** 30))
+
+
+if __name__ == "__main__":
+    raise SystemExit(protocol.main(META, [], body))
+'''
+
+
+def test_memory_limit_kills_the_hog_and_says_so(first_run: dict[str, Any], docker_client: Any,
+                                                docker_settings: Settings, repros_dir: Path,
+                                                tmp_path: Path) -> None:
+    (repros_dir / "rmtest_hog.py").write_text(HOG_REPRO)
+    settings = Settings(**{**docker_settings.__dict__, "memory": "1g", "pids": 256})
+    group = StackGroup(CPU, ("rmtest_ok", "rmtest_hog"))
+    summary = drive(settings, repros_dir, tmp_path, [group])
+    by = {r.repro: r for r in summary.results}
+    assert by["rmtest_ok"].status == "pass"
+    hog = by["rmtest_hog"]
+    assert (hog.status, hog.signal) == ("crash", "SIGKILL") and "out of memory" in hog.message, hog
+    assert run_containers(docker_client, summary.run_id) == []
+
+
+KILLED_RUN = """
+import sys, json
+sys.path.insert(0, {src!r})
+from pathlib import Path
+from repromatrix.catalog import load_catalog
+from repromatrix.config import Matrix
+from repromatrix.model import Plan, Settings, Stack, StackGroup
+from repromatrix.options import RunOptions
+from repromatrix.run import run_plan
+settings = Settings(**json.loads({settings!r}))
+stack = Stack(**json.loads({stack!r}))
+repros = Path({repros!r})
+matrix = Matrix(repros.parent / "matrix.yaml", settings, (stack,), load_catalog(repros), repros)
+run_plan(matrix, Plan((StackGroup(stack, ("rmtest_sleep",)),)),
+         RunOptions(backend="docker", results=Path({tmp!r}) / "results"), log=print)
+"""
+
+
+def test_kill_9_of_the_harness_leaves_no_container_after_the_next_run_starts(
+        first_run: dict[str, Any], docker_client: Any, docker_settings: Settings,
+        repros_dir: Path, tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    settings = {k: (list(v) if isinstance(v, tuple) else v) for k, v in docker_settings.__dict__.items()}
+    stack = {k: (list(v) if isinstance(v, tuple) else v) for k, v in CPU.__dict__.items()}
+    script = KILLED_RUN.format(src=str(ROOT / "src"), settings=json.dumps(settings),
+                               stack=json.dumps(stack), repros=str(repros_dir), tmp=str(tmp_path))
+    before = managed_run_ids(docker_client)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (managed_run_ids(docker_client) - before):
+        time.sleep(0.2)
+    orphans = managed_run_ids(docker_client) - before
+    assert orphans, "the harness started its container"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert managed_run_ids(docker_client) - before == orphans, "the container outlives kill -9"
+    drive(docker_settings, repros_dir, tmp_path / "next", [StackGroup(CPU, ("rmtest_ok",))])
+    assert not (managed_run_ids(docker_client) & orphans), "the next run removed the orphan"

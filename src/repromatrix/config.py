@@ -31,7 +31,7 @@ DEFAULT_KEYS = {
     "python": str, "base_images": dict, "ca_bundle": (str, type(None)),
     "extra_index_urls": list, "find_links": list, "packages": list,
     "shm_size": str, "repro_timeout": (int, float), "stack_timeout": (int, float),
-    "build_timeout": (int, float),
+    "build_timeout": (int, float), "memory": str, "pids": int,
 }
 STACK_KEYS = {
     "pip": ("kind", "id", "torch", "torchvision", "torch_tensorrt", "index", "python",
@@ -140,11 +140,15 @@ def _check_plain_settings(vals: Mapping[str, Any], f: str) -> None:
     for key in ("python", "ca_bundle"):
         if vals.get(key) is not None:
             check_plain(vals[key], f"defaults.{key}", f, spaces=key != "python")
-    if "shm_size" in vals:
-        check_plain(vals["shm_size"], "defaults.shm_size", f, limit=40)
-        if not SHM_SIZE.fullmatch(vals["shm_size"]):
-            raise ConfigError(f"expected a size like 8g or 512m, got {brief(vals['shm_size'])}",
-                              file=f, key="defaults.shm_size")
+    for key in ("shm_size", "memory"):
+        if key in vals:
+            check_plain(vals[key], f"defaults.{key}", f, limit=40)
+            if not SHM_SIZE.fullmatch(vals[key]):
+                raise ConfigError(f"expected a size like 8g or 512m, got {brief(vals[key])}",
+                                  file=f, key=f"defaults.{key}")
+    if "pids" in vals and not 16 <= vals["pids"] <= 1_000_000:
+        raise ConfigError(f"expected a process limit from 16 to 1000000, got {brief(vals['pids'])}",
+                          file=f, key="defaults.pids")
 
 
 def _local_path(value: str, base: Path, f: str, key: str) -> Path:

@@ -128,6 +128,8 @@ class Settings:
     find_links: tuple[str, ...] = ()
     packages: tuple[str, ...] = ()
     shm_size: str = "8g"
+    memory: str = "32g"  # memory limit of a stack's runner container (swap included)
+    pids: int = 8192  # process/thread limit of a stack's runner container
     repro_timeout: float = 600.0
     stack_timeout: float = 3600.0
     build_timeout: float = 3600.0

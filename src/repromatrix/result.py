@@ -212,6 +212,8 @@ def make_result(cell: CellRun, runner: Any, env: Mapping[str, Any] | None,
     env = dict(env) if isinstance(env, Mapping) else {}
     if isinstance(runner, dict) and isinstance(runner.get("status"), str):
         fields = _from_runner(runner)
+        if facts is not None and facts.oom_killed and fields["status"] == Status.CRASH.value:
+            fields["message"] = f"out of memory (killed at the memory limit): {fields['message']}"
     elif runner is not None:
         fields = {"status": Status.ERROR.value,
                   "message": "the runner's result file is not a result object"}

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .backends import RunnerProcess
-from .result import CellRun, Result, make_result
+from .result import CellRun, EngineFacts, Result, make_result
 
 POLL_S = 0.25
 
@@ -39,7 +39,10 @@ def watch(proc: RunnerProcess, outdir: Path, cells: Mapping[str, CellRun],
             path = outdir / f"{repro}.json"
             if repro not in done and path.is_file():
                 done.add(repro)
-                emit(make_result(cell, read_json(path), read_json(outdir / "env.json"), None))
+                runner = read_json(path)
+                facts = EngineFacts(oom_killed=True) if _killed(runner) and proc.memory_killed() \
+                    else None
+                emit(make_result(cell, runner, read_json(outdir / "env.json"), facts))
 
     while not proc.poll():
         emit_finished()
@@ -58,6 +61,11 @@ def watch(proc: RunnerProcess, outdir: Path, cells: Mapping[str, CellRun],
         env = read_json(outdir / "env.json")
         for repro in missing:
             emit(make_result(cells[repro], None, env if isinstance(env, dict) else None, facts))
+
+
+def _killed(runner: Any) -> bool:
+    return isinstance(runner, dict) and runner.get("status") == "crash" \
+        and runner.get("signal") == "SIGKILL"
 
 
 def read_json(path: Path) -> Any:

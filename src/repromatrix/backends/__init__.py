@@ -98,6 +98,9 @@ class RunnerProcess(Protocol):
     def stop(self) -> None:
         """End it now (its whole process tree or container)."""
 
+    def memory_killed(self) -> bool:
+        """Whether a memory limit has killed a process of this runner so far."""
+
     def facts(self, timed_out: bool, limit_s: float) -> EngineFacts:
         """What the engine saw, once it has ended."""
 

@@ -30,12 +30,15 @@ from .docker_build import build_image, tail_text
 from .docker_daemon import (
     ENGINE_ERRORS,
     LABEL_MANAGED,
+    LABEL_OWNER,
     LABEL_RUN,
     LABEL_STACK,
     check_base_images,
     cleanup,
     connect,
     has_nvidia_runtime,
+    owner_label,
+    reap_orphans,
     remove_container,
 )
 
@@ -62,7 +65,9 @@ class DockerEngine:
         return self._client
 
     def preflight(self, stacks: Sequence[Stack]) -> None:
-        """Ping the daemon; check the base images of every image still to build."""
+        """Ping the daemon; remove containers of dead runs; check the base images still needed."""
+        for name in reap_orphans(self.client):
+            self.ctx.log(f"removed {name}: its run is no longer alive")
         check_base_images(self.client, [image_spec(s, self.ctx.settings) for s in stacks])
         if self.ctx.options.gpus and not self.nvidia:
             self.ctx.log("warning: --gpus given but the daemon has no NVIDIA runtime; "
@@ -121,7 +126,8 @@ class DockerEngine:
         job.outdir.chmod(0o777)
         cmd = ["python", *job.runner_args(f"{HARNESS_MOUNT}/runner.py", "/out", REPROS_MOUNT)]
         sid = prepared.stack.id
-        labels = {LABEL_MANAGED: "1", LABEL_RUN: ctx.run_id, LABEL_STACK: sid}
+        labels = {LABEL_MANAGED: "1", LABEL_RUN: ctx.run_id, LABEL_STACK: sid,
+                  LABEL_OWNER: owner_label()}
         volumes = {str(ctx.harness_dir.resolve()): {"bind": HARNESS_MOUNT, "mode": "ro"},
                    str(ctx.repros_dir.resolve()): {"bind": REPROS_MOUNT, "mode": "ro"},
                    str(job.outdir.resolve()): {"bind": "/out", "mode": "rw"}}
@@ -129,6 +135,7 @@ class DockerEngine:
         return self.client.containers.create(
             prepared.handle, cmd, name=container_name(ctx.run_id, sid), labels=labels,
             volumes=volumes, network_mode="none", shm_size=settings.shm_size,
+            mem_limit=settings.memory, memswap_limit=settings.memory, pids_limit=settings.pids,
             user=f"{os.getuid()}:{os.getgid()}", environment=env,
             device_requests=self._device_requests(job.gpu), working_dir="/tmp", detach=True)
 
@@ -169,6 +176,13 @@ class ContainerProcess:
         with contextlib.suppress(*ENGINE_ERRORS):
             self.container.wait(timeout=KILL_GRACE_S)
         self.poll()
+
+    def memory_killed(self) -> bool:
+        """Whether the container's memory limit has killed a process in it (so far)."""
+        with contextlib.suppress(*ENGINE_ERRORS):
+            self.container.reload()
+            self._state = self.container.attrs.get("State", {})
+        return bool(self._state.get("OOMKilled"))
 
     def facts(self, timed_out: bool, limit_s: float) -> EngineFacts:
         code = self._state.get("ExitCode")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import socket
 from collections.abc import Iterable
 from typing import Any
 
@@ -23,6 +24,7 @@ from ..images import ImageSpec
 LABEL_MANAGED = "repromatrix.managed"
 LABEL_RUN = "repromatrix.run"
 LABEL_STACK = "repromatrix.stack_id"
+LABEL_OWNER = "repromatrix.owner"  # host:pid:start time of the `repromatrix` process
 ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException, OSError)
 
 
@@ -89,6 +91,39 @@ def cleanup(client: docker.DockerClient, run_id: str | None = None) -> list[str]
     with contextlib.suppress(*ENGINE_ERRORS):
         for c in client.containers.list(all=True, filters={"label": labels}):
             if remove_container(c):
+                removed.append(c.name)
+    return removed
+
+
+def owner_label() -> str:
+    """Who runs this process's containers: host, pid and the pid's start time (pids are reused)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_start_time(os.getpid())}"
+
+
+def _start_time(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[19]  # field 22: start time in ticks
+    except (OSError, IndexError):
+        return "?"
+
+
+def _owner_alive(owner: str) -> bool:
+    host, _, rest = owner.partition(":")
+    pid, _, start = rest.partition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True  # another machine's run (a shared daemon): not ours to judge
+    return _start_time(int(pid)) == start != "?"
+
+
+def reap_orphans(client: docker.DockerClient) -> list[str]:
+    """Remove harness containers whose `repromatrix` process on this host is gone (killed
+    with -9, say): a container must never outlive the run that started it."""
+    removed = []
+    with contextlib.suppress(*ENGINE_ERRORS):
+        for c in client.containers.list(all=True, filters={"label": f"{LABEL_MANAGED}=1"}):
+            owner = (c.labels or {}).get(LABEL_OWNER)
+            if owner and not _owner_alive(owner) and remove_container(c):
                 removed.append(c.name)
     return removed
 

@@ -2,12 +2,14 @@
 
 The runner gets its own process group, so stopping it takes its repro down
 too; its output is copied to ``<outdir>/runner.log`` and to the log callback.
-Leaving the context always ends the group (SIGTERM, then SIGKILL).
+Leaving the context always ends the group (SIGTERM, then SIGKILL), and the
+runner gets SIGTERM if the harness itself dies (kill -9 included).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -20,6 +22,7 @@ from ..result import EngineFacts
 from . import EngineContext, Prepared, RunnerJob
 
 KILL_GRACE_S = 5.0
+PR_SET_PDEATHSIG = 1
 LOG_TAIL = 4000
 
 
@@ -34,6 +37,9 @@ class LocalProcess:
 
     def stop(self) -> None:
         kill_group(self.proc)
+
+    def memory_killed(self) -> bool:
+        return False  # no memory limit is set on local processes (see ARCHITECTURE.md)
 
     def facts(self, timed_out: bool, limit_s: float) -> EngineFacts:
         rc = self.proc.returncode
@@ -53,7 +59,8 @@ def local_process(ctx: EngineContext, prepared: Prepared, job: RunnerJob) -> Ite
                                              str(ctx.repros_dir))]
     env = {**os.environ, **job.env}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+                            stdin=subprocess.DEVNULL, start_new_session=True, env=env,
+                            preexec_fn=die_with_parent)
     relay = threading.Thread(target=_relay, args=(proc.stdout, log_path, log, prefix), daemon=True)
     relay.start()
     try:
@@ -72,6 +79,18 @@ def _relay(stream: IO[bytes] | None, log_path: Path, log: Callable[[str], None],
             fh.write(line)
             fh.flush()
             log(prefix + line.decode("utf-8", "replace").rstrip())
+
+
+def die_with_parent() -> None:
+    """In the child before exec: get SIGTERM when the harness dies, even by SIGKILL (Linux's
+    parent-death signal); the runner then stops its repro and exits. Elsewhere: nothing."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the harness died before prctl took effect
+        os._exit(1)
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -22,6 +22,7 @@ from .config import Matrix, load_matrix, with_overrides
 from .errors import HarnessError, UsageError
 from .model import Plan
 from .plan import make_plan
+from .shard import parse_shard, shard_plan
 
 EXIT_CONTRADICTION = 4
 DEFAULT_RESULTS = Path("results")
@@ -56,10 +57,23 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep", action="store_true", help="keep containers for debugging")
 
 
+def _add_shard_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--shard", metavar="K/N",
+                   help="run only shard K of N (see `plan --shards N`); every shard needs the "
+                        "same selection and --durations")
+    _add_durations_arg(p)
+
+
+def _add_durations_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--durations", type=Path, nargs="+", action="extend", default=[], metavar="PATH",
+                   help="results folders/files whose recorded durations weigh the shards")
+
+
 def _add_report_args(p: argparse.ArgumentParser, results: bool = True) -> None:
     if results:
-        p.add_argument("--results", type=Path, action="append",
-                       help="results folder or file (repeatable; default: results/)")
+        p.add_argument("--results", type=Path, nargs="+", action="extend",
+                       help="results folders or files, merged (several, or repeated; "
+                            "default: results/)")
     p.add_argument("--out", type=Path, default=DEFAULT_SITE, help="site output folder")
     p.add_argument("--check", action="store_true",
                    help=f"exit {EXIT_CONTRADICTION} if a cell contradicts its documented expectation")
@@ -73,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="list the selected cells")
     _add_matrix_args(p)
     p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--shards", type=int, metavar="N",
+                   help="split the selected stacks into N shards balanced by expected cost")
+    _add_durations_arg(p)
 
     p = sub.add_parser("build", help="build the images of the selected stacks")
     _add_matrix_args(p)
@@ -84,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_matrix_args(p)
     _add_image_args(p)
     _add_run_args(p)
+    _add_shard_args(p)
 
     p = sub.add_parser("report", help="render the static compatibility site")
     _add_report_args(p)
@@ -92,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_matrix_args(p)
     _add_image_args(p)
     _add_run_args(p)
+    _add_shard_args(p)
     _add_report_args(p, results=False)
 
     p = sub.add_parser("bisect", help="find the first release where a repro changes outcome")
@@ -131,6 +150,16 @@ def plan_for(args: argparse.Namespace, matrix: Matrix) -> Plan:
 def cmd_plan(args: argparse.Namespace) -> int:
     matrix = load(args)
     plan = plan_for(args, matrix)
+    if args.shards is not None:
+        from .shard import assign, assignment_json, format_assignment, recorded_durations
+
+        shards = assign(plan, args.shards, recorded_durations(args.durations))
+        if args.format == "json":
+            print(json.dumps(assignment_json(shards, durations_from=[str(p) for p in args.durations]),
+                             indent=2))
+        else:
+            print(format_assignment(shards))
+        return 0
     if args.format == "json":
         cells = [{"cell": c.id, "stack": c.stack.spec(), "repro": c.repro, "tags": list(c.stack.tags)}
                  for c in plan.cells]
@@ -170,8 +199,13 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from .run import run_plan
 
+    shard = parse_shard(args.shard) if args.shard else None  # a bad K/N fails before any work
     matrix = load(args)
     plan = plan_for(args, matrix)
+    if shard is not None:
+        plan = shard_plan(plan, shard, args.durations, args.results)
+        if not plan.groups:
+            return 0
     summary = run_plan(matrix, plan, backend_name=args.backend, results_dir=args.results,
                        rerun=args.rerun, python=args.python, timeout=args.timeout, jobs=args.jobs,
                        gpus=[g for g in args.gpus.split(",") if g], keep=args.keep)

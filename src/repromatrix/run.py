@@ -101,8 +101,8 @@ def run_plan(matrix: Matrix, plan: Plan, *, backend_name: str, results_dir: Path
     from .results import ResultStore, latest_by_cell, load_records
 
     backend = get_backend(backend_name)
-    if backend_name == "local":
-        plan = local_plan(plan, python or _default_python())
+    if backend_name == "local" and (python or any(g.stack.kind != "local" for g in plan.groups)):
+        plan = local_plan(plan, python or _default_python())  # local stacks keep their interpreter
     summary = RunSummary(run_id=new_run_id())
     store = ResultStore(results_dir)
     keys: dict[str, str] = {}

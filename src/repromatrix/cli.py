@@ -129,6 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_image_args(p)
     _add_run_args(p)
 
+    p = sub.add_parser("export", help="write job scripts that run the shards on many machines")
+    from .slurm import add_parser as add_slurm
+
+    add_slurm(p.add_subparsers(dest="target", required=True, metavar="TARGET"), _add_matrix_args)
+
     p = sub.add_parser("env", help="print the environment probe of an interpreter as JSON")
     p.add_argument("--python", metavar="PATH", default=sys.executable)
     return parser
@@ -248,6 +253,12 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     return bisect_main(args)
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from .slurm import export
+
+    return export(args, plan_for(args, load(args)))
+
+
 def cmd_env(args: argparse.Namespace) -> int:
     from .probe import env_probe
 
@@ -257,7 +268,7 @@ def cmd_env(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Any] = {
     "plan": cmd_plan, "build": cmd_build, "run": cmd_run, "report": cmd_report,
-    "matrix": cmd_matrix, "bisect": cmd_bisect, "env": cmd_env,
+    "matrix": cmd_matrix, "bisect": cmd_bisect, "export": cmd_export, "env": cmd_env,
 }
 
 

@@ -297,6 +297,24 @@ def test_conflicting_duplicates_are_flagged(tmp_path):
     assert "not merged" in doc.find("details", cls="conflicts").find("summary").text()
 
 
+def test_shards_disagreeing_are_flagged_when_merged(tmp_path):
+    """`report --results A B`: one cell, one cache key, two outcomes in two shard folders."""
+    src = DATA / "single_cell" / "gpu-box-1" / "run-1.jsonl"
+    rec = json.loads(src.read_text().splitlines()[0])
+    ResultStore(tmp_path / "shard-1").append(Result.from_dict(dict(rec, run_id="s1")))
+    ResultStore(tmp_path / "shard-2").append(Result.from_dict(dict(rec, run_id="s2", status="pass",
+                                                  finished_at="2026-11-03T11:00:00Z")))
+    summary = render_site([tmp_path / "shard-1", tmp_path / "shard-2"], tmp_path / "site", CATALOG)
+    doc = parse(tmp_path / "site" / "index.html")
+    [td] = matrix(doc)[2].values()
+    assert "conflict" in td.classes and "≠" in td.text()
+    [conflict] = summary.conflicts
+    assert conflict.cache_key == rec["cache_key"]
+    assert "for one cache key in runs s1, s2" in doc.find("details", cls="conflicts").text()
+    raw = json.loads((tmp_path / "site" / "results.json").read_text())
+    assert raw["conflicts"][0]["cache_key"] == rec["cache_key"]
+
+
 # ----------------------------------------------------------------- hostile input
 
 

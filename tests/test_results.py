@@ -167,3 +167,50 @@ def test_empty_inputs():
     loaded = load_records([])
     assert (loaded.records, loaded.skipped, loaded.conflicts) == ([], [], [])
     assert latest_by_cell([]) == {} and previous_by_cell([]) == {}
+
+
+def test_shards_disagreeing_about_one_cache_key_conflict_across_stores(tmp_path):
+    """Two stores (shards) with different outcomes for one cell and cache key: flagged."""
+    a = make_record(run_id="shard1", host="n1", cache_key="k1", status="fail",
+                    finished_at="2026-01-01T00:00:01Z")
+    b = make_record(run_id="shard2", host="n2", cache_key="k1", status="pass",
+                    finished_at="2026-01-01T00:00:05Z")
+    ResultStore(tmp_path / "s1").append(Result.from_dict(a))
+    ResultStore(tmp_path / "s2").append(Result.from_dict(b))
+    for paths in ([tmp_path / "s1", tmp_path / "s2"], [tmp_path]):
+        loaded = load_records(paths)
+        [conflict] = loaded.conflicts
+        assert (conflict.cell, conflict.cache_key, conflict.run_id) == (a["cell"], "k1", "shard1, shard2")
+        assert set(conflict.statuses) == {"fail", "pass"} and len(conflict.sources) == 2
+        assert conflict.kept.startswith(str(tmp_path / "s2")) and "one cache key" in str(conflict)
+    assert latest_by_cell(loaded.records)[a["cell"]].status == "pass"
+
+
+@pytest.mark.parametrize("b_over, why", [
+    ({"status": "fail"}, "same outcome"),
+    ({"cache_key": "k2"}, "a different environment: a change, not a conflict"),
+    ({"status": "broken"}, "broken is infrastructure, never a verdict"),
+])
+def test_agreeing_or_different_environments_do_not_conflict(tmp_path, b_over, why):
+    a = make_record(run_id="shard1", cache_key="k1", status="fail")
+    b = make_record(**{"run_id": "shard2", "cache_key": "k1", "finished_at": "2026-01-01T00:00:05Z",
+                       **b_over})
+    ResultStore(tmp_path / "s1").append(Result.from_dict(a))
+    ResultStore(tmp_path / "s2").append(Result.from_dict(b))
+    assert load_records([tmp_path / "s1", tmp_path / "s2"]).conflicts == [], why
+
+
+def test_one_store_history_with_one_cache_key_is_not_a_conflict(tmp_path):
+    store = ResultStore(tmp_path / "s")
+    store.append(result(run_id="r1", cache_key="k1", status="fail"))
+    store.append(result(run_id="r2", cache_key="k1", status="pass",
+                             finished_at="2026-01-02T00:00:00Z"))
+    assert load_records([store.root]).conflicts == []
+
+
+def test_an_old_cache_key_disagreeing_is_not_flagged_once_the_cell_moved_on(tmp_path):
+    ResultStore(tmp_path / "s1").append(result(run_id="r1", cache_key="old", status="fail"))
+    ResultStore(tmp_path / "s2").append(result(run_id="r2", cache_key="old", status="pass"))
+    ResultStore(tmp_path / "s2").append(result(run_id="r3", cache_key="new", status="pass",
+                                                    finished_at="2026-01-03T00:00:00Z"))
+    assert load_records([tmp_path]).conflicts == []

@@ -92,7 +92,7 @@
     field(dl, "image", c.image);
     field(dl, "run", (c.run_id || "") + " on " + (c.host || "?") + " (" + (c.backend || "?") + "), " +
           (c.started_at || "?") + " → " + (c.finished_at || "?"));
-    if (c.conflict) { field(dl, "conflict", "conflicting records for this cell in one run; see results.json", "contra"); }
+    if (c.conflict) { field(dl, "conflict", "conflicting records for this cell (in one run, or shards disagreeing about one environment); see results.json", "contra"); }
     if (c.stages && c.stages.length) { box.appendChild(stagesTable(c.stages)); }
     if (c.traceback) {
       box.appendChild(el("h4", null, "traceback (tail)"));

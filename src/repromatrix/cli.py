@@ -26,6 +26,7 @@ from .errors import HarnessError, UsageError
 from .model import Plan
 from .options import DEFAULT_RESULTS, RunOptions, load_matrix_with, run_options
 from .plan import make_plan
+from .shard import parse_shard, shard_plan
 from .textsafe import printable
 
 EXIT_CONTRADICTION = 4
@@ -73,12 +74,25 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep", action="store_true", help="keep containers for debugging")
 
 
+def _add_shard_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--shard", metavar="K/N",
+                   help="run only shard K of N (see `plan --shards N`); every shard needs the "
+                        "same selection and --durations")
+    _add_durations_arg(p)
+
+
+def _add_durations_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--durations", type=Path, nargs="+", action="extend", default=[], metavar="PATH",
+                   help="results folders/files whose recorded durations weigh the shards")
+
+
 def _add_report_args(p: argparse.ArgumentParser, results: bool = True) -> None:
     if results:
         p.add_argument("--matrix", type=Path,
                        help="matrix file whose repro catalog titles the page (default: the project's)")
-        p.add_argument("--results", type=Path, action="append",
-                       help="results folder or file (repeatable; default: results/)")
+        p.add_argument("--results", type=Path, nargs="+", action="extend",
+                       help="results folders or files, merged (several, or repeated; "
+                            "default: results/)")
     p.add_argument("--out", type=Path, default=DEFAULT_SITE, help="site output folder")
     p.add_argument("--check", action="store_true",
                    help=f"exit {EXIT_CONTRADICTION} if a cell contradicts its documented expectation")
@@ -92,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="list the selected cells")
     _add_matrix_args(p)
     p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--shards", type=int, metavar="N",
+                   help="split the selected stacks into N shards balanced by expected cost")
+    _add_durations_arg(p)
 
     p = sub.add_parser("build", help="make the environments (images, venvs) of the selected stacks")
     _add_matrix_args(p)
@@ -104,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_matrix_args(p)
     _add_image_args(p)
     _add_run_args(p)
+    _add_shard_args(p)
 
     p = sub.add_parser("report", help="render the static compatibility site")
     _add_report_args(p)
@@ -112,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_matrix_args(p)
     _add_image_args(p)
     _add_run_args(p)
+    _add_shard_args(p)
     _add_report_args(p, results=False)
 
     p = sub.add_parser("bisect", help="find the first release where a repro changes outcome")
@@ -129,6 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable result")
     _add_image_args(p)
     _add_run_args(p)
+
+    p = sub.add_parser("export", help="write job scripts that run the shards on many machines")
+    from .slurm import add_parser as add_slurm
+
+    add_slurm(p.add_subparsers(dest="target", required=True, metavar="TARGET"), _add_matrix_args)
 
     p = sub.add_parser("env", help="print the environment probe of an interpreter as JSON")
     p.add_argument("--python", metavar="PATH", default=sys.executable)
@@ -150,6 +174,16 @@ def plan_for(args: argparse.Namespace, matrix: Matrix) -> Plan:
 def cmd_plan(args: argparse.Namespace) -> int:
     matrix = load(args, overrides=False)
     plan = plan_for(args, matrix)
+    if args.shards is not None:
+        from .shard import assign, assignment_json, format_assignment, recorded_durations
+
+        shards = assign(plan, args.shards, recorded_durations(args.durations))
+        if args.format == "json":
+            print(json.dumps(assignment_json(shards, durations_from=[str(p) for p in args.durations]),
+                             indent=2))
+        else:
+            print(format_assignment(shards))
+        return 0
     if args.format == "json":
         cells = [{"cell": c.id, "stack": c.stack.spec(), "repro": c.repro, "tags": list(c.stack.tags)}
                  for c in plan.cells]
@@ -187,8 +221,13 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from .run import run_plan
 
+    shard = parse_shard(args.shard) if args.shard else None  # a bad K/N fails before any work
     matrix = load(args)
     plan = plan_for(args, matrix)
+    if shard is not None:
+        plan = shard_plan(plan, shard, args.durations, args.results)
+        if not plan.groups:
+            return 0
     options: RunOptions = run_options(matrix, args)
     summary = run_plan(matrix, plan, options)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "nothing new"
@@ -233,6 +272,12 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     return bisect_main(request, matrix, run_options(matrix, args))
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from .slurm import export
+
+    return export(args, plan_for(args, load(args, overrides=False)))
+
+
 def cmd_env(args: argparse.Namespace) -> int:
     from .probe import env_probe
 
@@ -242,7 +287,7 @@ def cmd_env(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Any] = {
     "plan": cmd_plan, "build": cmd_build, "run": cmd_run, "report": cmd_report,
-    "matrix": cmd_matrix, "bisect": cmd_bisect, "env": cmd_env,
+    "matrix": cmd_matrix, "bisect": cmd_bisect, "export": cmd_export, "env": cmd_env,
 }
 
 

@@ -23,7 +23,8 @@ def write_raw(out: Path, loaded: Loaded, site: Mapping[str, Any]) -> None:
         "generated_at": site["generated_at"], "records": [r.to_dict() for r in loaded.records],
         "skipped": [{"file": s.file, "line": s.line, "reason": s.reason} for s in loaded.skipped],
         "conflicts": [{"run_id": c.run_id, "cell": c.cell, "sources": list(c.sources),
-                       "statuses": list(c.statuses), "kept": c.kept} for c in loaded.conflicts],
+                       "statuses": list(c.statuses), "kept": c.kept, "cache_key": c.cache_key}
+                      for c in loaded.conflicts],
     }
     # no indent: the C encoder is ~10x faster, and one record a line is what tools diff anyway
     text = json.dumps(payload, default=str, ensure_ascii=False)

@@ -10,7 +10,8 @@ Loading never fails on bad data: a line that is not JSON, not a record, or of
 an unknown ``schema_version`` is named (file, line, reason) and skipped; records
 of older schema versions are upgraded (``Result.from_dict``). Two
 different records for the same (run, cell) are reported as a conflict rather
-than silently merged.
+than silently merged, and so are different outcomes for one cell and one cache
+key recorded in different stores (shards that disagree about one environment).
 
 Layout: ``<root>/<host>/<run_id>.jsonl``; ``<root>/.lock`` is held by the run
 writing into the folder (``locked``: a second run waits, saying who holds it);
@@ -51,15 +52,21 @@ class Skipped:
 
 @dataclass(frozen=True)
 class Conflict:
-    """Two or more different records for one (run, cell); ``kept`` is the one used."""
+    """Two or more different records for one (run, cell), or, with ``cache_key``, different
+    outcomes for one (cell, cache key) from several stores; ``kept`` is the one used."""
 
     run_id: str
     cell: str
     sources: tuple[str, ...]
     statuses: tuple[str, ...]
     kept: str
+    cache_key: str | None = None
 
     def __str__(self) -> str:
+        if self.cache_key:
+            return (f"{self.cell}: different outcomes for one cache key ({self.cache_key}) from "
+                    f"several stores ({', '.join(self.sources)}; runs {self.run_id}); statuses "
+                    f"{', '.join(self.statuses)}; kept {self.kept}")
         return (f"{self.cell} in run {self.run_id}: {len(self.sources)} different records "
                 f"({', '.join(self.sources)}); statuses {', '.join(self.statuses)}; "
                 f"kept {self.kept}")
@@ -214,7 +221,8 @@ def load_records(paths: Iterable[Path | str]) -> Loaded:
 
     Identical copies of a record (the same run shipped twice) count once. Different
     records for the same (run_id, cell) are a conflict: the latest-finished one is
-    kept in ``records`` and every source is named in ``conflicts``.
+    kept in ``records`` and every source is named in ``conflicts``. So is a cell whose
+    latest cache key has different outcomes in different stores (see ``store_conflicts``).
     """
     files, skipped = iter_result_files(paths)
     out = Loaded(skipped=list(skipped))
@@ -229,8 +237,46 @@ def load_records(paths: Iterable[Path | str]) -> Loaded:
                 by_key[key] = []
                 order.append(key)
             by_key[key].append((f"{path}:{number}", rec))
+    sources: dict[int, str] = {}
     for key in order:
-        out.records.append(_resolve(key, by_key[key], out.conflicts))
+        rec = _resolve(key, by_key[key], out.conflicts)
+        sources[id(rec)] = next(s for s, r in by_key[key] if r is rec)
+        out.records.append(rec)
+    out.conflicts.extend(store_conflicts(out.records, lambda r: sources[id(r)]))
+    return out
+
+
+def store_of(source: str) -> str:
+    """The store a ``file:line`` source belongs to: the folder above ``<host>/<run>.jsonl``."""
+    return str(Path(source.rsplit(":", 1)[0]).resolve().parent.parent)
+
+
+def store_conflicts(records: list[Result], source: Callable[[Result], str]) -> list[Conflict]:
+    """Cells whose latest cache key has different outcomes recorded in different stores.
+
+    One store's history (a rerun with the same key) is history, not a conflict; two
+    stores (shards, machines) disagreeing about one environment and one repro source
+    are. ``broken`` records are left out: infrastructure, retried, never a verdict.
+    """
+    latest = latest_by_cell(records)
+    groups: dict[str, list[Result]] = {}
+    for rec in records:
+        key = rec.cache_key
+        if key and key == latest[rec.cell].cache_key and rec.status != "broken":
+            groups.setdefault(rec.cell, []).append(rec)
+    out = []
+    for cell, recs in groups.items():
+        stores = {store_of(source(r)) for r in recs}
+        if len(stores) < 2 or len({r.status for r in recs}) < 2:
+            continue
+        shown: dict[tuple[str, str], Result] = {}
+        for r in sorted(recs, key=_time_key):
+            shown.setdefault((store_of(source(r)), r.status), r)
+        out.append(Conflict(
+            run_id=", ".join(sorted({r.run_id for r in recs})), cell=cell,
+            sources=tuple(source(r) for r in shown.values()),
+            statuses=tuple(r.status for r in shown.values()),
+            kept=source(latest[cell]), cache_key=str(latest[cell].cache_key)))
     return out
 
 

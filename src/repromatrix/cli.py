@@ -46,7 +46,9 @@ def _add_matrix_args(p: argparse.ArgumentParser) -> None:
 def _add_image_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-image", action="append", default=[], metavar="PUBLIC=LOCAL",
                    help="map a public base image to a local/internal one (repeatable)")
-    p.add_argument("--ca-bundle", metavar="PEM", help="extra CA bundle added to every image")
+    p.add_argument("--ca-bundle", metavar="PEM",
+                   help="extra CA bundle added to every image (default: the host's, from PIP_CERT, "
+                        "SSL_CERT_FILE, REQUESTS_CA_BUNDLE or pip's config; 'none' for none)")
     p.add_argument("--find-links", action="append", default=[], metavar="DIR",
                    help="local wheelhouse for pip (repeatable)")
 
@@ -164,7 +166,8 @@ def load(args: argparse.Namespace, *, overrides: bool = True) -> Matrix:
     if not overrides:
         return load_matrix(args.matrix)
     return load_matrix_with(args.matrix, base_images=args.base_image, ca_bundle=args.ca_bundle,
-                            find_links=args.find_links)
+                            find_links=args.find_links, log=lambda line: print(
+                                f"repromatrix: {line}", file=sys.stderr))
 
 
 def plan_for(args: argparse.Namespace, matrix: Matrix) -> Plan:
@@ -233,7 +236,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "nothing new"
     print(printable(f"run {summary.run_id}: {summary.ran} cell(s) run ({counts}), {summary.reused} reused; "
           f"results in {options.results}/"))
-    return 0
+    return _all_broken(summary)
+
+
+def _all_broken(summary: Any) -> int:
+    """Exit 3 when every cell of the run is `broken`: nothing was tested, say why."""
+    if not summary.results or summary.reused or any(r.status != "broken" for r in summary.results):
+        return 0
+    reasons = list(dict.fromkeys(r.message for r in summary.results))
+    more = f" (and {len(reasons) - 3} other reason(s))" if len(reasons) > 3 else ""
+    print(printable("repromatrix: error: every cell is broken, nothing was tested: "
+                    + " | ".join(reasons[:3]) + more), file=sys.stderr)
+    return EXIT_INFRA
 
 
 def cmd_report(args: argparse.Namespace, results: Sequence[Path] | None = None) -> int:
@@ -257,8 +271,9 @@ def cmd_report(args: argparse.Namespace, results: Sequence[Path] | None = None) 
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    cmd_run(args)
-    return cmd_report(args, results=[args.results])
+    ran = cmd_run(args)
+    reported = cmd_report(args, results=[args.results])
+    return ran or reported
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:

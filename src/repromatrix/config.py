@@ -159,7 +159,8 @@ def _local_path(value: str, base: Path, f: str, key: str) -> Path:
 
 
 def with_overrides(settings: Settings, *, base_images: Sequence[str] = (),
-                   ca_bundle: str | None = None, find_links: Sequence[str] = ()) -> Settings:
+                   ca_bundle: str | None = None, find_links: Sequence[str] = (),
+                   ca_from_env: bool = True) -> Settings:
     """Apply command-line and environment overrides (REPROMATRIX_BASE_IMAGES,
     REPROMATRIX_CA_BUNDLE, REPROMATRIX_FIND_LINKS) on top of matrix.yaml."""
     env_images = [x for x in (envvars.read("REPROMATRIX_BASE_IMAGES") or "").split(",") if x]
@@ -172,7 +173,8 @@ def with_overrides(settings: Settings, *, base_images: Sequence[str] = (),
             raise ConfigError(f"expected PUBLIC=LOCAL, got {brief(item)}", key=key)
         mapping[check_plain(name, key, spaces=False)] = check_plain(image, key, spaces=False)
     ca_key = "--ca-bundle" if ca_bundle else "REPROMATRIX_CA_BUNDLE"
-    ca = ca_bundle or envvars.read("REPROMATRIX_CA_BUNDLE") or settings.ca_bundle
+    ca = ca_bundle or (envvars.read("REPROMATRIX_CA_BUNDLE") if ca_from_env else None) \
+        or settings.ca_bundle
     if ca and not Path(check_plain(ca, ca_key)).is_file():
         raise ConfigError(f"{brief(ca)} is not a file", key=ca_key)
     env_links = [x for x in (envvars.read("REPROMATRIX_FIND_LINKS") or "").split(os.pathsep) if x]

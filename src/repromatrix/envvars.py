@@ -21,6 +21,19 @@ VARIABLES: dict[str, str] = {
 }
 
 
+# Where the host says its CA bundle is: forwarded into builds unless `--ca-bundle none`
+# (pip's own `cert` setting in its config files counts too; see options.host_ca_bundle).
+HOST_CA_VARIABLES = ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
+
+
+def host(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """A variable of the host's own configuration (HOST_CA_VARIABLES), or None."""
+    if name not in HOST_CA_VARIABLES:
+        raise KeyError(f"{name} is not a host variable repromatrix reads")
+    value = (os.environ if environ is None else environ).get(name, "")
+    return value or None
+
+
 def read(name: str, environ: Mapping[str, str] | None = None) -> str | None:
     """The variable's value, or None when unset or empty; only names in VARIABLES."""
     if name not in VARIABLES:

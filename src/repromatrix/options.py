@@ -10,7 +10,10 @@ never an argparse namespace. Each timeout has one meaning:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import configparser
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -49,13 +52,64 @@ class RunOptions:
         return self.python or envvars.read("REPROMATRIX_PYTHON") or "python3"
 
 
+NO_CA = "none"
+
+
 def load_matrix_with(path: Path | str | None, *, base_images: Sequence[str] = (),
-                     ca_bundle: str | None = None, find_links: Sequence[str] = ()) -> Matrix:
-    """The matrix file with command-line and environment overrides applied to its defaults."""
+                     ca_bundle: str | None = None, find_links: Sequence[str] = (),
+                     log: Callable[[str], None] | None = None) -> Matrix:
+    """The matrix file with command-line and environment overrides applied to its defaults.
+
+    No CA bundle from the command line, the environment or the matrix: the host's own
+    (PIP_CERT, SSL_CERT_FILE, REQUESTS_CA_BUNDLE, pip's ``cert``) is forwarded into builds,
+    said once through ``log``; ``--ca-bundle none`` turns that off.
+    """
     matrix = load_matrix(path)
-    settings = with_overrides(matrix.settings, base_images=base_images, ca_bundle=ca_bundle,
-                              find_links=find_links)
+    off = (ca_bundle or envvars.read("REPROMATRIX_CA_BUNDLE") or "").lower() == NO_CA
+    settings = with_overrides(matrix.settings, base_images=base_images,
+                              ca_bundle=None if off else ca_bundle, find_links=find_links,
+                              ca_from_env=not off)
+    if off:
+        settings = replace(settings, ca_bundle=None)
+    elif settings.ca_bundle is None:
+        found = host_ca_bundle()
+        if found:
+            settings = replace(settings, ca_bundle=str(Path(found[0]).resolve()))
+            (log or _stderr)(f"forwarding the host's CA bundle {found[0]} (from {found[1]}) into "
+                             f"builds; --ca-bundle none turns this off")
     return replace(matrix, settings=settings)
+
+
+def host_ca_bundle() -> tuple[str, str] | None:
+    """The CA bundle the host's pip and Python use, and where that was found; None if none."""
+    for name in envvars.HOST_CA_VARIABLES:
+        value = envvars.host(name)
+        if value and Path(value).is_file():
+            return value, name
+    for conf in _pip_config_files():
+        parser = configparser.ConfigParser()
+        try:
+            parser.read(conf, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError):
+            continue
+        for section in ("global", "install"):
+            value = parser.get(section, "cert", fallback=None)
+            if value and Path(value).is_file():
+                return value, f"pip's config {conf}"
+    return None
+
+
+def _pip_config_files() -> list[Path]:
+    home = Path.home()
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    files = [Path(p) for p in (os.environ.get("PIP_CONFIG_FILE"),) if p]
+    files += [Path("/etc/pip.conf"), Path("/etc/xdg/pip/pip.conf"), xdg / "pip" / "pip.conf",
+              home / ".pip" / "pip.conf", Path(sys.prefix) / "pip.conf"]
+    return [f for f in files if f.is_file()]
+
+
+def _stderr(line: str) -> None:
+    print(f"repromatrix: {line}", file=sys.stderr)
 
 
 def run_options(matrix: Matrix, args: Mapping[str, Any] | Any) -> RunOptions:

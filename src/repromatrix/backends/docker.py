@@ -22,6 +22,7 @@ import docker
 import docker.errors
 import docker.types
 
+from ..diagnose import explain
 from ..images import image_spec
 from ..model import Stack
 from ..result import EngineFacts
@@ -92,9 +93,9 @@ class DockerEngine:
                             keep_context=self.ctx.options.keep)
         image = built.record_image()
         if not built.ok:
-            return Prepared(stack, ok=False, image=image, reason=f"image build failed: {built.error}",
-                            log_tail=built.log_tail, log_path=built.log_path,
-                            duration_s=built.duration_s)
+            reason = explain(f"image build failed: {built.error}", built.log_tail, built.log_path)
+            return Prepared(stack, ok=False, image=image, reason=reason, log_tail=built.log_tail,
+                            log_path=built.log_path, duration_s=built.duration_s)
         return Prepared(stack, ok=True, handle=built.tag, image=image, log_path=built.log_path,
                         cached=built.cached, duration_s=built.duration_s)
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import envvars
+from ..diagnose import explain
 from ..errors import InfraError, UsageError
 from ..images import index_options, requirements, wheelhouse_listing
 from ..model import Stack
@@ -110,8 +111,9 @@ class VenvEngine:
             failure = self._build(target, spec, log_path)
             elapsed = time.monotonic() - t0
             if failure:
-                self.ctx.log(f"[{stack.id}] environment build FAILED: {failure[0]} (log: {log_path})")
-                return Prepared(stack, ok=False, image=image, reason=failure[0],
+                reason = explain(failure[0], failure[1], log_path)
+                self.ctx.log(f"[{stack.id}] environment build FAILED: {reason}")
+                return Prepared(stack, ok=False, image=image, reason=reason,
                                 log_tail=failure[1], log_path=log_path, duration_s=elapsed)
             (target / MARKER).write_text(json.dumps({"stack": stack.spec(), **spec}, indent=2))
         return Prepared(stack, ok=True, handle=str(exe), image=image, log_path=log_path,

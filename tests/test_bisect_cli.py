@@ -259,7 +259,10 @@ def test_a_broken_bound_is_an_infrastructure_error(scripted, tmp_path, capsys) -
     script.update(regression_from("2.12.0"))
     script["2.14.1"] = "broken"
     assert main(bisect(tmp_path, "--stage", STAGE)) == 3
-    assert "--bad 2.14.1 cannot be verified: it gave broken" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "cannot tell: infrastructure — --bad 2.14.1's environment could not be built" in err
+    assert "scripted broken" in err, "the cause is named"
+    assert "pick other bounds" not in err and "--bad-if" not in err, "the bound is not blamed"
 
 
 def test_interrupted_bisect_prints_the_resume_command_and_resumes(scripted, tmp_path, capsys) -> None:

@@ -162,3 +162,25 @@ def test_records_of_schema_1_are_upgraded():
 def test_env_probe_of_a_torch_interpreter():
     env = env_probe(torch_python())
     assert env["torch"] and env["python_executable"] and "error" not in env
+
+
+@pytest.mark.torch
+def test_repeat_records_every_attempt_and_finds_the_flaky_cell(tmp_path, monkeypatch):
+    from repromatrix.bisect.command import classify
+    from repromatrix.bisect.search import Verdict
+    from repromatrix.results import flaky_counts, latest_attempts
+    from repromatrix.run import flaky_cells
+
+    monkeypatch.setenv("FX_FLAKY_COUNTER", str(tmp_path / "counter"))
+    matrix = user_project(tmp_path, torch_python(), ("fx_flaky", "fx_checked"))
+    out = run(matrix, repeat=3)
+    assert [(r.repro, r.attempt, r.status) for r in out] == [
+        ("fx_checked", 1, "fail"), ("fx_flaky", 1, "fail"), ("fx_checked", 2, "fail"),
+        ("fx_flaky", 2, "pass"), ("fx_checked", 3, "fail"), ("fx_flaky", 3, "fail")]
+    assert flaky_cells(out) == {"here--fx_flaky": {"fail": 2, "pass": 1}}
+    loaded = load_records([tmp_path / "results"])
+    assert len(loaded.records) == 6 and not loaded.conflicts, "attempts are not conflicts"
+    attempts = latest_attempts(loaded.records)
+    assert flaky_counts(r.status for r in attempts["here--fx_flaky"]) == {"fail": 2, "pass": 1}
+    assert flaky_counts(r.status for r in attempts["here--fx_checked"]) is None
+    assert classify("flaky", ("fail",), False) is Verdict.SKIP

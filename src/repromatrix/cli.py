@@ -71,6 +71,8 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
                    help="per-repro time limit in seconds (default: matrix repro_timeout)")
     p.add_argument("--stack-timeout", type=float, metavar="S",
                    help="time limit for one stack's whole runner (default: matrix stack_timeout)")
+    p.add_argument("--repeat", type=int, metavar="N", default=1,
+                   help="run each cell N times; cells whose attempts disagree are flaky")
     p.add_argument("--jobs", "-j", type=int, default=1, help="stacks run at once")
     p.add_argument("--gpus", default="", help="GPU ids to spread stacks over, e.g. 0,1")
     p.add_argument("--keep", action="store_true", help="keep containers for debugging")

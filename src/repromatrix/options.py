@@ -23,6 +23,7 @@ from .config import Matrix, check_timeout, load_matrix, with_overrides
 from .errors import UsageError
 
 DEFAULT_RESULTS = Path("results")
+MAX_REPEAT = 100
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class RunOptions:
     jobs: int = 1
     gpus: tuple[str, ...] = ()
     keep: bool = False
+    repeat: int = 1
 
     @property
     def work(self) -> Path:
@@ -131,7 +133,10 @@ def run_options(matrix: Matrix, args: Mapping[str, Any] | Any) -> RunOptions:
     )
     if options.jobs < 1:
         raise UsageError(f"--jobs {options.jobs}: must be at least 1")
-    return options
+    repeat = get("repeat") or 1
+    if not 1 <= int(repeat) <= MAX_REPEAT:
+        raise UsageError(f"--repeat {repeat}: run each cell 1 to {MAX_REPEAT} times")
+    return replace(options, repeat=int(repeat))
 
 
 def _seconds(value: Any, flag: str) -> float:
@@ -155,4 +160,6 @@ def reproduce_args(matrix: Matrix, options: RunOptions) -> list[str]:
         args += ["--python", options.python]
     if options.results != DEFAULT_RESULTS:
         args += ["--results", str(options.results)]
+    if options.repeat > 1:
+        args += ["--repeat", str(options.repeat)]
     return args

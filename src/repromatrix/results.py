@@ -226,13 +226,13 @@ def load_records(paths: Iterable[Path | str]) -> Loaded:
     """
     files, skipped = iter_result_files(paths)
     out = Loaded(skipped=list(skipped))
-    by_key: dict[tuple[str, str], list[tuple[str, Result]]] = {}
-    order: list[tuple[str, str]] = []
+    by_key: dict[tuple[str, str, int], list[tuple[str, Result]]] = {}
+    order: list[tuple[str, str, int]] = []
     for path in files:
         good, bad = read_file(path)
         out.skipped.extend(bad)
         for number, rec in good:
-            key = (rec.run_id, rec.cell)
+            key = (rec.run_id, rec.cell, rec.attempt)
             if key not in by_key:
                 by_key[key] = []
                 order.append(key)
@@ -280,7 +280,7 @@ def store_conflicts(records: list[Result], source: Callable[[Result], str]) -> l
     return out
 
 
-def _resolve(key: tuple[str, str], found: list[tuple[str, Result]],
+def _resolve(key: tuple[str, str, int], found: list[tuple[str, Result]],
              conflicts: list[Conflict]) -> Result:
     if len(found) == 1:
         return found[0][1]
@@ -314,6 +314,25 @@ def latest_by_cell(records: Iterable[Result]) -> dict[str, Result]:
         if cell not in keys or key > keys[cell]:
             latest[cell], keys[cell] = rec, key
     return latest
+
+
+def latest_attempts(records: Iterable[Result]) -> dict[str, list[Result]]:
+    """Every attempt of each cell's latest run (one, unless the run used --repeat)."""
+    recs = list(records)
+    latest = latest_by_cell(recs)
+    out: dict[str, list[Result]] = {}
+    for r in recs:
+        if r.run_id == latest[r.cell].run_id:
+            out.setdefault(r.cell, []).append(r)
+    return {c: sorted(rs, key=lambda r: r.attempt) for c, rs in out.items()}
+
+
+def flaky_counts(statuses: Iterable[str]) -> dict[str, int] | None:
+    """``{status: count}`` when repeated attempts disagree (a flaky cell), else None."""
+    counts: dict[str, int] = {}
+    for status in statuses:
+        counts[status] = counts.get(status, 0) + 1
+    return counts if len(counts) > 1 else None
 
 
 def previous_by_cell(records: Iterable[Result]) -> dict[str, Result]:

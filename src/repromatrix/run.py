@@ -25,7 +25,7 @@ from .errors import UsageError
 from .model import Plan, Stack, StackGroup, Status, cell_id
 from .options import RunOptions
 from .result import CellRun, Result
-from .results import ResultStore, latest_by_cell, load_records, locked, prune_work
+from .results import ResultStore, flaky_counts, latest_by_cell, load_records, locked, prune_work
 from .schedule import Scheduler, StackWork
 from .textsafe import printable
 
@@ -140,10 +140,32 @@ def _run_locked(matrix: Matrix, plan: Plan, options: RunOptions, engines: Engine
         summary.statuses[result.status] = summary.statuses.get(result.status, 0) + 1
         log(printable(f"  {result.cell}: {result.status}" + _why(result)))
 
-    if work:
-        Scheduler(work, emit=emit, out_root=options.work / "out" / summary.run_id,
+    for attempt in range(1, options.repeat + 1 if work else 1):
+        out_root = options.work / "out" / summary.run_id
+        if options.repeat > 1:
+            log(f"attempt {attempt} of {options.repeat}")
+            out_root = out_root / f"attempt-{attempt}"
+        Scheduler(_attempt(work, attempt), emit=emit, out_root=out_root,
                   repro_timeout=options.repro_timeout, stack_timeout=options.stack_timeout,
                   jobs=options.jobs, gpus=options.gpus, log=log).run()
+    for cell, counts in flaky_cells(summary.results).items():
+        log(printable(f"  {cell}: flaky over {options.repeat} attempts (" +
+                      ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + ")"))
+
+
+def _attempt(work: list[StackWork], attempt: int) -> list[StackWork]:
+    if attempt == 1:
+        return work
+    return [StackWork(w.group, w.engine, {r: replace(c, attempt=attempt) for r, c in w.cells.items()})
+            for w in work]
+
+
+def flaky_cells(results: Iterable[Result]) -> dict[str, dict[str, int]]:
+    """Cells whose attempts in this run disagree, with their status counts."""
+    by_cell: dict[str, list[str]] = {}
+    for r in results:
+        by_cell.setdefault(r.cell, []).append(r.status)
+    return {c: counts for c, statuses in by_cell.items() if (counts := flaky_counts(statuses))}
 
 
 def _stack_work(group: StackGroup, engine: Engine, hashes: dict[str, str], run_id: str) -> StackWork:

@@ -164,7 +164,7 @@ class Bisect:
         return found, old, new
 
     def probe(self, index: int, cand: cands.Candidate) -> Verdict:
-        from ..results import latest_by_cell, load_records
+        from ..results import flaky_counts, latest_attempts, load_records
         from ..run import run_plan
 
         a, stack = self.args, cand.stack
@@ -173,11 +173,16 @@ class Bisect:
         summary = run_plan(self.matrix, Plan((StackGroup(stack, (a.repro,)),)), self.options,
                            log=lambda line: self.err("    " + line))
         mine = [r for r in summary.results if r.cell == cell]
-        record = mine[-1] if mine else \
-            latest_by_cell(load_records([self.options.results]).records).get(cell)
-        if record is None:
+        attempts = mine or latest_attempts(load_records([self.options.results]).records).get(cell, [])
+        if not attempts:
             raise UsageError(f"no record for {cell} after running it (is --results writable?)")
+        record = attempts[-1]
         status, note = outcome(record, a.stage)
+        flaky = flaky_counts(outcome(r, a.stage)[0] for r in attempts)
+        if flaky:
+            status = "flaky"
+            note = "cannot tell: attempts disagree (" + ", ".join(
+                f"{n} {s}" for s, n in sorted(flaky.items())) + ")"
         verdict = classify(status, self.setup.bad_if, a.find_fix)
         self.probes[index] = Probe(index, cand, record, status, note, verdict, reused=not mine)
         return verdict

@@ -212,7 +212,12 @@ def wrong_bounds_message(setup: Setup, result: BoundsFailed, probes: dict[int, P
         p = probes[w.index]
         flag = "--good" if setup.label(w.expected) == "good" else "--bad"
         note = f" ({p.note})" if p.note else ""
-        if w.got is Verdict.SKIP:
+        if p.status == Status.BROKEN.value:
+            lines.append(f"cannot tell: infrastructure — {flag} {p.candidate.version}'s environment "
+                         f"could not be built or started{note}")
+            hints.append("fix the cause above and run the same command again (the bounds are not "
+                         "in question)")
+        elif w.got is Verdict.SKIP:
             lines.append(f"{flag} {p.candidate.version} cannot be verified: it gave {p.status}{note}, "
                          f"which is neither good nor bad")
             hints.append("a bound must be testable: pick a release where the check runs")
@@ -221,7 +226,8 @@ def wrong_bounds_message(setup: Setup, result: BoundsFailed, probes: dict[int, P
                          f"it gave {p.status}{note}")
             hints.append("pick other bounds" + ("" if setup.find_fix else " (or --find-fix if the "
                                                 "newer release is the good one)"))
-    hints.append("--bad-if chooses which statuses count as bad")
+    if not infra_only(result, probes):
+        hints.append("--bad-if chooses which statuses count as bad")
     return "; ".join(lines) + ". Next: " + "; ".join(dict.fromkeys(hints)) + "."
 
 

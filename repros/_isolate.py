@@ -241,9 +241,6 @@ def _probe_child(grad: bool) -> Tuple[bool, str]:
         import torch
     except Exception as e:  # pragma: no cover - the runner marks this broken first
         return False, "torch is not importable: %s" % (e,)
-    if getattr(torch.version, "cuda", None) is None:
-        return False, "fake CUDA tensors need a CUDA build of torch; torch %s is CPU-only" % (
-            torch.__version__,)
     code = _FAKE_CUDA_PROBE % {"here": HERE, "grad": grad}
     proc = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=600)

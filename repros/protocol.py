@@ -543,6 +543,8 @@ class Repro(object):
 
     def _gate(self, s: Stage, requires: Sequence[str], after: Sequence[str]) -> None:
         s.require(*requires)
+        if "fake_cuda" in requires:
+            s.note("fake_cuda_probe", _helper("_isolate").fake_cuda_probe())
         for dep in after:
             prior = self.status_of(dep)
             if prior != PASS:

@@ -76,8 +76,8 @@ SIGNATURES = [
         note="at 300x300 the upsampled h//8 branch (74) meets the h//4 skip (75)"),
     Signature(
         "symbolic_size_mismatch", exc="RuntimeError", stage=_STAGES,
-        pattern=r"The size of tensor a \((?:%s|%s)\) must match the size of tensor b \((?:%s|%s)\)"
-                % (_A8, _B4, _A8, _B4),
+        pattern=r"The size of tensor a \((?:%s\) must match the size of tensor b \(%s|%s\) must match "
+                r"the size of tensor b \(%s)\)" % (_A8, _B4, _B4, _A8),
         note="the issue's dynamo text, either operand order (a skip + up model gives a "
              "((s0//4)) and b (2*((s0//8)))); verified with torch 2.9.1 to 2.14.1"),
     Signature(

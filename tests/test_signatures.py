@@ -135,8 +135,9 @@ CASES = [
      "different devices cpu, cuda:0", "fake_first_op", "2.14.1", "", None,
      "near miss: the <= 2.12 text is not claimed for 2.14"),
     ("onnx_export_device", ["TorchExportError", "RuntimeError"],
-     _STEP1 + "## Exception summary\n\n<class 'RuntimeError'>: Tensor on device cuda:0 is not on the expected "
-     "device cpu!\nbuiltins.RuntimeError: Tensor on device cuda:0 is not on the expected device cpu!",
+     _STEP1 + "## Exception summary\n\n<class 'RuntimeError'>: Tensor on device cuda:0 is not on the "
+     "expected device cpu!\nbuiltins.RuntimeError: Tensor on device cuda:0 is not on the expected "
+     "device cpu!",
      "fake_dynamo_export", "2.9.1", "", "export_fake_mismatch", "recorded, torch 2.9.1 to 2.14.1"),
     ("onnx_export_device", ["TorchExportError", "RuntimeError"],
      _STEP1 + "## Exception summary\n\n<class 'RuntimeError'>: Tensor on device cpu is not on the expected "
@@ -169,8 +170,9 @@ CASES = [
      "the same", "trace_cpu_run_cuda", "2.4.0", "", "torchscript_conv_device_mismatch",
      "the eager conv wording (DOSSIER section 0, libtorch 2.6 and 2.13) inside the interpreter"),
     ("torchscript_device_mix", ["RuntimeError"],
-     "RuntimeError: Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the same",
-     "trace_cpu_run_cuda", "2.4.0", "", None, "near miss: the same text in eager, outside TorchScript"),
+     "RuntimeError: Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be "
+     "the same", "trace_cpu_run_cuda", "2.4.0", "", None,
+     "near miss: the same text in eager, outside TorchScript"),
     ("torchscript_device_mix", ["torch.jit.Error", "RuntimeError"],
      _TS + "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
      "cuda:0 and cpu!", "trace_cpu_inspect", "2.14.1", "", None,

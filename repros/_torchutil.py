@@ -21,10 +21,14 @@ def fake_mode() -> Any:
     return FakeTensorMode()
 
 
-def fake_cuda_params(module: Any, device: str = "cuda") -> Any:
+def fake_cuda_params(module: Any, device: str = "cuda", requires_grad: bool = False) -> Any:
     """Swap every parameter and buffer of ``module`` for an empty fake tensor on ``device``.
 
-    Must be called inside an active ``FakeTensorMode``.
+    Must be called inside an active ``FakeTensorMode``. Parameters do not
+    require grad by default: a fake CUDA parameter that requires grad makes
+    autograd ask for a CUDA stream, which aborts torch 2.9.x CUDA wheels on a
+    host without a driver ("CUDA driver version is insufficient", SIGABRT).
+    The stand-ins only need device propagation.
     """
     import torch
 
@@ -32,7 +36,7 @@ def fake_cuda_params(module: Any, device: str = "cuda") -> Any:
         for name, p in list(mod._parameters.items()):
             if p is not None:
                 mod._parameters[name] = torch.nn.Parameter(
-                    torch.empty(p.shape, dtype=p.dtype, device=device), requires_grad=p.requires_grad)
+                    torch.empty(p.shape, dtype=p.dtype, device=device), requires_grad=requires_grad)
         for name, b in list(mod._buffers.items()):
             if b is not None:
                 mod._buffers[name] = torch.empty(b.shape, dtype=b.dtype, device=device)

@@ -4,21 +4,31 @@ The model is the reporter's SimpleDeformNet: an offset conv, then
 ``torchvision.ops.deform_conv2d`` with no mask, so torchvision builds the mask
 with ``torch.zeros(..., device=input.device)``. TRT 2.4.0's own
 ``empty_strided`` decomposition drops that device, the mask lands on the CPU,
-and the fake-tensor device check fires. The bug is fixed in TRT 2.5.0 (PR #2948).
+and the fake-tensor device check fires. TRT 2.5.0 (PR #2948) puts the mask on
+TRT's *default* device (``to_torch_device(default_device())``, the current
+CUDA device) and still drops the dtype: a model on ``cuda:1`` gets a mask on
+``cuda:0`` (source: ``empty_strided_decomposition`` in
+py/torch_tensorrt/dynamo/lowering/_decompositions.py).
 
-Stages:
+Stages (the fake-CUDA ones run isolated: fake CUDA can abort a process):
 - fake_export (info, CPU): fake CUDA model; torch.export, then run_decompositions
   with the zeros/full decompositions TRT enables. Checks that torchvision has a
   Meta kernel and that the mask stays on the input's device (the torch and
   torchvision side of the bug).
 - emulated_trt240_decomposition (info, CPU): the same, but with a copy of TRT
   2.4.0's device-dropping empty_strided. Produces the signature text on any torch.
+- emulated_trt250_decomposition_cuda1 (info, CPU): the model on fake cuda:1 with
+  a copy of 2.5.0's default-device empty_strided: the cuda:1/cuda:0 mismatch.
 - eager (main, GPU): runs the real model on CUDA, asserts every parameter is
   on CUDA, and keeps the reference output.
 - trt_compile, trt_run (main, GPU + TRT): the reporter's torch_tensorrt.compile
   call; the output is checked against eager.
-- workaround (GPU + TRT): torch.export(strict=False), then
+- trt_compile_cuda1 (info, 2 GPUs + TRT): the same model and call on cuda:1.
+  Expected to fail on every TRT release, 2.5.0 and later included (mask on the
+  default device); passes only if TRT starts following the input's device.
+- workaround (GPU + TRT): the seed's torch.export(strict=False), then
   torch_tensorrt.dynamo.compile with min_block_size=1; checked against eager.
+  It runs the same lowering, so on TRT 2.4.0 it is expected to fail too.
 """
 
 from __future__ import annotations
@@ -38,33 +48,58 @@ META = {
         "torchvision.ops.deform_conv2d without a mask builds the mask on the input's device; "
         "Torch-TensorRT 2.4.0's empty_strided decomposition drops the device, so the mask lands "
         "on the CPU and the FakeTensor device check fails during compilation. Fixed in "
-        "Torch-TensorRT 2.5.0 (PR #2948)."
+        "Torch-TensorRT 2.5.0 (PR #2948) for models on the default CUDA device only: the fix "
+        "puts the mask on TRT's default device, so a model on cuda:1 still mismatches "
+        "(stage trt_compile_cuda1). The seed's workaround (torch.export, then "
+        "dynamo.compile) runs the same decomposition and does not help on 2.4.0."
     ),
     "requires": ["cuda", "torch_tensorrt", "torchvision>=0.17"],
     "expect": [
         {"when": {"torch_tensorrt": ">=2.4,<2.5"}, "status": "fail",
-         "note": "TRT 2.4.0's empty_strided decomposition drops the device (PR #2859); the "
-                 "reporter's traceback matches torch 2.4.1"},
+         "note": "TRT 2.4.0's empty_strided decomposition drops the device (PR #2859, first in "
+                 "v2.4.0); the reporter's traceback matches torch 2.4.1. The workaround "
+                 "(export + dynamo.compile) goes through the same lowering: expected to fail "
+                 "too (inference from the code, unverified on a GPU)"},
         {"when": {"torch_tensorrt": ">=2.5"}, "status": "pass",
-         "note": "fixed by PR #2948 (first in v2.5.0); the reporter confirmed on 2.7.0"},
+         "note": "fixed by PR #2948 (first in v2.5.0) for a model on the default CUDA device; "
+                 "the reporter confirmed on 2.7.0. Not for cuda:1: see trt_compile_cuda1"},
         {"when": {"torch_tensorrt": "<2.4"}, "status": "pass",
          "note": "no TRT empty_strided decomposition before v2.4.0 (inference, unverified)"},
     ],
 }
 
+# The failing operator, as the FX interpreter names it ("While executing %deform_conv2d :
+# ... call_function[target=torch.ops.torchvision.deform_conv2d.default]"): never a file
+# name, since the repro's own file is called deform_conv2d_device.py.
+_DEFORM_NODE = (r"While executing %\w+ : \[[^\]]*\] = "
+                r"call_function\[target=torch\.ops\.torchvision\.deform_conv2d\.default\]")
+_TRT_STAGES = ("trt_compile", "workaround", "emulated_trt240_decomposition")
+_CUDA1_STAGES = ("trt_compile_cuda1", "emulated_trt250_decomposition_cuda1")
+
 SIGNATURES = [
     Signature(
-        "fake_device_propagation", exc="RuntimeError", when={"torch": "<2.13"},
+        "fake_device_propagation", exc="RuntimeError", when={"torch": "<2.13"}, stage=_TRT_STAGES,
         pattern=r"Unhandled FakeTensor Device Propagation for torchvision\.deform_conv2d\.default, "
                 r"found two different devices cuda:\d+, cpu",
-        note="torch <= 2.12 fake-tensor text (the reporter's, torch 2.4.1)"),
+        note="torch <= 2.12 fake-tensor text (the reporter's, torch 2.4.1); it names the operator"),
     Signature(
         "fake_device_mismatch", exc=("FakeTensorDeviceMismatchError", "RuntimeError"),
-        when={"torch": ">=2.13"},
+        when={"torch": ">=2.13"}, stage=_TRT_STAGES,
         pattern=[r"Expected all tensors to be on the same device, but found at least two devices, "
-                 r"cuda:\d+ and cpu!|Tensor device mismatch", r"deform_conv2d"],
-        note="torch >= 2.13 text (pytorch PR #185412): no op name in the message, so the "
-             "deform_conv2d node is required in the surrounding text"),
+                 r"cuda:\d+ and cpu!", _DEFORM_NODE],
+        note="torch >= 2.13 text (pytorch PR #185412) names no operator: the FX node that was "
+             "executing must be deform_conv2d"),
+    Signature(
+        "mask_on_default_device", exc="RuntimeError", when={"torch": "<2.13"}, stage=_CUDA1_STAGES,
+        pattern=r"Unhandled FakeTensor Device Propagation for torchvision\.deform_conv2d\.default, "
+                r"found two different devices cuda:1, cuda:0",
+        note="TRT >= 2.5 puts the mask on the default device (cuda:0) while the model is on cuda:1"),
+    Signature(
+        "mask_on_default_device_2_13", exc=("FakeTensorDeviceMismatchError", "RuntimeError"),
+        when={"torch": ">=2.13"}, stage=_CUDA1_STAGES,
+        pattern=[r"Expected all tensors to be on the same device, but found at least two devices, "
+                 r"cuda:1 and cuda:0!", _DEFORM_NODE],
+        note="the same on torch >= 2.13"),
 ]
 
 SHAPE = [1, 3, 224, 224]
@@ -108,7 +143,15 @@ def empty_strided_dropping_device(size, stride, *, dtype=None, layout=None, devi
     return torch.as_strided(torch.empty(size, dtype=dtype), size, stride)
 
 
-def export_fake(s, drop_device):
+def empty_strided_default_device(size, stride, *, dtype=None, layout=None, device=None,
+                                 pin_memory=None):
+    """What TRT v2.5.0 registers: TRT's default device (cuda:0 here), dtype dropped too."""
+    import torch
+
+    return torch.as_strided(torch.empty(size, device=torch.device("cuda:0")), size, stride)
+
+
+def export_fake(s, empty_strided=None, device="cuda:0"):
     """torch.export + run_decompositions of the fake-CUDA model; returns the mask's device."""
     import torch
     import torchvision
@@ -120,15 +163,15 @@ def export_fake(s, drop_device):
     s.check(has_meta, "torchvision registers a Meta kernel for deform_conv2d (tv >= 0.17)")
     model = build_model()
     with _torchutil.fake_mode():
-        _torchutil.fake_cuda_params(model)
+        _torchutil.fake_cuda_params(model, device=device)
         devices = set(_torchutil.tensor_devices(model).values())
-        s.check(devices == {"cuda:0"}, "every parameter is on CUDA", devices=sorted(devices))
-        x = torch.empty(SHAPE, device="cuda")
+        s.check(devices == {device}, "every parameter is on %s" % device, devices=sorted(devices))
+        x = torch.empty(SHAPE, device=device)
         ep = torch.export.export(model, (x,), strict=False)
         s.note("exported_ops", _torchutil.graph_targets(ep.graph_module))
         table = trt_enabled_decompositions()
-        if drop_device:
-            table[torch.ops.aten.empty_strided.default] = empty_strided_dropping_device
+        if empty_strided is not None:
+            table[torch.ops.aten.empty_strided.default] = empty_strided
         ep = ep.run_decompositions(table)
     return mask_device(s, ep)
 
@@ -145,24 +188,31 @@ def mask_device(s, ep):
 
 
 def stage_fake_export(s):
-    dev = export_fake(s, drop_device=False)
+    dev = export_fake(s)
     s.check(dev == "cuda:0", "the mask stays on the input's device (cuda:0)", mask_device=dev)
 
 
 def stage_emulated(s):
     s.note("emulates", "torch_tensorrt v2.4.0 lowering: aten.empty_strided without device")
-    dev = export_fake(s, drop_device=True)
+    dev = export_fake(s, empty_strided_dropping_device)
     s.note("outcome", "no device error raised; mask on %s" % dev)
 
 
-def stage_eager(s):
+def stage_emulated_cuda1(s):
+    s.note("emulates", "torch_tensorrt v2.5.0 lowering: aten.empty_strided on the default device, "
+                       "model on cuda:1")
+    dev = export_fake(s, empty_strided_default_device, device="cuda:1")
+    s.note("outcome", "no device error raised; mask on %s" % dev)
+
+
+def stage_eager(s, device="cuda"):
     import torch
 
-    model = build_model().cuda()
+    model = build_model().to(device)
     devices = set(str(p.device) for p in model.parameters())
     s.check(all(d.startswith("cuda") for d in devices), "every parameter is on CUDA",
             devices=sorted(devices))
-    x = torch.randn(SHAPE, device="cuda")
+    x = torch.randn(SHAPE, device=device)
     with torch.no_grad():
         ref = model(x)
     s.note("output_shape", list(ref.shape))
@@ -191,12 +241,23 @@ def stage_trt_run(s, trt_model, x, ref):
     s.check_close(out, ref, what="TensorRT vs eager", rtol=1e-2, atol=1e-2)
 
 
-def stage_workaround(s, model, x, ref):
+def stage_trt_cuda1(s):
+    """The reporter's call with the model and input on cuda:1 (current device stays cuda:0)."""
+    import torch
+
+    model, x, ref = stage_eager(s, device="cuda:1")
+    s.note("current_device", torch.cuda.current_device())
+    stage_trt_run(s, stage_trt_compile(s, model), x, ref)
+
+
+def stage_workaround(s):
+    """The seed's workaround: torch.export(strict=False), then dynamo.compile."""
     import torch
     import torch_tensorrt
 
     import _torchutil
 
+    model, x, ref = stage_eager(s)
     ep = torch.export.export(model, (x,), strict=False)
     kwargs, dropped = _torchutil.supported_kwargs(torch_tensorrt.dynamo.compile, {
         "enabled_precisions": {torch.float32}, "disable_tf32": True, "min_block_size": 1})
@@ -208,15 +269,20 @@ def stage_workaround(s, model, x, ref):
 
 
 def main(r):
-    r.stage("fake_export", stage_fake_export, requires=["cuda_build", "torchvision"], role="info")
-    r.stage("emulated_trt240_decomposition", stage_emulated, requires=["cuda_build", "torchvision"], role="info")
+    fake = ["fake_cuda", "torchvision"]
+    r.stage("fake_export", stage_fake_export, requires=fake, role="info", isolate=True)
+    r.stage("emulated_trt240_decomposition", stage_emulated, requires=fake, role="info", isolate=True)
+    r.stage("emulated_trt250_decomposition_cuda1", stage_emulated_cuda1, requires=fake, role="info",
+            isolate=True)
     eager = r.stage("eager", stage_eager, requires=["cuda", "torchvision"])
     model, x, ref = eager if eager else (None, None, None)
     trt_model = r.stage("trt_compile", stage_trt_compile, model,
                         requires=["cuda", "torch_tensorrt"], after=["eager"])
     r.stage("trt_run", stage_trt_run, trt_model, x, ref, after=["trt_compile"])
-    r.stage("workaround", stage_workaround, model, x, ref, role="workaround",
-            requires=["cuda", "torch_tensorrt"], after=["eager"])
+    r.stage("trt_compile_cuda1", stage_trt_cuda1, role="info", isolate=True,
+            requires=["gpus>=2", "torch_tensorrt", "torchvision"])
+    r.stage("workaround", stage_workaround, role="workaround", isolate=True,
+            requires=["cuda", "torch_tensorrt", "torchvision"])
 
 
 if __name__ == "__main__":

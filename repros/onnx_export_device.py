@@ -1,25 +1,33 @@
 """ONNX export with the model on the GPU and the dummy input on the CPU.
 
-The fifth write-up: ``torch.onnx.export`` fails with "Expected all tensors to
-be on the same device" when the model was loaded onto CUDA and the dummy
-input was built on the CPU. Not a bug to be fixed upstream: every version
-refuses, with text that depends on the exporter and the torch version. The
-fix is to put everything on one device.
+The fifth write-up (a blog post; no upstream bug): ``torch.onnx.export`` fails
+with "Expected all tensors to be on the same device, but found at least two
+devices, cpu and cuda:0!" when the model was loaded onto CUDA and the dummy
+input was built on the CPU. The seed's export helper uses opset 13,
+``dynamic_axes`` on the batch dimension and ``do_constant_folding=True``;
+these stages pass the same settings. Not a bug to be fixed upstream: the ONNX
+maintainers call mixed devices invalid input (pytorch #84123), so every version
+refuses, with text that depends on the exporter and the torch version. The fix
+is to put everything on one device.
 
-Model: an image classifier (conv, pool, linear), input 1x3x224x224.
+Model: an image classifier whose first op normalizes the input with CUDA
+buffers (``(x - mean) / std``), then conv, pool, linear; input 1x3x224x224.
+That first op gives the seed's text (CPU operand first).
 
-Stages:
+Stages (fake-CUDA ones run isolated):
 - legacy_export (main, GPU): ``dynamo=False``, i.e. the TorchScript exporter,
   which runs the model eagerly and fails with the eager text.
-- dynamo_export (main, GPU): ``dynamo=True`` (torch >= 2.5), which fails in
-  step 1/3 (torch.export) with the fake-tensor text.
-- fake_dynamo_export (info, CPU): the dynamo path with fake CUDA parameters
-  and a fake CPU input; gives the same export-stage text without a GPU.
+- dynamo_export (main, GPU): ``dynamo=True`` (torch >= 2.5; the default from
+  2.9), which fails in step 1/3 (torch.export).
+- fake_first_op (info, CPU): the model's forward with fake CUDA parameters and
+  buffers and a CPU input: which op refuses and with what text (on torch >= 2.13
+  the fake text is the eager one, "cpu and cuda:0!").
+- fake_dynamo_export (info, CPU): the dynamo path with the seed's settings and
+  fakes; gives the export-stage text without a GPU.
 - fake_export_conv_mixed (info, CPU): a conv-only model, CPU input, fake CUDA
   weights, through ``torch.export``. Fake convolution checks devices only from
   torch 2.14, so this exports cleanly up to 2.13 and is refused on 2.14
-  (signature ``fake_conv_device_checked``). It is a bisection landmark, not the
-  bug.
+  (signature ``fake_conv_device_checked``). A bisection landmark, not the bug.
 - workaround_legacy, workaround_dynamo (GPU): the input is moved to the model's
   device, the model is exported, and the ONNX output is checked against eager
   with onnxruntime or ``onnx.reference``.
@@ -37,27 +45,28 @@ META = {
     "id": "onnx_export_device",
     "title": "ONNX export: model on CUDA, dummy input on CPU",
     "upstream": [
-        "https://github.com/pytorch/pytorch/issues/159133",
-        "https://github.com/pytorch/pytorch/pull/159646",
-        "https://github.com/pytorch/pytorch/pull/185412",
+        "https://github.com/pytorch/pytorch/issues/84123",
     ],
     "description": (
-        "torch.onnx.export of a CUDA model with a CPU dummy input. The legacy exporter fails "
-        "with the eager device error. The dynamo exporter fails in torch.export (step 1/3) "
-        "with the fake-tensor device error. Moving the input to the model's device fixes it."
+        "torch.onnx.export of a CUDA model with a CPU dummy input (the seed's opset 13, "
+        "dynamic_axes and do_constant_folding). The legacy exporter runs the model eagerly and "
+        "fails at its first op with 'Expected all tensors to be on the same device, but found "
+        "at least two devices, cpu and cuda:0!'. The dynamo exporter (the default from torch "
+        "2.9, pytorch PR #159646) fails in torch.export (step 1/3) with a fake-tensor device "
+        "error. The ONNX maintainers treat mixed devices as invalid input (pytorch #84123): "
+        "moving the input to the model's device is the fix."
     ),
     "requires": ["cuda", "onnx", "onnxscript"],
     "expect": [
         {"when": {"torch": ">=2.0"}, "status": "fail",
-         "note": "a user error that every version refuses; the text varies with the exporter "
-                 "and the torch version"},
+         "note": "invalid input that every version refuses (pytorch #84123: 'PyTorch run would "
+                 "also complain if they are not on the same device'); the text varies with the "
+                 "exporter and the torch version (fake-tensor wording: pytorch PR #185412, 2.13)"},
     ],
 }
 
-_EAGER = (r"Input type \(torch\.FloatTensor\) and weight type \(torch\.cuda\.FloatTensor\) should be "
-          r"the same|Expected all tensors to be on the same device.*(cuda:\d+ and cpu|cpu and cuda:\d+|"
-          r"is on cpu, different from other tensors on cuda:\d+|"
-          r"is on cuda:\d+, different from other tensors on cpu)")
+# The refusing op is the input normalization: the CPU input is its first operand.
+_SEED_TEXT = r"Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:\d+!"
 _DYNAMO_STAGES = ("dynamo_export", "fake_dynamo_export")
 
 SIGNATURES = [
@@ -68,35 +77,55 @@ SIGNATURES = [
                 r"different from other tensors on cpu",
         note="fake convolution checks devices from torch 2.14 (<= 2.13 it silently exports)"),
     Signature(
-        "legacy_eager_device_mismatch", exc="RuntimeError", stage="legacy_export", pattern=_EAGER,
-        note="the legacy exporter runs the model eagerly: the eager text (conv or addmm form)"),
+        "legacy_eager_device_mismatch", exc="RuntimeError", stage="legacy_export", pattern=_SEED_TEXT,
+        note="the seed's text: the legacy exporter runs the model eagerly and the first op "
+             "(x - mean) has the CPU input as its first operand (TensorIterator's wording)"),
     Signature(
-        "export_fake_propagation", exc="RuntimeError", stage=_DYNAMO_STAGES, when={"torch": "<2.13"},
-        pattern=r"Unhandled FakeTensor Device Propagation for aten\.[\w.]+, found two different "
-                r"devices (cpu, cuda:\d+|cuda:\d+, cpu)",
-        note="torch <= 2.12: torch.export (step 1/3 of the dynamo exporter) refuses"),
+        "first_op_fake_mismatch", exc="RuntimeError", stage="fake_first_op", when={"torch": ">=2.13"},
+        pattern=_SEED_TEXT,
+        note="torch >= 2.13: fake tensors raise the eager wording (pytorch PR #185412)"),
     Signature(
-        "export_fake_mismatch", exc="RuntimeError", stage=_DYNAMO_STAGES, when={"torch": ">=2.13"},
-        pattern=r"Expected all tensors to be on the same device, but (found at least two devices, "
-                r"(cpu and cuda:\d+|cuda:\d+ and cpu)!|got \w+ is on (cpu|cuda:\d+), different "
-                r"from other tensors on (cuda:\d+|cpu))|Tensor device mismatch",
-        note="torch >= 2.13: FakeTensorDeviceMismatchError (PR #185412), or the 2.14 conv text"),
+        "first_op_fake_propagation", exc="RuntimeError", stage=("fake_first_op",) + _DYNAMO_STAGES,
+        when={"torch": "<2.13"},
+        pattern=r"Unhandled FakeTensor Device Propagation for aten\.sub\.Tensor, found two different "
+                r"devices cpu, cuda:\d+",
+        note="torch <= 2.12: the fake-tensor text names the first op, aten.sub"),
+    Signature(
+        "export_fake_mismatch", exc="RuntimeError", stage=_DYNAMO_STAGES,
+        pattern=[r"This is step 1/3 of exporting the model to ONNX",
+                 r"(?:%s|Tensor on device cuda:\d+ is not on the expected device cpu!)" % _SEED_TEXT],
+        note="the dynamo exporter's torch.export step: with dynamic_axes the elementwise "
+             "reference's device check ('Tensor on device cuda:0 is not on the expected device "
+             "cpu!', recorded on torch 2.9.1-2.14.1), else the fake-tensor text"),
 ]
 
 SHAPE = (1, 3, 224, 224)
+# the seed's export settings (its export_to_onnx helper)
+SEED_KWARGS = {"input_names": ["input"], "output_names": ["output"],
+               "dynamic_axes": {"input": {0: "batch_size"}, "output": {0: "batch_size"}},
+               "opset_version": 13, "do_constant_folding": True, "export_params": True}
 
 
 def build_model():
+    """An image classifier that normalizes its input first, as deployed classifiers do.
+
+    Its first op, ``(x - mean)`` with ``x`` on the CPU and ``mean`` on CUDA, is the one
+    that refuses: TensorIterator names the first operand's device first, which gives the
+    seed's "... cpu and cuda:0!".
+    """
     import torch
 
     class Classifier(torch.nn.Module):
         def __init__(self):
             super().__init__()
+            self.register_buffer("mean", torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1))
+            self.register_buffer("std", torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1))
             self.conv = torch.nn.Conv2d(3, 8, kernel_size=3, padding=1)
             self.pool = torch.nn.AdaptiveAvgPool2d(1)
             self.fc = torch.nn.Linear(8, 10)
 
         def forward(self, x):
+            x = (x - self.mean) / self.std
             return self.fc(torch.flatten(self.pool(torch.relu(self.conv(x))), 1))
 
     torch.manual_seed(0)
@@ -121,10 +150,27 @@ def export(s, model, x, dynamo, path):
 
     if dynamo:
         _dynamo_kwarg(s)
-    kwargs, _ = _torchutil.supported_kwargs(torch.onnx.export, {"dynamo": dynamo})
+    kwargs, dropped = _torchutil.supported_kwargs(torch.onnx.export, dict(SEED_KWARGS, dynamo=dynamo))
     s.note("exporter", "dynamo" if dynamo else "legacy (TorchScript)")
+    s.note("default_exporter", default_exporter())
+    s.note("dropped_kwargs", dropped)
     s.note("devices", {"model": str(next(model.parameters()).device), "input": str(x.device)})
     torch.onnx.export(model, (x,), path, **kwargs)
+
+
+def default_exporter():
+    """Which exporter the seed's call (no dynamo= argument) gets on this torch."""
+    import inspect
+
+    import torch
+
+    try:
+        param = inspect.signature(torch.onnx.export).parameters.get("dynamo")
+    except (TypeError, ValueError):
+        return "unknown"
+    if param is None:
+        return "legacy (no dynamo= argument)"
+    return "dynamo" if param.default is True else "legacy"
 
 
 def check_onnx(s, path, x, ref):
@@ -168,12 +214,29 @@ def stage_fake_dynamo(s, tmp):
 
     _dynamo_kwarg(s)
     model = build_model()
+    kwargs, dropped = _torchutil.supported_kwargs(torch.onnx.export, dict(SEED_KWARGS, dynamo=True))
+    s.note("dropped_kwargs", dropped)
     with _torchutil.fake_mode():
         _torchutil.fake_cuda_params(model)
         x = torch.empty(SHAPE)
         s.note("devices", {"model": "cuda:0 (fake)", "input": "cpu (fake)"})
-        torch.onnx.export(model, (x,), os.path.join(tmp, "fake.onnx"), dynamo=True)
+        torch.onnx.export(model, (x,), os.path.join(tmp, "fake.onnx"), **kwargs)
     s.note("outcome", "exported without a device error")
+
+
+def stage_fake_first_op(s):
+    """The model's forward with fake CUDA weights and a CPU input: the first op refuses."""
+    import torch
+
+    import _torchutil
+
+    model = build_model()
+    with _torchutil.fake_mode():
+        _torchutil.fake_cuda_params(model)
+        s.note("devices", {"model": "cuda:0 (fake)", "input": "cpu (fake)"})
+        with torch.no_grad():
+            model(torch.empty(SHAPE))
+    s.note("outcome", "the forward ran without a device error")
 
 
 def stage_fake_conv_mixed(s):
@@ -209,9 +272,11 @@ def main(r):
     tmp = tempfile.mkdtemp(prefix="onnx_export_device-")
     r.stage("legacy_export", stage_export_mixed, tmp, False, requires=["cuda", "onnx"])
     r.stage("dynamo_export", stage_export_mixed, tmp, True, requires=["cuda", "onnx", "onnxscript"])
-    r.stage("fake_dynamo_export", stage_fake_dynamo, tmp, role="info",
-            requires=["cuda_build", "onnx", "onnxscript"])
-    r.stage("fake_export_conv_mixed", stage_fake_conv_mixed, role="info", requires=["cuda_build"])
+    r.stage("fake_first_op", stage_fake_first_op, role="info", isolate=True, requires=["fake_cuda"])
+    r.stage("fake_dynamo_export", stage_fake_dynamo, tmp, role="info", isolate=True,
+            requires=["fake_cuda", "onnx", "onnxscript"])
+    r.stage("fake_export_conv_mixed", stage_fake_conv_mixed, role="info", isolate=True,
+            requires=["fake_cuda"])
     r.stage("workaround_legacy", stage_workaround, tmp, False, role="workaround",
             requires=["cuda", "onnx"])
     r.stage("workaround_dynamo", stage_workaround, tmp, True, role="workaround",

@@ -46,12 +46,17 @@ import importlib
 import importlib.util
 import json
 import os
-import platform
 import re
 import sys
 import time
 import traceback
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+if os.path.dirname(os.path.abspath(__file__)) not in sys.path:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _versions import (DISTRIBUTIONS, package_version, release, version_matches,  # noqa: E402,F401
+                       when_matches)
 
 PROTOCOL_VERSION = 1
 TRACEBACK_LIMIT = 4000
@@ -61,98 +66,7 @@ PASS, FAIL, ERROR, CRASH, TIMEOUT, SKIP, BROKEN = (
     "pass", "fail", "error", "crash", "timeout", "skip", "broken")
 ROLES = ("main", "workaround", "info")
 
-# distribution names tried, in order, for each probe package name
-DISTRIBUTIONS = {
-    "torch": ("torch",),
-    "torchvision": ("torchvision",),
-    "torch_tensorrt": ("torch_tensorrt", "torch-tensorrt"),
-    "tensorrt": ("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt_cu13_bindings",
-                 "tensorrt_cu12_bindings"),
-    "onnx": ("onnx",),
-    "onnxscript": ("onnxscript",),
-    "onnxruntime": ("onnxruntime", "onnxruntime-gpu"),
-}
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
-# ---------------------------------------------------------------- versions
-
-def release(version: str) -> Tuple[int, ...]:
-    """The numeric release of a version string: '2.4.0a0+07cecf4' -> (2, 4, 0).
-
-    Pre-release, dev and local parts are dropped on purpose: an NGC build of
-    torch '2.4.0a0+...' is torch 2.4 for every range a repro declares.
-    """
-    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", version or "")
-    if not m:
-        raise ValueError("not a version: %r" % (version,))
-    return tuple(int(p) for p in m.group(1).split("."))
-
-
-def _pad(a: Tuple[int, ...], n: int) -> Tuple[int, ...]:
-    return a + (0,) * (n - len(a))
-
-
-def _compare(have: Tuple[int, ...], op: str, want: str) -> bool:
-    if op in ("==", "!=") and want.endswith(".*"):
-        prefix = release(want[:-2])
-        hit = _pad(have, len(prefix))[:len(prefix)] == prefix
-        return hit if op == "==" else not hit
-    w = release(want)
-    n = max(len(have), len(w))
-    h, w = _pad(have, n), _pad(w, n)
-    if op == "~=":
-        base = release(want)
-        return h >= w and _pad(have, len(base))[:len(base) - 1] == base[:-1]
-    return {"==": h == w, "!=": h != w, ">=": h >= w, "<=": h <= w,
-            ">": h > w, "<": h < w}[op]
-
-
-def version_matches(version: Optional[str], spec: str) -> bool:
-    """Whether ``version`` satisfies a PEP 440-style ``spec`` ('>=2.4,<2.5').
-
-    A missing version satisfies nothing (except an empty spec).
-    """
-    if not spec.strip():
-        return True
-    if not version:
-        return False
-    have = release(version)
-    for clause in spec.split(","):
-        m = re.match(r"\s*(~=|==|!=|>=|<=|>|<)\s*(\S+)\s*$", clause)
-        if not m:
-            raise ValueError("bad version specifier: %r" % (clause,))
-        if not _compare(have, m.group(1), m.group(2)):
-            return False
-    return True
-
-
-def package_version(name: str) -> Optional[str]:
-    """Installed version of a probe package name, without importing it."""
-    if name == "python":
-        return platform.python_version()
-    if name == "ngc":
-        return os.environ.get("NVIDIA_PYTORCH_VERSION") or None
-    try:
-        from importlib import metadata
-    except ImportError:  # pragma: no cover - Python < 3.8
-        return None
-    for dist in DISTRIBUTIONS.get(name, (name,)):
-        try:
-            return metadata.version(dist)
-        except Exception:
-            continue
-    mod = sys.modules.get(name)
-    return getattr(mod, "__version__", None) if mod else None
-
-
-def when_matches(when: Optional[Dict[str, str]], versions: Optional[Dict[str, Optional[str]]] = None) -> bool:
-    """Whether every ``{package: spec}`` in ``when`` holds for the installed stack."""
-    for name, spec in (when or {}).items():
-        have = (versions or {}).get(name) if versions and name in versions else package_version(name)
-        if not version_matches(have, spec):
-            return False
-    return True
 
 
 # -------------------------------------------------------------- signatures
@@ -169,13 +83,16 @@ class Signature(object):
     stage    stage name(s) the signature applies to (None: any stage)
     signal   e.g. 'SIGSEGV': the signature describes a process death
     when     {package: spec}: only on these versions (e.g. {'torch': '<2.13'})
+    log      regex (or list, all required) searched in what an isolated stage
+             printed (the TensorRT logger reports errors there, not in the
+             exception); only isolated stages have that output
     """
 
     def __init__(self, id: str, exc: Union[str, Sequence[str], None] = None,
                  pattern: Union[str, Sequence[str], None] = None,
                  stage: Union[str, Sequence[str], None] = None,
                  signal: Optional[str] = None, when: Optional[Dict[str, str]] = None,
-                 note: str = "") -> None:
+                 note: str = "", log: Union[str, Sequence[str], None] = None) -> None:
         self.id = id
         self.exc = _tuple(exc)
         self.patterns = _tuple(pattern)
@@ -183,44 +100,48 @@ class Signature(object):
         self.signal = signal
         self.when = dict(when or {})
         self.note = note
-        for p in self.patterns:
+        self.logs = _tuple(log)
+        for p in self.patterns + self.logs:
             re.compile(p)
 
     def to_dict(self) -> Dict[str, Any]:
         return {"id": self.id, "exc": list(self.exc), "pattern": list(self.patterns),
                 "stage": list(self.stage), "signal": self.signal, "when": self.when,
-                "note": self.note}
+                "note": self.note, "log": list(self.logs)}
 
     @classmethod
     def from_dict(cls, d: Dict[str, Any]) -> "Signature":
         return cls(d["id"], exc=d.get("exc"), pattern=d.get("pattern"), stage=d.get("stage"),
-                   signal=d.get("signal"), when=d.get("when"), note=d.get("note", ""))
+                   signal=d.get("signal"), when=d.get("when"), note=d.get("note", ""),
+                   log=d.get("log"))
 
     def _applies(self, stage: Optional[str], versions: Optional[Dict[str, Optional[str]]]) -> bool:
         if self.stage and stage not in self.stage:
             return False
         return when_matches(self.when, versions)
 
-    def _text_matches(self, text: str) -> bool:
-        return all(re.search(p, text, re.S) for p in self.patterns)
+    def _text_matches(self, text: str, log: str = "") -> bool:
+        return all(re.search(p, text, re.S) for p in self.patterns) \
+            and all(re.search(p, strip_ansi(log), re.S) for p in self.logs)
 
     def matches_exception(self, exc: BaseException, stage: Optional[str] = None,
-                          versions: Optional[Dict[str, Optional[str]]] = None) -> bool:
-        """Whether this (non-signal) signature describes ``exc`` raised in ``stage``."""
+                          versions: Optional[Dict[str, Optional[str]]] = None, log: str = "") -> bool:
+        """Whether this (non-signal) signature describes ``exc`` raised in ``stage``
+        (``log``: what the stage printed, for ``log`` patterns)."""
         if self.signal or not self._applies(stage, versions):
             return False
         if self.exc and not any(_type_matches(e, self.exc) for e in exception_chain(exc)):
             return False
-        return self._text_matches(exception_text(exc))
+        return self._text_matches(exception_text(exc), log)
 
     def matches_text(self, exc_types: Sequence[str], text: str, stage: Optional[str] = None,
-                     versions: Optional[Dict[str, Optional[str]]] = None) -> bool:
+                     versions: Optional[Dict[str, Optional[str]]] = None, log: str = "") -> bool:
         """Match recorded text (type names + message) instead of a live exception."""
         if self.signal or not self._applies(stage, versions):
             return False
         if self.exc and not any(_name_matches(t, self.exc) for t in exc_types):
             return False
-        return self._text_matches(strip_ansi(text))
+        return self._text_matches(strip_ansi(text), log)
 
     def matches_signal(self, signal_name: str, output: str, stage: Optional[str] = None,
                        versions: Optional[Dict[str, Optional[str]]] = None) -> bool:
@@ -282,10 +203,11 @@ def exception_text(exc: BaseException) -> str:
 
 
 def match_exception(signatures: Iterable[Signature], exc: BaseException, stage: Optional[str] = None,
-                    versions: Optional[Dict[str, Optional[str]]] = None) -> Optional[Signature]:
+                    versions: Optional[Dict[str, Optional[str]]] = None,
+                    log: str = "") -> Optional[Signature]:
     """The first signature describing ``exc`` in ``stage``, or None."""
     for sig in signatures:
-        if sig.matches_exception(exc, stage, versions):
+        if sig.matches_exception(exc, stage, versions, log):
             return sig
     return None
 
@@ -331,9 +253,16 @@ def _cuda_build_reason() -> Optional[str]:
     except Exception as e:  # pragma: no cover - the runner marks this broken first
         return "torch is not importable: %s" % (e,)
     if getattr(torch.version, "cuda", None) is None:
-        return ("fake CUDA tensors need a CUDA build of torch; torch %s is CPU-only "
-                "(fake CUDA convolutions abort the process there)" % (torch.__version__,))
+        return "needs a CUDA build of torch; torch %s is CPU-only" % (torch.__version__,)
     return None
+
+
+def _helper(name: str) -> Any:
+    """A ``_*.py`` helper next to this file (imported lazily: most repros never need it)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    return importlib.import_module(name)
 
 
 def _gpus_reason(spec: str) -> Optional[str]:
@@ -365,8 +294,9 @@ def _import_reason(name: str) -> Optional[str]:
 def requirement_reason(req: str) -> Optional[str]:
     """Why requirement ``req`` is unmet (None when it holds).
 
-    Forms: 'cuda' (a usable CUDA device); 'cuda_build' (torch built with CUDA,
-    enough for fake CUDA tensors); 'gpus>=2'; a package name ('torch_tensorrt', 'torchvision',
+    Forms: 'cuda' (a usable CUDA device); 'cuda_build' (torch built with CUDA);
+    'fake_cuda' (fake CUDA stand-ins work: probed in a child process, since
+    a CUDA build alone is not enough, see _isolate.py); 'gpus>=2'; a package name ('torch_tensorrt', 'torchvision',
     'onnx', 'onnxscript', 'tensorrt', ...), imported to make sure it works;
     a package with a spec ('torch>=2.5', 'torchvision>=0.17').
     """
@@ -380,6 +310,8 @@ def requirement_reason(req: str) -> Optional[str]:
         return _gpus_reason(spec)
     if name == "cuda_build" and not spec:
         return _cuda_build_reason()
+    if name == "fake_cuda" and not spec:
+        return _helper("_isolate").fake_cuda_reason()
     if spec:
         have = package_version(name)
         if have is None:
@@ -551,12 +483,16 @@ class Repro(object):
         self.write()
 
     def stage(self, name: str, fn: Callable[..., Any], *args: Any, requires: Sequence[str] = (),
-              after: Sequence[str] = (), role: str = "main", **kwargs: Any) -> Any:
+              after: Sequence[str] = (), role: str = "main", isolate: bool = False,
+              **kwargs: Any) -> Any:
         """Run ``fn(stage, *args, **kwargs)`` as stage ``name``; its return value, or None.
 
         ``requires`` are checked first (unmet -> skip); ``after`` names stages
-        that must have passed (otherwise skip, naming them).
+        that must have passed (otherwise skip, naming them). ``isolate=True``
+        runs the function in a child process (``_isolate.py``): a death by a
+        signal is recorded on this stage and the repro goes on.
         """
+        self._check_log_signatures(name, isolate)
         s = Stage(name, role)
         self.running, self.running_role = name, role
         self.write()
@@ -564,13 +500,16 @@ class Repro(object):
         value = None
         try:
             self._gate(s, requires, after)
-            value = fn(s, *args, **kwargs)
-            s.status = PASS
-            s.message = s.message or self._pass_message(s)
         except Skip as e:
             s.status, s.message = SKIP, str(e)
-        except Exception as e:
-            self._record_exception(s, e)
+        if not s.status and isolate:
+            s.note("isolated", True)
+            try:
+                value = _helper("_isolate").run_stage(self, s, fn, args, kwargs)
+            except Exception as e:  # the stage could not be started in a child
+                self._record_exception(s, e)
+        elif not s.status:
+            value = self.execute(s, fn, args, kwargs)
         s.duration_s = time.time() - t0
         self.stages.append(s)
         self.running = None
@@ -578,8 +517,34 @@ class Repro(object):
         _progress("%s/%s: %s%s" % (self.id, name, s.status, " (%s)" % s.message if s.status != PASS else ""))
         return value if s.status == PASS else None
 
+    def execute(self, s: Stage, fn: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any],
+                log_path: Optional[str] = None) -> Any:
+        """Run the stage function in this process and record how it ended on ``s``.
+
+        ``log_path``: the file this process's output goes to (isolated
+        stages), read for the signatures' ``log`` patterns.
+        """
+        try:
+            value = fn(s, *args, **kwargs)
+            s.status = PASS
+            s.message = s.message or self._pass_message(s)
+            return value
+        except Skip as e:
+            s.status, s.message = SKIP, str(e)
+        except Exception as e:
+            self._record_exception(s, e, _helper("_isolate").read_log(log_path) if log_path else "")
+        return None
+
+    def _check_log_signatures(self, name: str, isolate: bool) -> None:
+        for sig in self.signatures:
+            if sig.logs and not isolate and (not sig.stage or name in sig.stage):
+                raise ValueError("signature %r matches the output of stage %r, which needs "
+                                 "isolate=True to have that output" % (sig.id, name))
+
     def _gate(self, s: Stage, requires: Sequence[str], after: Sequence[str]) -> None:
         s.require(*requires)
+        if "fake_cuda" in requires:
+            s.note("fake_cuda_probe", _helper("_isolate").fake_cuda_probe())
         for dep in after:
             prior = self.status_of(dep)
             if prior != PASS:
@@ -590,8 +555,8 @@ class Repro(object):
         checks = [c["what"] for c in s.checks if c["ok"]]
         return "completed; checked: %s" % ", ".join(checks) if checks else "completed"
 
-    def _record_exception(self, s: Stage, e: Exception) -> None:
-        sig = match_exception(self.signatures, e, s.name)
+    def _record_exception(self, s: Stage, e: Exception, log: str = "") -> None:
+        sig = match_exception(self.signatures, e, s.name, log=log)
         s.status = FAIL if sig else ERROR
         s.signature = sig.id if sig else None
         s.message = _first_line(e)
@@ -600,6 +565,9 @@ class Repro(object):
             s.message += " | caused by " + _first_line(root)
         if sig:
             s.message = "signature %s matched: %s" % (sig.id, s.message)
+            for p in sig.logs[:1]:
+                m = re.search(r"[^\n]*(?:%s)[^\n]*" % p, strip_ansi(log))
+                s.message += " | logged: %s" % m.group(0).strip()[:300] if m else ""
         s.evidence["exception"] = _bounded(exception_text(e), 1500)
         s.traceback = _bounded("".join(traceback.format_exception(type(e), e, e.__traceback__)))
         if not self.first_traceback and s.role == "main":

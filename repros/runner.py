@@ -266,6 +266,7 @@ def run_repro(repro_id: str, repros_dir: str, out_dir: str, timeout: float) -> D
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([HERE] + [p for p in [env.get("PYTHONPATH")] if p])
     env[protocol.RESULT_ENV] = partial
+    env["REPROMATRIX_PROBE_CACHE"] = out_dir  # one fake-CUDA probe per run (_isolate.py)
     env.setdefault("PYTHONUNBUFFERED", "1")
     t0 = time.time()
     proc = _spawn([sys.executable, script, "--result", partial], log_path, env)

@@ -84,9 +84,31 @@ def test_signal_signature_needs_signal_and_text():
     assert not sig.matches_exception(RuntimeError(out), "ts", {})
 
 
+def test_log_signature_needs_the_stage_output():
+    sig = Signature("w", exc="RuntimeError", stage="ts", log=r"more than one -1 wildcard")
+    exc = RuntimeError("conversion failed")
+    assert sig.matches_exception(exc, "ts", {}, log="Error Code 4: ... more than one -1 wildcard.")
+    assert not sig.matches_exception(exc, "ts", {}, log="")
+    assert not sig.matches_exception(exc, "ts", {}, log="[Shuffle]: output shape can not be computed")
+
+
+def test_log_signature_on_a_stage_that_is_not_isolated_is_refused(tmp_path):
+    r = protocol.Repro("demo", [Signature("w", stage="ts", log="wildcard")], str(tmp_path / "r.json"))
+    with pytest.raises(ValueError, match="isolate=True"):
+        r.stage("ts", lambda s: None)
+    r.stage("other", lambda s: None)  # the signature does not apply there
+
+
+def test_isolated_stage_needs_a_module_level_function(tmp_path):
+    r = protocol.Repro("demo", [], str(tmp_path / "r.json"))
+    r.stage("lam", lambda s: None, isolate=True)
+    st = r.stage_by_name("lam")
+    assert st.status == "error" and "module-level function" in st.message
+
+
 def test_signature_roundtrips_as_data():
     sig = Signature("s", exc=("A", "B"), pattern=["x", "y"], stage="st", signal=None,
-                    when={"torch": "<2.13"}, note="n")
+                    when={"torch": "<2.13"}, note="n", log=["z"])
     again = Signature.from_dict(json.loads(json.dumps(sig.to_dict())))
     assert again.to_dict() == sig.to_dict()
 

@@ -40,6 +40,13 @@ def fixture_results(tmp_path_factory):
     return run_runner(torch_python(), out, names, timeout=8), out
 
 
+@pytest.fixture(scope="module")
+def isolated(tmp_path_factory):
+    """fx_isolated: six stages, each in a child interpreter that imports torch."""
+    return run_runner(torch_python(), tmp_path_factory.mktemp("isolated"), ["fx_isolated"],
+                      timeout=300)["fx_isolated"]
+
+
 pytestmark = pytest.mark.torch
 
 
@@ -61,6 +68,31 @@ def test_hang_is_a_timeout_and_its_children_are_killed(fixture_results):
     assert res["status"] == "timeout" and res["stages"][-1]["status"] == "timeout"
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert "time.sleep(3600)" not in ps
+
+
+def test_isolated_stage_death_is_recorded_on_that_stage_and_the_repro_goes_on(isolated):
+    res = isolated
+    st = {s["name"]: s for s in res["stages"]}
+    assert [s["name"] for s in res["stages"]] == ["fake_cuda_abort", "declared", "make_value", "use_value",
+                                                  "convert", "unrelated"]
+    abort = st["fake_cuda_abort"]
+    assert abort["status"] == "crash" and abort["evidence"]["signal"] == "SIGABRT"
+    assert "CUDA driver version is insufficient" in abort["message"]
+    assert "terminate called" in abort["evidence"]["log_tail"]
+    assert st["declared"]["status"] == "fail" and st["declared"]["signature"] == "declared_segv"
+    # the process itself ended normally: the verdict comes from the main stages
+    assert res["signal"] is None and res["exit_code"] == 0
+
+
+def test_isolated_stage_returns_its_value_and_its_log_feeds_signatures(isolated):
+    res = isolated
+    st = {s["name"]: s for s in res["stages"]}
+    assert st["make_value"]["status"] == "pass" and st["make_value"]["evidence"]["n"] == 4
+    assert st["use_value"]["status"] == "pass"  # the tensor came back from the child
+    assert st["convert"]["status"] == "fail" and st["convert"]["signature"] == "logged_wildcard"
+    assert "logged: " in st["convert"]["message"] and "-1 wildcard" in st["convert"]["message"]
+    assert st["unrelated"]["status"] == "error"  # same exception, other log: not the bug
+    assert (res["status"], res["signature"]) == ("fail", "logged_wildcard")
 
 
 def test_garbage_result_is_an_error(fixture_results):

@@ -173,6 +173,9 @@ class ScriptedEngine:
                  "message": f"scripted {cell_status}{self.script.get('note', '')}"}))
         yield DoneProcess()
 
+    def release(self, prepared: Prepared) -> None:
+        pass
+
     def close(self) -> None:
         pass
 

@@ -371,3 +371,67 @@ def test_kill_9_of_the_harness_leaves_no_container_after_the_next_run_starts(
     assert managed_run_ids(docker_client) - before == orphans, "the container outlives kill -9"
     drive(docker_settings, repros_dir, tmp_path / "next", [StackGroup(CPU, ("rmtest_ok",))])
     assert not (managed_run_ids(docker_client) & orphans), "the next run removed the orphan"
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> Any:
+    """A real registry (Debian's docker-registry) on 127.0.0.1, no auth, storage in tmp."""
+    import shutil as sh
+    import socket
+    import subprocess
+    import urllib.request
+
+    exe = sh.which("docker-registry")
+    if not exe:
+        pytest.skip("docker-registry is not installed (apt-get install docker-registry)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    conf = tmp_path / "registry.yml"
+    conf.write_text(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {tmp_path / 'blobs'}\n"
+                    f"  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n")
+    proc = subprocess.Popen([exe, "serve", str(conf)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/v2/"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=2).close()
+            break
+        except OSError:
+            assert time.monotonic() < deadline and proc.poll() is None, "the registry did not start"
+            time.sleep(0.2)
+    yield f"127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_push_then_pull_instead_of_building_and_the_image_budget(
+        first_run: dict[str, Any], docker_client: Any, docker_settings: Settings, repros_dir: Path,
+        tmp_path: Path, registry: str) -> None:
+    import urllib.request
+
+    shared = Stack(**{**CPU.__dict__, "id": CPU.id + "-shared"})
+    tag = image_spec(shared, docker_settings).tag
+    if docker_client.images.list(name=tag):
+        docker_client.images.remove(tag, force=True)
+    matrix = matrix_for(docker_settings, repros_dir, shared)
+    group = StackGroup(shared, ("rmtest_ok",))
+    prefix = f"{registry}/rmtest"
+    build = RunOptions(backend="docker", results=tmp_path / "b", work_dir=tmp_path / "bw", push=prefix)
+    [prepared] = prepare_plan(matrix, Plan((group,)), build, log=lambda _: None)
+    assert prepared.ok and prepared.handle == tag
+    repo, _, short = tag.rpartition(":")
+    listing = urllib.request.urlopen(f"http://{registry}/v2/rmtest/{repo}/tags/list", timeout=10)
+    assert short in json.loads(listing.read())["tags"]
+
+    docker_client.images.remove(tag, force=True)  # another machine: the image is not here
+    lines: list[str] = []
+    summary = drive(docker_settings, repros_dir, tmp_path, [group], log=lines.append,
+                    registry=prefix, image_budget_gb=0.0)
+    assert [(r.cell, r.status) for r in summary.results] == [(f"{shared.id}--rmtest_ok", "pass")]
+    assert any(f"pulled {prefix}/{repo}:{short}" in line for line in lines), lines
+    assert not any("building" in line for line in lines), "pulled, never built"
+    assert any(f"removed image {tag}" in line for line in lines), "over budget once finished"
+    assert not docker_client.images.list(name=tag)
+    assert docker_client.images.list(name=first_run["spec"].tag), "an image it found is kept"

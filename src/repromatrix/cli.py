@@ -54,6 +54,8 @@ def _add_image_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_backend_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--registry", metavar="REGISTRY/PREFIX",
+                   help="docker: pull a missing image from here before building it")
     p.add_argument("--backend", default="docker", choices=engine_names(),
                    help="how pip/ngc stacks become environments (local stacks always run their "
                         "own interpreter)")
@@ -73,6 +75,9 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
                    help="time limit for one stack's whole runner (default: matrix stack_timeout)")
     p.add_argument("--repeat", type=int, metavar="N", default=1,
                    help="run each cell N times; cells whose attempts disagree are flaky")
+    p.add_argument("--image-budget", type=float, metavar="GB",
+                   help="docker: remove images this run built or pulled, least recently used "
+                        "first, once its finished stacks' images pass GB")
     p.add_argument("--jobs", "-j", type=int, default=1, help="stacks run at once")
     p.add_argument("--gpus", default="", help="GPU ids to spread stacks over, e.g. 0,1")
     p.add_argument("--keep", action="store_true", help="keep containers for debugging")
@@ -118,6 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_matrix_args(p)
     _add_image_args(p)
     _add_backend_arg(p)
+    p.add_argument("--push", metavar="REGISTRY/PREFIX",
+                   help="docker: push every ready image there (content-hash tags)")
     p.add_argument("--work-dir", type=Path, default=DEFAULT_RESULTS / ".work",
                    help="where build contexts and logs go")
 

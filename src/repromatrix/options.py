@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from . import envvars
-from .config import Matrix, check_timeout, load_matrix, with_overrides
+from .config import Matrix, check_plain, check_timeout, load_matrix, with_overrides
 from .errors import UsageError
 
 DEFAULT_RESULTS = Path("results")
@@ -42,6 +42,9 @@ class RunOptions:
     gpus: tuple[str, ...] = ()
     keep: bool = False
     repeat: int = 1
+    registry: str | None = None  # pull missing images from here before building
+    push: str | None = None  # push prepared images here (repromatrix build --push)
+    image_budget_gb: float | None = None  # remove this run's finished images past this size
 
     @property
     def work(self) -> Path:
@@ -136,7 +139,21 @@ def run_options(matrix: Matrix, args: Mapping[str, Any] | Any) -> RunOptions:
     repeat = get("repeat") or 1
     if not 1 <= int(repeat) <= MAX_REPEAT:
         raise UsageError(f"--repeat {repeat}: run each cell 1 to {MAX_REPEAT} times")
-    return replace(options, repeat=int(repeat))
+    budget = get("image_budget")
+    if budget is not None and not (isinstance(budget, (int, float)) and budget >= 0):
+        raise UsageError(f"--image-budget {budget}: a size in GB, 0 or more")
+    return replace(options, repeat=int(repeat), registry=_registry(get("registry"), "--registry"),
+                   push=_registry(get("push"), "--push"), image_budget_gb=budget)
+
+
+def _registry(value: Any, flag: str) -> str | None:
+    if not value:
+        return None
+    text = check_plain(str(value), flag, spaces=False).rstrip("/")
+    if "://" in text or ":" in text.rsplit("/", 1)[-1] or text.startswith("/"):
+        raise UsageError(f"{flag} {text}: give REGISTRY/PREFIX, e.g. 127.0.0.1:5000/team "
+                         f"(no scheme, no tag)")
+    return text
 
 
 def _seconds(value: Any, flag: str) -> float:
@@ -162,4 +179,6 @@ def reproduce_args(matrix: Matrix, options: RunOptions) -> list[str]:
         args += ["--results", str(options.results)]
     if options.repeat > 1:
         args += ["--repeat", str(options.repeat)]
+    if options.registry:
+        args += ["--registry", options.registry]
     return args

@@ -143,6 +143,7 @@ class Scheduler:
             finally:
                 if gpu is not None:
                     self.gpus.put(gpu)
+            work.engine.release(prepared)
 
     def _run_one(self, work: StackWork, prepared: Prepared, gpu: str | None) -> None:
         sid = work.group.stack.id

@@ -14,6 +14,7 @@ Every engine declares:
   build` calls); a failure is a ``Prepared`` with ``ok=False``, never a raise;
 - ``start(prepared, job)``: a context manager around one runner process
   (``RunnerProcess``), which it always tears down on exit;
+- ``release(prepared)``: the stack is done with its environment (disk budgets);
 - ``close()``: remove what this run left behind.
 
 Engines never build a ``Result``: ``watch.watch`` reads the runner's files and
@@ -116,6 +117,8 @@ class Engine(Protocol):
     def prepare(self, stack: Stack, stop: threading.Event) -> Prepared: ...
 
     def start(self, prepared: Prepared, job: RunnerJob) -> AbstractContextManager[RunnerProcess]: ...
+
+    def release(self, prepared: Prepared) -> None: ...
 
     def close(self) -> None: ...
 

@@ -27,6 +27,7 @@ from ..images import image_spec
 from ..model import Stack
 from ..result import EngineFacts
 from . import EngineContext, Prepared, RunnerJob
+from . import docker_registry as registry
 from .docker_build import build_image, tail_text
 from .docker_daemon import (
     ENGINE_ERRORS,
@@ -37,6 +38,7 @@ from .docker_daemon import (
     check_base_images,
     cleanup,
     connect,
+    find_image,
     has_nvidia_runtime,
     owner_label,
     reap_orphans,
@@ -58,6 +60,8 @@ class DockerEngine:
         self.ctx = ctx
         self._client = client
         self._nvidia: bool | None = None
+        self._made: list[str] = []  # images this run built or pulled, least recently used first
+        self._done: set[str] = set()  # images whose stacks have finished
 
     @property
     def client(self) -> docker.DockerClient:
@@ -89,8 +93,15 @@ class DockerEngine:
             spec = image_spec(stack, self.ctx.settings)
         except Exception as exc:  # noqa: BLE001 - a bad stack is broken, the others go on
             return Prepared(stack, ok=False, reason=str(exc), log_tail=str(exc))
-        built = build_image(self.client, spec, self.ctx.options.work, log=self.ctx.log, stop=stop,
-                            keep_context=self.ctx.options.keep)
+        options = self.ctx.options
+        pulled = bool(options.registry) and find_image(self.client, spec.tag) is None and \
+            registry.pull(self.client, options.registry, spec.tag, self.ctx.log)
+        built = build_image(self.client, spec, options.work, log=self.ctx.log, stop=stop,
+                            keep_context=options.keep)
+        if built.ok and (pulled or not built.cached):
+            self._made.append(built.tag)
+        if built.ok and options.push:
+            registry.push(self.client, options.push, built.tag, self.ctx.log)
         image = built.record_image()
         if not built.ok:
             reason = explain(f"image build failed: {built.error}", built.log_tail, built.log_path)
@@ -115,6 +126,19 @@ class DockerEngine:
                 self.ctx.log(f"[{prepared.stack.id}] kept container {container.name} and {job.outdir}")
             else:
                 remove_container(container)
+
+    def release(self, prepared: Prepared) -> None:
+        """A stack is done with its image: keep this run's images within --image-budget."""
+        budget = self.ctx.options.image_budget_gb
+        if budget is None or not prepared.handle:
+            return
+        if prepared.handle in self._made:  # least recently used first
+            self._made.remove(prepared.handle)
+            self._made.append(prepared.handle)
+        self._done.add(prepared.handle)
+        for tag in enforce_budget(self.client, self._made, self._done, budget * 1e9):
+            self.ctx.log(f"removed image {tag} (--image-budget {budget:g} GB)")
+            self._made.remove(tag)
 
     def close(self) -> None:
         """Remove every container of this run still there (an interrupted run's, say)."""
@@ -191,6 +215,26 @@ class ContainerProcess:
                            limit_s=limit_s, oom_killed=bool(self._state.get("OOMKilled")),
                            signal="SIGKILL" if timed_out else None,
                            log_tail=tail_text(container_logs(self.container)))
+
+
+def enforce_budget(client: docker.DockerClient, made: list[str], done: set[str],
+                   budget_bytes: float) -> list[str]:
+    """Remove finished images of ``made`` (oldest use first) while ``made`` exceeds the budget.
+
+    Only images this run built or pulled are counted and removed: never one it found."""
+    sizes = {}
+    for tag in made:
+        image = find_image(client, tag)
+        sizes[tag] = image.attrs.get("Size", 0) if image is not None else 0
+    total, removed = sum(sizes.values()), []
+    for tag in [t for t in made if t in done]:
+        if total <= budget_bytes:
+            break
+        with contextlib.suppress(*ENGINE_ERRORS):
+            client.images.remove(tag, force=True)
+            total -= sizes[tag]
+            removed.append(tag)
+    return removed
 
 
 def container_logs(container: Any) -> str:

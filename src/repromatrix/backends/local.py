@@ -67,6 +67,9 @@ class LocalEngine:
     def start(self, prepared: Prepared, job: RunnerJob) -> AbstractContextManager[LocalProcess]:
         return local_process(self.ctx, prepared, job)
 
+    def release(self, prepared: Prepared) -> None:
+        """Nothing to free: the interpreter is the user's."""
+
     def close(self) -> None:
         """Nothing outlives a local run: every runner's process group ends with its context."""
 

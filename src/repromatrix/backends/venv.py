@@ -122,6 +122,9 @@ class VenvEngine:
     def start(self, prepared: Prepared, job: RunnerJob) -> AbstractContextManager[LocalProcess]:
         return local_process(self.ctx, prepared, job)
 
+    def release(self, prepared: Prepared) -> None:
+        """Nothing to free: environments are the cache."""
+
     def close(self) -> None:
         """Environments are kept (they are the cache); runners end with their contexts."""
 

@@ -51,9 +51,11 @@ class RunOptions:
 
 
 def load_matrix_with(path: Path | str | None, *, base_images: Sequence[str] = (),
-                     ca_bundle: str | None = None, find_links: Sequence[str] = ()) -> Matrix:
-    """The matrix file with command-line and environment overrides applied to its defaults."""
-    matrix = load_matrix(path)
+                     ca_bundle: str | None = None, find_links: Sequence[str] = (),
+                     repros: Sequence[Path | str] = ()) -> Matrix:
+    """The matrix file (its catalog joined with the ``repros`` folders) with command-line
+    and environment overrides applied to its defaults."""
+    matrix = load_matrix(path, extra_repros=repros)
     settings = with_overrides(matrix.settings, base_images=base_images, ca_bundle=ca_bundle,
                               find_links=find_links)
     return replace(matrix, settings=settings)
@@ -89,10 +91,11 @@ def _seconds(value: Any, flag: str) -> float:
 
 
 def reproduce_args(matrix: Matrix, options: RunOptions) -> list[str]:
-    """The options a pasted command needs to see what this run saw: the matrix, the
-    mirror map, the CA bundle, the wheelhouses, the backend and the results folder."""
+    """The options a pasted command needs to see what this run saw: the matrix, its
+    catalog folders (and script), the mirror map, the CA bundle, the wheelhouses, the
+    backend and the results folder."""
     s = matrix.settings
-    args = ["--matrix", str(matrix.path)]
+    args = ["--matrix", str(Path(matrix.path).resolve()), *matrix.catalog_args]
     for public, local in s.base_images.items():
         args += ["--base-image", f"{public}={local}"]
     if s.ca_bundle:
@@ -104,5 +107,18 @@ def reproduce_args(matrix: Matrix, options: RunOptions) -> list[str]:
     if options.backend == "local" and options.python:
         args += ["--python", options.python]
     if options.results != DEFAULT_RESULTS:
-        args += ["--results", str(options.results)]
+        args += ["--results", str(options.results.resolve())]
     return args
+
+
+def rerun_command(matrix: Matrix, options: RunOptions, stack_id: str, repro: str) -> list[str]:
+    """`repromatrix run` that re-runs one cell with this run's options. A cell of the
+    stack `--backend local` folds pip/ngc stacks into (``local``) is selected by its repro."""
+    from .model import cell_id
+
+    folded = options.backend == "local" and stack_id == "local"
+    args = reproduce_args(matrix, options)
+    if folded and "--python" not in args:
+        args += ["--python", options.local_python]
+    return ["repromatrix", "run", *args, "-k", repro if folded else cell_id(stack_id, repro),
+            "--rerun"]

@@ -105,6 +105,7 @@ class Result:
     env: Mapping[str, Any] = field(default_factory=dict)
     image: Mapping[str, Any] | None = None
     backend: str = ""
+    reproduce: tuple[str, ...] = ()  # the run's options a pasted command needs (reproduce_args)
     harness_version: str = __version__
     host: str = ""
     started_at: str = ""
@@ -124,6 +125,7 @@ class Result:
         out["env"] = dict(self.env)
         out["image"] = dict(self.image) if self.image is not None else None
         out["stages"] = [s.to_dict() for s in self.stages]
+        out["reproduce"] = list(self.reproduce)
         return out
 
     @classmethod
@@ -138,6 +140,8 @@ class Result:
         kwargs["stages"] = tuple(s for s in map(StageResult.from_raw, data.get("stages") or [])
                                  if s is not None)
         kwargs["env"] = data.get("env") if isinstance(data.get("env"), dict) else {}
+        again = data.get("reproduce")
+        kwargs["reproduce"] = tuple(str(a) for a in again) if isinstance(again, list) else ()
         return cls(**kwargs)
 
 
@@ -195,6 +199,7 @@ class CellRun:
     image: Mapping[str, Any] | None = None
     started_at: str = field(default_factory=now_iso)
     attempt: int = 1
+    reproduce: tuple[str, ...] = ()
 
 
 def make_result(cell: CellRun, runner: Any, env: Mapping[str, Any] | None,
@@ -228,7 +233,8 @@ def make_result(cell: CellRun, runner: Any, env: Mapping[str, Any] | None,
         run_id=cell.run_id, cell=cell_id(str(cell.stack["id"]), cell.repro), stack=dict(cell.stack),
         repro=cell.repro, repro_sha256=cell.repro_sha256, cache_key=cell.cache_key,
         attempt=cell.attempt, env=env, image=cell.image, backend=cell.backend,
-        host=socket.gethostname(), started_at=cell.started_at, finished_at=now_iso(), **fields)
+        reproduce=tuple(cell.reproduce), host=socket.gethostname(), started_at=cell.started_at,
+        finished_at=now_iso(), **fields)
 
 
 def _from_runner(raw: Mapping[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,8 @@ from . import __version__
 from . import script as own_bugs
 from .backends import engine_names
 from .config import Matrix, load_matrix
-from .errors import HarnessError, UsageError
+from .errors import BaseImageMissing, HarnessError, UsageError
+from .hints import base_image_hint
 from .model import Plan
 from .options import DEFAULT_RESULTS, RunOptions, load_matrix_with, run_options
 from .plan import make_plan
@@ -210,7 +211,11 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     matrix = load(args)
     plan = plan_for(args, matrix)
-    prepared = prepare_plan(matrix, plan, run_options(matrix, args))
+    options = run_options(matrix, args)
+    try:
+        prepared = prepare_plan(matrix, plan, options)
+    except BaseImageMissing as exc:
+        raise base_image_hint(exc, args, matrix, options, plan) from None
     for p in prepared:
         state = "cached" if p.cached else ("built" if p.ok else "FAILED")
         extra = f"  {p.reason}  (log: {p.log_path})" if not p.ok else ""
@@ -227,7 +232,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     options: RunOptions = run_options(matrix, args)
     matrix = with_script(args, matrix, options.results)
     plan = plan_for(args, matrix)
-    summary = run_plan(matrix, plan, options)
+    try:
+        summary = run_plan(matrix, plan, options)
+    except BaseImageMissing as exc:
+        raise base_image_hint(exc, args, matrix, options, plan) from None
     counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "nothing new"
     print(f"run {summary.run_id}: {summary.ran} cell(s) run ({counts}), {summary.reused} reused; "
           f"results in {options.results}/")

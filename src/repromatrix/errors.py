@@ -43,7 +43,7 @@ class DockerUnavailable(InfraError):
 
 
 class BaseImageMissing(InfraError):
-    pass
+    missing: dict[str, list[str]] = {}  # public base image -> the stack ids that need it
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

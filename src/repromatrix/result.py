@@ -279,7 +279,16 @@ def broken_results(cells: Iterable[CellRun], reason: str, log_tail: str = "") ->
 
 def _one_line(message: Any) -> str:
     lines = str(message or "").strip().splitlines()
-    return lines[0][:MESSAGE_LIMIT] if lines else ""
+    return shorten(lines[0], MESSAGE_LIMIT) if lines else ""
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut at a word boundary (never mid-word), with an ellipsis when cut."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    head = cut.rsplit(" ", 1)[0] if " " in cut[limit // 2:] else cut
+    return head.rstrip(" ,;:") + "…"
 
 
 def _float(v: Any) -> float:

@@ -24,7 +24,7 @@ from .config import Matrix
 from .errors import UsageError
 from .model import Plan, Stack, StackGroup, Status, cell_id
 from .options import RunOptions, rerun_command
-from .result import CellRun, Result
+from .result import CellRun, Result, shorten
 from .schedule import Scheduler, StackWork
 from .staging import stage_catalog
 
@@ -176,4 +176,5 @@ def _stale(cell: CellRun, latest: dict[str, Result]) -> bool:
 
 
 def _why(result: Result) -> str:
-    return f"  ({result.message[:120]})" if result.message and result.status != Status.PASS.value else ""
+    return f"  ({shorten(result.message, 160)})" if result.message and result.status != Status.PASS.value \
+        else ""

@@ -23,7 +23,7 @@ from ..config import Matrix
 from ..errors import UsageError, did_you_mean
 from ..model import Plan, StackGroup, Status, cell_id
 from ..options import RunOptions, reproduce_args
-from ..result import Result
+from ..result import Result, shorten
 from ..script import read_wrapper
 from ..standalone import export
 from . import candidates as cands
@@ -97,15 +97,6 @@ def outcome(record: Result, stage: str | None) -> tuple[str, str]:
 def _first_line(text: Any) -> str:
     lines = str(text or "").strip().splitlines()
     return shorten(lines[0], 300) if lines else ""
-
-
-def shorten(text: str, limit: int) -> str:
-    """``text`` cut at a word boundary (never mid-word), with an ellipsis when cut."""
-    if len(text) <= limit:
-        return text
-    cut = text[:limit - 1]
-    head = cut.rsplit(" ", 1)[0] if " " in cut[limit // 2:] else cut
-    return head.rstrip(" ,;:") + "…"
 
 
 def classify(status: str, bad_if: Sequence[str], find_fix: bool) -> Verdict:

@@ -25,7 +25,11 @@ def selection(args: argparse.Namespace) -> str | None:
 
 
 def _command(verb: str, matrix: Matrix, options: RunOptions, extra: Sequence[str]) -> str:
-    return shlex.join(["repromatrix", verb, *reproduce_args(matrix, options), *extra])
+    args = reproduce_args(matrix, options)
+    if verb == "build":  # builds write no results
+        at = args.index("--results")
+        args = args[:at] + args[at + 2:]
+    return shlex.join(["repromatrix", verb, *args, *extra])
 
 
 def base_image_hint(exc: BaseImageMissing, args: argparse.Namespace, matrix: Matrix,

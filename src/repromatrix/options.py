@@ -106,9 +106,7 @@ def reproduce_args(matrix: Matrix, options: RunOptions) -> list[str]:
         args += ["--backend", options.backend]
     if options.backend == "local" and options.python:
         args += ["--python", options.python]
-    if options.results != DEFAULT_RESULTS:
-        args += ["--results", str(options.results.resolve())]
-    return args
+    return args + ["--results", str(options.results.resolve())]  # absolute: pasted anywhere
 
 
 def rerun_command(matrix: Matrix, options: RunOptions, stack_id: str, repro: str) -> list[str]:

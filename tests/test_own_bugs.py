@@ -284,3 +284,147 @@ def test_a_plain_script_is_inlined_as_the_user_wrote_it(tmp_path: Path) -> None:
     info = read_wrapper(path)
     assert info is not None and info.source == script.read_text() and info.bad_if_output == r"BUG\d"
     assert export(path, paths.repros_dir()) == ("Weird Name.py", script.read_text())
+
+
+# ------------------------------------------------------------------ real bisects, end to end
+
+FAKE_CONV_SCRIPT = '''\
+"""Fake-mode export of a conv with (fake) CUDA weights and a CPU input: refused from torch 2.14."""
+import sys
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+conv = torch.nn.Sequential(torch.nn.Conv2d(3, 8, kernel_size=3, padding=1)).eval()
+with FakeTensorMode():
+    for mod in conv.modules():
+        for name, p in list(mod._parameters.items()):
+            if p is not None:
+                mod._parameters[name] = torch.nn.Parameter(torch.empty(p.shape, device="cuda"))
+    try:
+        torch.export.export(conv, (torch.empty(1, 3, 16, 16),), strict=False)
+    except RuntimeError as e:
+        print("BUG:", str(e).splitlines()[0])
+        sys.exit(1)
+print("exported", torch.__version__)
+'''
+
+FAKE_CONV_REPRO = '''\
+"""The same bug as a protocol repro in a user's folder."""
+import protocol
+from protocol import Signature
+
+META = {"id": "fake_conv_device", "title": "fake-mode export checks conv devices",
+        "upstream": [], "description": "torch.export of a conv with fake CUDA weights, CPU input",
+        "requires": ["cuda_build"],
+        "expect": [{"when": {"torch": ">=2.14"}, "status": "fail", "note": "checked from 2.14"},
+                   {"when": {"torch": "<2.14"}, "status": "pass", "note": "exports silently"}]}
+
+SIGNATURES = [Signature("conv_device_checked", exc="RuntimeError", stage="export",
+                        pattern=r"Expected all tensors to be on the same device")]
+
+
+def stage_export(s):
+    import torch
+
+    import _torchutil
+
+    conv = torch.nn.Sequential(torch.nn.Conv2d(3, 8, kernel_size=3, padding=1)).eval()
+    with _torchutil.fake_mode():
+        _torchutil.fake_cuda_params(conv)
+        torch.export.export(conv, (torch.empty(1, 3, 16, 16),), strict=False)
+
+
+def stage_eager(s):
+    import torch
+
+    conv = torch.nn.Conv2d(3, 8, kernel_size=3, padding=1).eval()
+    x = torch.randn(1, 3, 16, 16)
+    s.check_close(conv(x), torch.nn.functional.conv2d(x, conv.weight, conv.bias, padding=1))
+
+
+def main(r):
+    r.stage("export", stage_export, requires=["cuda_build"])
+    r.stage("eager", stage_eager, after=["export"])
+
+
+if __name__ == "__main__":
+    protocol.main(META, SIGNATURES, main)
+'''
+
+
+def _fenced(report: str, lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)\n```", report, re.S)
+
+
+def _probe_pythons(results: Path) -> dict[str, str]:
+    """torch version -> the probed environment's interpreter (the venv backend's image id)."""
+    return {str(r.stack["torch"]): str(r.image["id"]) for r in load_records([results]).records
+            if r.image}
+
+
+def _check_report(report: str, results: Path, folder: Path, name: str) -> None:
+    """The paste-ready block: exact pins, the script inline, and it runs as printed."""
+    assert "- last good: torch 2.13.0" in report and "- first bad: torch 2.14.0" in report
+    assert "https://github.com/pytorch/pytorch/compare/v2.13.0...v2.14.0" in report
+    reproduce = _fenced(report, "sh")[0].splitlines()
+    assert reproduce[1] == "env/bin/pip install torch==2.14.0", "exactly the probed versions"
+    assert reproduce[2] == f"env/bin/python {name}"
+    head = report.split("```python", 1)[0]  # a protocol repro's export embeds protocol.py
+    assert "onnx" not in head and "pypi.nvidia.com" not in head and "torchvision" not in head
+    (script,) = _fenced(report, "python")
+    upstream = folder / "upstream"
+    upstream.mkdir()
+    (upstream / name).write_text(script + "\n")
+    pythons = _probe_pythons(results)
+    plain = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    for torch, expected in (("2.14.0", 1), ("2.13.0", 0)):
+        ran = subprocess.run([pythons[torch], name], cwd=upstream, env=plain, capture_output=True,
+                             text=True, timeout=300)
+        assert ran.returncode == expected, f"torch {torch}: {ran.stdout}{ran.stderr}"
+    again = _fenced(report, "sh")[1]
+    rerun = run_printed(again, cwd=folder)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "first bad: torch 2.14.0" in rerun.stdout and "(2, 2 reused" in rerun.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_real_bisects_of_a_users_script_and_repro_from_a_folder_of_their_own(tmp_path: Path) -> None:
+    """Three real uv environments (torch 2.13.0, 2.14.0, 2.14.1 from PyPI), shared by both bisects."""
+    import shutil
+
+    from test_bisect_cli import _pypi_reachable
+
+    if not shutil.which("uv"):
+        pytest.skip("uv is not on PATH (pip install uv)")
+    if not _pypi_reachable():
+        pytest.skip("PyPI is unreachable: the environments cannot be built")
+    (tmp_path / "fake_conv.py").write_text(FAKE_CONV_SCRIPT)
+    bounds = ["--good", "2.13.0", "--bad", "2.14.1", "--backend", "venv"]
+    found = cli("bisect", "--script", "fake_conv.py", *bounds, cwd=tmp_path)
+    assert found.returncode == 0, found.stderr
+    _check_report(found.stdout.split("### Bisect", 1)[1], tmp_path / "results", tmp_path, "fake_conv.py")
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "fake_conv_device.py").write_text(FAKE_CONV_REPRO)
+    (mine / "protocol.py").write_text('raise SystemExit("the stray protocol.py was used")\n')
+    found = cli("bisect", "--repros", "mine", "--repro", "fake_conv_device", *bounds, cwd=tmp_path)
+    assert found.returncode == 0, found.stderr
+    report = found.stdout.split("### Bisect", 1)[1]
+    (tmp_path / "upstream").rename(tmp_path / "upstream-script")
+    _check_report(report, tmp_path / "results", tmp_path, "fake_conv_device.py")
+
+    site = cli("report", "--repros", "mine", "--out", "site", "--check", cwd=tmp_path)
+    assert site.returncode == 0, site.stdout + site.stderr
+    page = (tmp_path / "site" / "repro-fake_conv_device.html").read_text()
+    assert "fake-mode export checks conv devices" in page and "checked from 2.14" in page
+    assert "fake_conv.py (plain script)" in (tmp_path / "site" / "repro-fake_conv.html").read_text()
+    cells = page_cells(tmp_path / "site")
+    cell = next(c for c in cells.values() if c["repro"] == "fake_conv" and "2.14.0" in c["stack"])
+    assert cell["command"].startswith("repromatrix bisect --good 2.13.0 --bad 2.14.1")
+    rerun = run_printed(cell["command"], cwd=tmp_path / "mine")
+    assert rerun.returncode == 0, rerun.stderr
+    again = [r for r in load_records([tmp_path / "results"]).records if r.cell == cell["id"]]
+    assert len(again) == 2 and again[0].status == again[1].status == "fail", "the same cell, run again"

@@ -26,7 +26,7 @@ from .model import Plan, Stack, StackGroup, Status, cell_id
 from .options import RunOptions, rerun_command
 from .result import CellRun, Result, shorten
 from .schedule import Scheduler, StackWork
-from .staging import stage_catalog
+from .staging import stage_catalog, staged_dir
 
 RETRY_STATUSES = {Status.BROKEN.value}
 
@@ -73,7 +73,7 @@ class Engines:
         self.options = options
         harness = paths.repros_dir()
         self.ctx = EngineContext(settings=matrix.settings, options=options, harness_dir=harness,
-                                 repros_dir=stage_catalog(matrix.repros, harness, options.work),
+                                 repros_dir=staged_dir(matrix.repros, harness, options.work),
                                  run_id=run_id, log=log)
         self._by_name: dict[str, Engine] = {}
 
@@ -120,6 +120,7 @@ def run_plan(matrix: Matrix, plan: Plan, options: RunOptions,
     summary = RunSummary(run_id=new_run_id())
     engines = Engines(matrix, options, summary.run_id, log)
     engines.preflight(plan.groups)
+    stage_catalog(matrix.repros, paths.repros_dir(), options.work)
     hashes = catalog_hashes(matrix.repros, paths.repros_dir())
     def again(stack_id: str, repro: str) -> tuple[str, ...]:
         return tuple(command) if command else tuple(rerun_command(matrix, options, stack_id, repro))

@@ -39,9 +39,9 @@ def staged_files(repros: Mapping[str, Repro], harness_dir: Path) -> dict[str, Pa
     return files
 
 
-def stage_catalog(repros: Mapping[str, Repro], harness_dir: Path, work: Path) -> Path:
-    """The folder the runner's ``--dir`` gets: the harness folder itself when every repro
-    is built in, else a staged copy (see the module docstring)."""
+def staged_dir(repros: Mapping[str, Repro], harness_dir: Path, work: Path) -> Path:
+    """The folder the runner's ``--dir`` gets (nothing is written): the harness folder
+    itself when every repro is built in, else ``<work>/repros/<content hash>``."""
     harness = harness_dir.resolve()
     if all(Path(r.path).resolve().parent == harness for r in repros.values()):
         return harness_dir
@@ -49,14 +49,18 @@ def stage_catalog(repros: Mapping[str, Repro], harness_dir: Path, work: Path) ->
     h = hashlib.sha256()
     for name in sorted(files):
         h.update(name.encode() + b"\0" + files[name].read_bytes() + b"\0")
-    root = work / STAGE_DIR
-    target = root / h.hexdigest()[:16]
-    if target.is_dir():
+    return work / STAGE_DIR / h.hexdigest()[:16]
+
+
+def stage_catalog(repros: Mapping[str, Repro], harness_dir: Path, work: Path) -> Path:
+    """Make ``staged_dir`` (copies, once; a concurrent run making it too is harmless)."""
+    target = staged_dir(repros, harness_dir, work)
+    if target == harness_dir or target.is_dir():
         return target
-    tmp = root / f".{target.name}.{os.getpid()}"
+    tmp = target.parent / f".{target.name}.{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    for name, src in files.items():
+    for name, src in staged_files(repros, harness_dir).items():
         shutil.copyfile(src, tmp / name)
     try:
         os.replace(tmp, target)

@@ -16,7 +16,7 @@ with the reason). Stages have a role:
 - ``info``: supporting evidence (CPU stand-ins with fake CUDA tensors,
   emulations, inspections); shown on the page, never a verdict.
 
-The cell status (``derive_status``) follows DESIGN.md: ``fail`` when a main
+The cell status (``derive_status``) follows ARCHITECTURE.md: ``fail`` when a main
 stage matched a signature, else ``error`` when one failed otherwise, else
 ``skip`` when one could not run, else ``pass`` only if every main stage
 completed and at least one of them checked an output numerically
@@ -437,7 +437,7 @@ def _jsonable(v: Any) -> Any:
 
 
 def derive_status(stages: Sequence[Dict[str, Any]]) -> Tuple[str, Optional[str], str]:
-    """(status, signature id, message) of a cell from its stage records (DESIGN.md)."""
+    """(status, signature id, message) of a cell from its stage records (ARCHITECTURE.md, "Outcomes")."""
     main = [s for s in stages if s.get("role", "main") == "main"]
     if not main:
         return ERROR, None, "the repro ran no main stage"

@@ -25,7 +25,8 @@ Probe keys: probe_version, python, python_executable, platform, torch,
 torch_git, torch_cuda, cudnn, torchvision, torch_tensorrt, tensorrt, onnx,
 onnxscript, onnxruntime, cuda_available, cuda_device_count, gpus (name,
 capability, memory_gib), gpu, gpu_capability, driver, cuda_driver, ngc,
-ngc_env, probe_errors, error.
+ngc_env, distributions (every installed distribution: name -> version),
+probe_errors, error.
 
 Standard library only; Python 3.8+.
 """
@@ -70,9 +71,22 @@ def probe() -> Dict[str, Any]:
         env[name] = protocol.package_version(name)
     env["ngc_env"] = {k: os.environ[k] for k in NGC_VARS if k in os.environ}
     env["ngc"] = os.environ.get("NVIDIA_PYTORCH_VERSION") or None
+    env["distributions"] = _safe(env, "distributions", _distributions) or {}
     _probe_torch(env)
     env["driver"] = _driver_version(env["probe_errors"])
     return env
+
+
+def _distributions() -> Dict[str, str]:
+    """Every installed distribution, by normalized name (what `pip freeze` would pin)."""
+    from importlib import metadata
+
+    out = {}  # type: Dict[str, str]
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"] if dist.metadata else None
+        if name:
+            out.setdefault(re.sub(r"[-_.]+", "-", name).lower(), dist.version)
+    return dict(sorted(out.items()))
 
 
 def _probe_torch(env: Dict[str, Any]) -> None:

@@ -77,7 +77,7 @@ def test_recursive_alias_is_refused(tmp_path, repros):
 
 
 def test_a_few_plain_aliases_stay_allowed(tmp_path, repros):
-    proc = plan(tmp_path, "stacks:\n"
+    proc = plan(tmp_path, "repros: [one_bug]\nstacks:\n"
                           "  - {kind: pip, torch: '2.5', packages: &extra [timm], tags: &t [default]}\n"
                           "  - {kind: pip, torch: '2.6', packages: *extra, tags: *t}\n",
                 "--format", "json")

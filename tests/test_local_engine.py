@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "data" / "repros"
 RECORD_KEYS = {"schema_version", "run_id", "cell", "stack", "repro", "repro_sha256", "cache_key",
                "attempt", "status", "stages", "signature", "workaround", "message", "traceback",
-               "duration_s", "exit_code", "signal", "env", "image", "backend", "harness_version",
+               "duration_s", "exit_code", "signal", "env", "image", "backend", "reproduce",
+               "harness_version",
                "host", "started_at", "finished_at"}
 
 
@@ -43,7 +44,8 @@ def user_project(tmp_path: Path, python: str, repros: tuple[str, ...], stack_id:
     for name in repros:
         shutil.copy(FIXTURES / f"{name}.py", tmp_path / "repros")
     matrix = tmp_path / "matrix.yaml"
-    matrix.write_text(f"stacks:\n  - {{kind: local, id: {stack_id}, interpreter: {python}}}\n")
+    matrix.write_text(f"repros: [{', '.join(repros)}]\n"  # the folder joins the built-in catalog
+                      f"stacks:\n  - {{kind: local, id: {stack_id}, interpreter: {python}}}\n")
     return matrix
 
 
@@ -172,7 +174,7 @@ def test_repeat_records_every_attempt_and_finds_the_flaky_cell(tmp_path, monkeyp
     from repromatrix.run import flaky_cells
 
     monkeypatch.setenv("FX_FLAKY_COUNTER", str(tmp_path / "counter"))
-    matrix = user_project(tmp_path, torch_python(), ("fx_flaky", "fx_checked"))
+    matrix = user_project(tmp_path, torch_python(), ("fx_checked", "fx_flaky"))
     out = run(matrix, repeat=3)
     assert [(r.repro, r.attempt, r.status) for r in out] == [
         ("fx_checked", 1, "fail"), ("fx_flaky", 1, "fail"), ("fx_checked", 2, "fail"),

@@ -33,7 +33,8 @@ def project(tmp_path: Path) -> Path:
     repros.mkdir()  # the user's repros only: protocol and runner come from the harness
     for name in ("fx_pass.py", "fx_garbage.py"):
         shutil.copy(FIXTURES / name, repros / name)
-    (tmp_path / "matrix.yaml").write_text(
+    (tmp_path / "matrix.yaml").write_text(  # the folder joins the built-in catalog: run these two
+        "repros: [fx_pass, fx_garbage]\n"
         f"stacks:\n  - {{kind: local, id: here, interpreter: {PY}, tags: [default]}}\n")
     return tmp_path
 

@@ -8,12 +8,18 @@ A file whose name is not a plain id (the name is the repro id: it becomes part
 of cell ids, file names and the runner's comma-separated ``--repros`` list), a
 file that is not UTF-8, or a META of the wrong shape is a ConfigError naming
 the file (exit 2).
+
+A catalog may span several folders (``join_catalogs``): the built-in one and a
+user's (``--repros DIR``, a ``repros/`` beside a user's matrix). A user folder
+contributes its repro scripts and its own ``_*.py`` helpers; its copies of
+``protocol.py``/``runner.py`` (or of a harness helper) are never used.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +40,19 @@ def repro_files(repros_dir: Path) -> list[Path]:
 def load_catalog(repros_dir: Path) -> dict[str, Repro]:
     """All repros in `repros_dir`, by id; a malformed META is a ConfigError."""
     return {r.id: r for r in (read_repro(p) for p in repro_files(repros_dir))}
+
+
+def join_catalogs(dirs: Sequence[Path]) -> dict[str, Repro]:
+    """The repros of every folder, in folder order; an id found twice is a ConfigError
+    naming both files."""
+    out: dict[str, Repro] = {}
+    for folder in dirs:
+        for rid, repro in load_catalog(folder).items():
+            if rid in out:
+                raise ConfigError(f"repro id {rid!r} is also {out[rid].path}: rename one of them "
+                                  f"(the id is the file name)", file=repro.path, key="META.id")
+            out[rid] = repro
+    return out
 
 
 def read_repro(path: Path) -> Repro:
@@ -137,4 +156,30 @@ def source_hashes(repros_dir: Path, harness_dir: Path | None = None) -> dict[str
         h = shared.copy()
         h.update(p.read_bytes())
         out[p.stem] = h.hexdigest()
+    return out
+
+
+def user_helpers(folder: Path, harness_dir: Path) -> list[Path]:
+    """A user folder's own ``_*.py`` helpers: none of the harness's folder, and never one
+    named like a harness file (the harness's copy wins)."""
+    if folder.resolve() == harness_dir.resolve():
+        return []
+    taken = {p.name for p in shared_sources(harness_dir)}
+    return sorted(p for p in folder.glob("_*.py") if p.name not in taken)
+
+
+def catalog_hashes(repros: Mapping[str, Repro], harness_dir: Path) -> dict[str, str]:
+    """sha256 per repro of a (possibly joined) catalog: the harness's shared sources, the
+    ``_*.py`` helpers of the repro's own folder, and the repro's source."""
+    shared = hashlib.sha256()
+    for p in shared_sources(harness_dir):
+        shared.update(p.name.encode() + b"\0" + p.read_bytes())
+    out = {}
+    for rid, repro in repros.items():
+        path = Path(repro.path)
+        h = shared.copy()
+        for helper in user_helpers(path.parent, harness_dir):
+            h.update(helper.name.encode() + b"\0" + helper.read_bytes())
+        h.update(path.read_bytes())
+        out[rid] = h.hexdigest()
     return out

@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from . import script as own_bugs
 from .backends import engine_names
 from .config import Matrix, load_matrix
-from .errors import HarnessError, UsageError
+from .errors import BaseImageMissing, HarnessError, UsageError
+from .hints import base_image_hint
 from .model import Plan
 from .options import DEFAULT_RESULTS, RunOptions, load_matrix_with, run_options
 from .plan import make_plan
@@ -34,7 +36,22 @@ EXIT_INFRA = 3
 DEFAULT_SITE = Path("site")
 
 
+def _add_repros_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--repros", action="append", default=[], type=Path, metavar="DIR",
+                   help="a folder of your own repros, joined to the built-in catalog (repeatable; "
+                        "a repros/ beside --matrix joins too)")
+
+
+def _add_script_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--script", type=Path, metavar="PY",
+                   help="a plain script as the repro: exit 0 good, 125 cannot tell, other exits "
+                        "bad, a signal a crash")
+    p.add_argument("--bad-if-output", metavar="REGEX",
+                   help="with --script: bad when the output matches (for bugs that print)")
+
+
 def _add_matrix_args(p: argparse.ArgumentParser) -> None:
+    _add_repros_arg(p)
     p.add_argument("--matrix", type=Path, help="matrix file (default: the project's matrix.yaml)")
     p.add_argument("-k", dest="expr", metavar="EXPR",
                    help="select cells among the whole matrix: words, globs, and/or/not "
@@ -97,6 +114,7 @@ def _add_durations_arg(p: argparse.ArgumentParser) -> None:
 
 def _add_report_args(p: argparse.ArgumentParser, results: bool = True) -> None:
     if results:
+        _add_repros_arg(p)
         p.add_argument("--matrix", type=Path,
                        help="matrix file whose repro catalog titles the page (default: the project's)")
         p.add_argument("--results", type=Path, nargs="+", action="extend",
@@ -133,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_image_args(p)
     _add_run_args(p)
     _add_shard_args(p)
+    _add_script_args(p)
 
     p = sub.add_parser("report", help="render the static compatibility site")
     _add_report_args(p)
@@ -145,7 +164,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_report_args(p, results=False)
 
     p = sub.add_parser("bisect", help="find the first release where a repro changes outcome")
-    p.add_argument("--repro", required=True)
+    p.add_argument("--repro", help="a repro id of the catalog (or give --script)")
+    _add_script_args(p)
+    _add_repros_arg(p)
+    p.add_argument("--with", dest="with_", action="append", default=[], metavar="PKG[==V]",
+                   help="install this in every probed environment too (repeatable); besides it a "
+                        "probe installs the axis package and what the repro's META requires")
     p.add_argument("--good", required=True, help="a version where the repro passes")
     p.add_argument("--bad", required=True, help="a version where it fails")
     p.add_argument("--axis", default="torch", choices=("torch", "torch_tensorrt", "ngc"))
@@ -171,16 +195,32 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def load(args: argparse.Namespace, *, overrides: bool = True) -> Matrix:
-    """The matrix file, with the command line's image overrides when the command has them."""
+    """The matrix file and its catalog (``--repros``), with the command line's image
+    overrides when the command has them."""
     if not overrides:
-        return load_matrix(args.matrix)
+        return load_matrix(args.matrix, extra_repros=args.repros)
     return load_matrix_with(args.matrix, base_images=args.base_image, ca_bundle=args.ca_bundle,
-                            find_links=args.find_links, log=lambda line: print(
+                            find_links=args.find_links, repros=args.repros, log=lambda line: print(
                                 f"repromatrix: {line}", file=sys.stderr))
 
 
 def plan_for(args: argparse.Namespace, matrix: Matrix) -> Plan:
-    return make_plan(matrix.stacks, args.expr, all_stacks=args.all_stacks)
+    listing = ["repromatrix", "plan", "--all", "--matrix", str(Path(matrix.path).resolve()),
+               *(a for d in args.repros for a in ("--repros", str(d.resolve())))]
+    plan = make_plan(matrix.stacks, args.expr, all_stacks=args.all_stacks, listing=listing)
+    script = getattr(args, "script_id", None)
+    return own_bugs.only(plan, script) if script else plan
+
+
+def with_script(args: argparse.Namespace, matrix: Matrix, results: Path) -> Matrix:
+    """``matrix`` with ``--script`` joined to its catalog (its id noted in ``args``)."""
+    if getattr(args, "bad_if_output", None) and not args.script:
+        raise UsageError("--bad-if-output needs --script (a protocol repro declares signatures)")
+    if not getattr(args, "script", None):
+        return matrix
+    spec = own_bugs.ScriptSpec(args.script, args.bad_if_output)
+    args.script_id = spec.id
+    return own_bugs.add_script(matrix, spec, results)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -220,7 +260,11 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     matrix = load(args)
     plan = plan_for(args, matrix)
-    prepared = prepare_plan(matrix, plan, run_options(matrix, args))
+    options = run_options(matrix, args)
+    try:
+        prepared = prepare_plan(matrix, plan, options)
+    except BaseImageMissing as exc:
+        raise base_image_hint(exc, args, matrix, options, plan) from None
     for p in prepared:
         state = "cached" if p.cached else ("built" if p.ok else "FAILED")
         extra = f"  {p.reason}  (log: {p.log_path})" if not p.ok else ""
@@ -235,13 +279,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     shard = parse_shard(args.shard) if args.shard else None  # a bad K/N fails before any work
     matrix = load(args)
+    options: RunOptions = run_options(matrix, args)
+    matrix = with_script(args, matrix, options.results)
     plan = plan_for(args, matrix)
     if shard is not None:
         plan = shard_plan(plan, shard, args.durations, args.results)
         if not plan.groups:
             return 0
-    options: RunOptions = run_options(matrix, args)
-    summary = run_plan(matrix, plan, options)
+    try:
+        summary = run_plan(matrix, plan, options)
+    except BaseImageMissing as exc:
+        raise base_image_hint(exc, args, matrix, options, plan) from None
     counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "nothing new"
     print(printable(f"run {summary.run_id}: {summary.ran} cell(s) run ({counts}), {summary.reused} reused; "
           f"results in {options.results}/"))
@@ -267,7 +315,8 @@ def cmd_report(args: argparse.Namespace, results: Sequence[Path] | None = None) 
     if missing:
         raise UsageError(f"--results {missing[0]}: no such file or folder (run `repromatrix run` first)")
     matrix = load(args, overrides=False)
-    summary = render_site(paths, args.out, matrix.repros, matrix=str(matrix.path))
+    catalog = own_bugs.report_catalog(matrix.repros, paths)
+    summary = render_site(paths, args.out, catalog, matrix=str(matrix.path))
     for problem in [*summary.skipped, *summary.conflicts]:
         print(printable(f"report: {problem}"), file=sys.stderr)
     print(printable(f"report: {summary.index} ({summary.cells} cells on {summary.stacks} stacks, "
@@ -289,11 +338,17 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     from .bisect import BisectRequest
     from .bisect import main as bisect_main
 
+    if bool(args.repro) == bool(args.script):
+        raise UsageError("bisect needs --repro ID (a repro of the catalog) or --script PY "
+                         "(a plain script), not both")
     matrix = load(args)
-    request = BisectRequest(repro=args.repro, good=args.good, bad=args.bad, axis=args.axis,
-                            bad_if=args.bad_if, find_fix=args.find_fix, stage=args.stage,
-                            base=tuple(args.base), json=args.json)
-    return bisect_main(request, matrix, run_options(matrix, args))
+    options = run_options(matrix, args)
+    matrix = with_script(args, matrix, options.results)
+    request = BisectRequest(repro=args.repro or args.script_id, good=args.good, bad=args.bad,
+                            axis=args.axis, bad_if=args.bad_if, find_fix=args.find_fix,
+                            stage=args.stage, base=tuple(args.base), json=args.json,
+                            with_=tuple(args.with_), script=bool(args.script))
+    return bisect_main(request, matrix, options)
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import compat, envvars, paths
-from .catalog import load_catalog
+from .catalog import join_catalogs
 from .errors import ConfigError, did_you_mean
 from .model import STACK_KINDS, Repro, Settings, Stack
 from .textsafe import brief
@@ -51,27 +51,44 @@ class Matrix:
     path: Path
     settings: Settings
     stacks: tuple[Stack, ...]
-    repros: Mapping[str, Repro]
-    repros_dir: Path
+    repros: Mapping[str, Repro]  # the joined catalog: built-in repros first, then the user's
+    repros_dir: Path  # the matrix's own catalog folder (beside it, else the built-in one)
+    repro_dirs: tuple[Path, ...] = ()  # every catalog folder, built-in first
+    catalog_args: tuple[str, ...] = ()  # what a pasted command needs to see this catalog
 
 
-def load_matrix(path: Path | str | None = None, repros_dir: Path | None = None) -> Matrix:
-    """Read, validate and resolve a matrix file (default: the project's matrix.yaml)."""
+def load_matrix(path: Path | str | None = None, repros_dir: Path | None = None,
+                extra_repros: Sequence[Path | str] = ()) -> Matrix:
+    """Read, validate and resolve a matrix file (default: the project's matrix.yaml).
+
+    Its catalog is the built-in repros (or ``repros_dir`` instead: tests, benchmarks)
+    joined with a ``repros/`` folder beside the matrix and every ``extra_repros``
+    folder (``--repros DIR``)."""
     path = Path(path) if path else paths.default_matrix()
+    extras = [_repros_folder(Path(d)) for d in extra_repros]
+    base = repros_dir or paths.repros_dir()
     repros_dir = repros_dir or _repros_dir_for(path)
+    dirs = tuple(dict.fromkeys(d.resolve() for d in (base, _repros_dir_for(path), *extras)))
     raw = _read_yaml(path)
     f = str(path)
     _check_keys(raw, TOP_KEYS, f, "")
-    catalog = load_catalog(repros_dir)
+    catalog = join_catalogs(dirs)
     settings = parse_settings(raw.get("defaults") or {}, f, path.parent)
     all_repros = _parse_repro_list(raw.get("repros", "all"), catalog, f, "repros")
     stacks = _parse_stacks(raw.get("stacks"), settings, catalog, all_repros, f)
-    return Matrix(path, settings, stacks, catalog, repros_dir)
+    args = tuple(a for d in dict.fromkeys(d.resolve() for d in extras) for a in ("--repros", str(d)))
+    return Matrix(path, settings, stacks, catalog, repros_dir, dirs, args)
 
 
 def _repros_dir_for(path: Path) -> Path:
     beside = path.resolve().parent / "repros"
     return beside if beside.is_dir() else paths.repros_dir()
+
+
+def _repros_folder(folder: Path) -> Path:
+    if not folder.is_dir():
+        raise ConfigError(f"{str(folder)!r} is not a folder of repro scripts", key="--repros")
+    return folder
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

@@ -51,7 +51,7 @@ class DockerUnavailable(InfraError):
 
 
 class BaseImageMissing(InfraError):
-    pass
+    missing: dict[str, list[str]] = {}  # public base image -> the stack ids that need it
 
 
 class ResultsBusy(InfraError):

@@ -62,14 +62,16 @@ NO_CA = "none"
 
 def load_matrix_with(path: Path | str | None, *, base_images: Sequence[str] = (),
                      ca_bundle: str | None = None, find_links: Sequence[str] = (),
+                     repros: Sequence[Path | str] = (),
                      log: Callable[[str], None] | None = None) -> Matrix:
-    """The matrix file with command-line and environment overrides applied to its defaults.
+    """The matrix file (its catalog joined with the ``repros`` folders) with command-line
+    and environment overrides applied to its defaults.
 
     No CA bundle from the command line, the environment or the matrix: the host's own
     (PIP_CERT, SSL_CERT_FILE, REQUESTS_CA_BUNDLE, pip's ``cert``) is forwarded into builds,
     said once through ``log``; ``--ca-bundle none`` turns that off.
     """
-    matrix = load_matrix(path)
+    matrix = load_matrix(path, extra_repros=repros)
     off = (ca_bundle or envvars.read("REPROMATRIX_CA_BUNDLE") or "").lower() == NO_CA
     settings = with_overrides(matrix.settings, base_images=base_images,
                               ca_bundle=None if off else ca_bundle, find_links=find_links,
@@ -161,10 +163,11 @@ def _seconds(value: Any, flag: str) -> float:
 
 
 def reproduce_args(matrix: Matrix, options: RunOptions) -> list[str]:
-    """The options a pasted command needs to see what this run saw: the matrix, the
-    mirror map, the CA bundle, the wheelhouses, the backend and the results folder."""
+    """The options a pasted command needs to see what this run saw: the matrix, its
+    catalog folders (and script), the mirror map, the CA bundle, the wheelhouses, the
+    backend and the results folder."""
     s = matrix.settings
-    args = ["--matrix", str(matrix.path)]
+    args = ["--matrix", str(Path(matrix.path).resolve()), *matrix.catalog_args]
     for public, local in s.base_images.items():
         args += ["--base-image", f"{public}={local}"]
     if s.ca_bundle:
@@ -175,10 +178,21 @@ def reproduce_args(matrix: Matrix, options: RunOptions) -> list[str]:
         args += ["--backend", options.backend]
     if options.backend == "local" and options.python:
         args += ["--python", options.python]
-    if options.results != DEFAULT_RESULTS:
-        args += ["--results", str(options.results)]
     if options.repeat > 1:
         args += ["--repeat", str(options.repeat)]
     if options.registry:
         args += ["--registry", options.registry]
-    return args
+    return args + ["--results", str(options.results.resolve())]  # absolute: pasted anywhere
+
+
+def rerun_command(matrix: Matrix, options: RunOptions, stack_id: str, repro: str) -> list[str]:
+    """`repromatrix run` that re-runs one cell with this run's options. A cell of the
+    stack `--backend local` folds pip/ngc stacks into (``local``) is selected by its repro."""
+    from .model import cell_id
+
+    folded = options.backend == "local" and stack_id == "local"
+    args = reproduce_args(matrix, options)
+    if folded and "--python" not in args:
+        args += ["--python", options.local_python]
+    return ["repromatrix", "run", *args, "-k", repro if folded else cell_id(stack_id, repro),
+            "--rerun"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import shlex
 from collections.abc import Callable, Sequence
 
 from .errors import UsageError
@@ -50,12 +51,14 @@ def group(cells: Sequence[Cell]) -> Plan:
     return Plan(tuple(StackGroup(s, tuple(rs)) for s, rs in order.values()))
 
 
-def make_plan(stacks: Sequence[Stack], expr: str | None = None, *, all_stacks: bool = False) -> Plan:
-    """expand -> select -> group; an empty selection is a UsageError."""
+def make_plan(stacks: Sequence[Stack], expr: str | None = None, *, all_stacks: bool = False,
+              listing: Sequence[str] = ("repromatrix", "plan", "--all")) -> Plan:
+    """expand -> select -> group; an empty selection is a UsageError whose hint runs
+    ``listing`` (the command that lists every cell of this matrix)."""
     cells = select(expand(stacks), expr, all_stacks=all_stacks)
     if not cells:
         what = f"-k {expr!r}" if expr else f"the default selection (stacks tagged {DEFAULT_TAG!r})"
-        raise UsageError(f"{what} selects no cells; `repromatrix plan --all` lists them all")
+        raise UsageError(f"{what} selects no cells; `{shlex.join(listing)}` lists them all")
     return group(cells)
 
 

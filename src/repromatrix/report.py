@@ -371,10 +371,14 @@ def image_text(image: Any) -> str:
 
 
 def reproduce_command(rec: Result, matrix: str) -> str:
-    """A shell command that re-runs exactly this cell.
+    """A shell command that re-runs exactly this cell: the one its run recorded (with the
+    matrix, catalog, mirror map, CA bundle, wheelhouses and backend it used), else one
+    rebuilt from the record (records written before runs recorded theirs).
 
     A cell of the stack that `--backend local` folds pip/ngc stacks into (``local``)
     is selected by its repro and re-run on the same interpreter."""
+    if rec.reproduce:
+        return shlex.join(rec.reproduce)
     folded = rec.backend == "local" and rec.stack_id == "local"
     args = ["repromatrix", "run", "--matrix", matrix, "-k", rec.repro if folded else rec.cell,
             "--rerun"]

@@ -109,6 +109,7 @@ class Result:
     env: Mapping[str, Any] = field(default_factory=dict)
     image: Mapping[str, Any] | None = None
     backend: str = ""
+    reproduce: tuple[str, ...] = ()  # the run's options a pasted command needs (reproduce_args)
     harness_version: str = __version__
     host: str = ""
     started_at: str = ""
@@ -128,6 +129,7 @@ class Result:
         out["env"] = dict(self.env)
         out["image"] = dict(self.image) if self.image is not None else None
         out["stages"] = [s.to_dict() for s in self.stages]
+        out["reproduce"] = list(self.reproduce)
         return out
 
     @classmethod
@@ -142,6 +144,8 @@ class Result:
         kwargs["stages"] = tuple(s for s in map(StageResult.from_raw, data.get("stages") or [])
                                  if s is not None)
         kwargs["env"] = data.get("env") if isinstance(data.get("env"), dict) else {}
+        again = data.get("reproduce")
+        kwargs["reproduce"] = tuple(str(a) for a in again) if isinstance(again, list) else ()
         return cls(**kwargs)
 
 
@@ -199,6 +203,7 @@ class CellRun:
     image: Mapping[str, Any] | None = None
     started_at: str = field(default_factory=now_iso)
     attempt: int = 1
+    reproduce: tuple[str, ...] = ()
 
 
 def make_result(cell: CellRun, runner: Any, env: Mapping[str, Any] | None,
@@ -234,7 +239,8 @@ def make_result(cell: CellRun, runner: Any, env: Mapping[str, Any] | None,
         run_id=cell.run_id, cell=cell_id(str(cell.stack["id"]), cell.repro), stack=dict(cell.stack),
         repro=cell.repro, repro_sha256=cell.repro_sha256, cache_key=cell.cache_key,
         attempt=cell.attempt, env=env, image=cell.image, backend=cell.backend,
-        host=socket.gethostname(), started_at=cell.started_at, finished_at=now_iso(), **fields)
+        reproduce=tuple(cell.reproduce), host=socket.gethostname(), started_at=cell.started_at,
+        finished_at=now_iso(), **fields)
 
 
 def _from_runner(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -294,7 +300,16 @@ def _bounded_evidence(raw: Any) -> dict[str, Any]:
 
 def _one_line(message: Any) -> str:
     lines = str(message or "").strip().splitlines()
-    return lines[0][:MESSAGE_LIMIT] if lines else ""
+    return shorten(lines[0], MESSAGE_LIMIT) if lines else ""
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut at a word boundary (never mid-word), with an ellipsis when cut."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    head = cut.rsplit(" ", 1)[0] if " " in cut[limit // 2:] else cut
+    return head.rstrip(" ,;:") + "…"
 
 
 def _float(v: Any) -> float:

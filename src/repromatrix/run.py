@@ -14,19 +14,20 @@ import hashlib
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from . import __version__, paths
 from .backends import Engine, EngineContext, Prepared, load_engine
-from .catalog import source_hashes
+from .catalog import catalog_hashes
 from .config import Matrix
 from .errors import UsageError
 from .model import Plan, Stack, StackGroup, Status, cell_id
-from .options import RunOptions
-from .result import CellRun, Result
+from .options import RunOptions, rerun_command
+from .result import CellRun, Result, shorten
 from .results import ResultStore, flaky_counts, latest_by_cell, load_records, locked, prune_work
 from .schedule import Scheduler, StackWork
+from .staging import stage_catalog, staged_dir
 from .textsafe import printable
 
 RETRY_STATUSES = {Status.BROKEN.value}
@@ -72,8 +73,9 @@ class Engines:
     def __init__(self, matrix: Matrix, options: RunOptions, run_id: str,
                  log: Callable[[str], None]) -> None:
         self.options = options
-        self.ctx = EngineContext(settings=matrix.settings, options=options,
-                                 harness_dir=paths.repros_dir(), repros_dir=matrix.repros_dir,
+        harness = paths.repros_dir()
+        self.ctx = EngineContext(settings=matrix.settings, options=options, harness_dir=harness,
+                                 repros_dir=staged_dir(matrix.repros, harness, options.work),
                                  run_id=run_id, log=log)
         self._by_name: dict[str, Engine] = {}
 
@@ -108,8 +110,11 @@ def prepare_plan(matrix: Matrix, plan: Plan, options: RunOptions,
 
 
 def run_plan(matrix: Matrix, plan: Plan, options: RunOptions,
-             log: Callable[[str], None] = print) -> RunSummary:
-    """Run the stale cells of ``plan``; every Result is appended to the store as it arrives."""
+             log: Callable[[str], None] = print, command: Sequence[str] | None = None) -> RunSummary:
+    """Run the stale cells of ``plan``; every Result is appended to the store as it arrives.
+
+    Each Result records the command that re-runs it: ``command`` when given (bisect's),
+    else `repromatrix run` with this run's options (``options.rerun_command``)."""
     if options.backend == "local":
         plan = fold_local(plan, options.local_python)
     summary = RunSummary(run_id=new_run_id())
@@ -117,15 +122,22 @@ def run_plan(matrix: Matrix, plan: Plan, options: RunOptions,
     engines.preflight(plan.groups)
     with locked(options.results, run_id=summary.run_id, on_wait=log):
         prune_work(options.work, current=summary.run_id)
-        _run_locked(matrix, plan, options, engines, summary, log)
+        _run_locked(matrix, plan, options, engines, summary, log, command)
     return summary
 
 
 def _run_locked(matrix: Matrix, plan: Plan, options: RunOptions, engines: Engines,
-                summary: RunSummary, log: Callable[[str], None]) -> None:
+                summary: RunSummary, log: Callable[[str], None],
+                command: Sequence[str] | None) -> None:
     """The run itself, holding the results folder (one run per folder at a time)."""
-    hashes = source_hashes(matrix.repros_dir, paths.repros_dir())
-    work = [_stack_work(g, engines.for_stack(g.stack), hashes, summary.run_id) for g in plan.groups]
+    stage_catalog(matrix.repros, paths.repros_dir(), options.work)
+    hashes = catalog_hashes(matrix.repros, paths.repros_dir())
+
+    def again(stack_id: str, repro: str) -> tuple[str, ...]:
+        return tuple(command) if command else tuple(rerun_command(matrix, options, stack_id, repro))
+
+    work = [_stack_work(g, engines.for_stack(g.stack), hashes, summary.run_id, again)
+            for g in plan.groups]
     latest = latest_by_cell(load_records([options.results]).records) \
         if options.results.exists() else {}
     work, summary.reused = stale_work(work, latest, options.rerun)
@@ -168,11 +180,13 @@ def flaky_cells(results: Iterable[Result]) -> dict[str, dict[str, int]]:
     return {c: counts for c, statuses in by_cell.items() if (counts := flaky_counts(statuses))}
 
 
-def _stack_work(group: StackGroup, engine: Engine, hashes: dict[str, str], run_id: str) -> StackWork:
+def _stack_work(group: StackGroup, engine: Engine, hashes: dict[str, str], run_id: str,
+                again: Callable[[str, str], tuple[str, ...]] | None = None) -> StackWork:
     fp = engine.fingerprint(group.stack)
     spec = group.stack.spec()
     cells = {r: CellRun(run_id=run_id, stack=spec, repro=r, repro_sha256=hashes.get(r, ""),
-                        cache_key=cache_key(fp, hashes.get(r, "")), backend=engine.name)
+                        cache_key=cache_key(fp, hashes.get(r, "")), backend=engine.name,
+                        reproduce=again(group.stack.id, r) if again else ())
              for r in group.repros}
     return StackWork(group, engine, cells)
 
@@ -195,4 +209,5 @@ def _stale(cell: CellRun, latest: dict[str, Result]) -> bool:
 
 
 def _why(result: Result) -> str:
-    return f"  ({result.message[:120]})" if result.message and result.status != Status.PASS.value else ""
+    return f"  ({shorten(result.message, 160)})" if result.message and result.status != Status.PASS.value \
+        else ""

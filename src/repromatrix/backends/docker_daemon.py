@@ -75,13 +75,16 @@ def check_base_images(client: docker.DockerClient, specs: Iterable[ImageSpec]) -
         except ENGINE_ERRORS as exc:
             missing.append(_missing_base_line(base, users, exc))
     if missing:
-        raise BaseImageMissing(
+        err = BaseImageMissing(
             f"{len(missing)} base image(s) are not present locally and cannot be pulled:\n"
             + "\n".join(missing) + "\n"
             "  what to do: pull or load them (`docker pull IMAGE`, `docker load`); or map each to an "
             "image you have with the mirror-map setting `defaults.base_images` in matrix.yaml or "
             "`--base-image PUBLIC=LOCAL` (scripts/make-base-image.sh makes a local Python base "
-            "image); or leave those stacks out, e.g. -k 'default and not ngc'")
+            "image); or leave those stacks out of the selection (-k)")
+        err.missing = {users[0].public_base: [s.stack.id for s in users]
+                       for base, users in needed.items() if any(base in line for line in missing)}
+        raise err
 
 
 def cleanup(client: docker.DockerClient, run_id: str | None = None) -> list[str]:

@@ -9,6 +9,7 @@ the reason, and is never probed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -74,6 +75,60 @@ def parse_base(items: Sequence[str], axis: str) -> dict[str, Any]:
         else:
             base[key] = value
     return base
+
+
+STACK_PINS = {"torchvision": "torchvision", "torch-tensorrt": "torch_tensorrt",
+              "tensorrt": "torch_tensorrt"}  # TensorRT comes with torch-tensorrt
+NOT_PACKAGES = ("cuda", "cuda-build", "gpus", "python", "ngc")
+
+
+def _name_spec(req: str, flag: str) -> tuple[str, str]:
+    m = re.match(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(.*)$", req)
+    if not m:
+        raise UsageError(f"{flag} {req!r}: expected a package, e.g. onnx or numpy==1.26.4")
+    return re.sub(r"[-_.]+", "-", m.group(1)).lower(), m.group(2).strip()
+
+
+def bug_base(axis: str, requires: Sequence[str], with_: Sequence[str],
+             base: Mapping[str, Any]) -> dict[str, Any]:
+    """The candidates' pins from what the bug needs, nothing else: the axis package, the
+    repro's META ``requires`` that are packages, ``--with PKG[==V]``; torchvision and
+    torch-tensorrt only when one of those names them. ``--base`` pins win."""
+    out: dict[str, Any] = {}
+    wanted: dict[str, str] = {}
+    packages: list[str] = []
+    for req, flag in [*((r, "META requires") for r in requires), *((w, "--with") for w in with_)]:
+        name, spec = _name_spec(req, flag)
+        if name in NOT_PACKAGES or name == "torch" or name.replace("-", "_") == axis:
+            continue
+        if name in STACK_PINS:
+            pin = STACK_PINS[name]
+            if name != "tensorrt" and flag == "--with" and spec.startswith("=="):
+                wanted[pin] = spec[2:].strip()
+            else:
+                wanted.setdefault(pin, "")
+        else:
+            packages.append(req.strip())
+    if axis != "ngc":
+        for key in ("torchvision", "torch_tensorrt"):
+            if key == axis:
+                continue
+            if key not in wanted:
+                out[key] = "none"
+            elif wanted[key]:
+                out[key] = wanted[key]
+    if packages or base.get("packages"):
+        out["packages"] = list(dict.fromkeys([*packages, *base.get("packages", [])]))
+    out.update({k: v for k, v in base.items() if k != "packages"})
+    return out
+
+
+def probe_settings(settings: Settings, stack: Stack) -> Settings:
+    """The matrix defaults a probe's environment takes: never ``defaults.packages`` (the bug's
+    needs are the stack's own packages); extra indexes only for torch-tensorrt (TensorRT)."""
+    keep_indexes = stack.kind != "pip" or bool(stack.torch_tensorrt)
+    return replace(settings, packages=(),
+                   extra_index_urls=settings.extra_index_urls if keep_indexes else ())
 
 
 def stack_entry(axis: str, version: str, base: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,14 +20,18 @@ import json
 import shlex
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
+from .. import paths
 from ..config import Matrix
 from ..errors import InfraError, UsageError, did_you_mean
 from ..model import Plan, StackGroup, Status, cell_id
 from ..options import RunOptions, reproduce_args
-from ..result import Result
+from ..result import Result, shorten
+from ..script import read_wrapper
+from ..standalone import export
 from ..textsafe import printable
 from . import candidates as cands
 from .report import (
@@ -57,6 +61,8 @@ class BisectRequest:
     stage: str | None = None
     base: tuple[str, ...] = ()
     json: bool = False
+    with_: tuple[str, ...] = ()  # --with PKG[==V]: what the bug needs besides the axis package
+    script: bool = False  # the repro is a plain script (--script): it is named by its path
 
 
 def parse_bad_if(text: str) -> tuple[str, ...]:
@@ -96,7 +102,7 @@ def outcome(record: Result, stage: str | None) -> tuple[str, str]:
 
 def _first_line(text: Any) -> str:
     lines = str(text or "").strip().splitlines()
-    return lines[0][:200] if lines else ""
+    return shorten(lines[0], 300) if lines else ""
 
 
 def classify(status: str, bad_if: Sequence[str], find_fix: bool) -> Verdict:
@@ -111,7 +117,8 @@ def classify(status: str, bad_if: Sequence[str], find_fix: bool) -> Verdict:
 def command_line(request: BisectRequest, matrix: Matrix, options: RunOptions) -> list[str]:
     """The argv that repeats this bisect (non-default options only)."""
     r = request
-    argv = ["repromatrix", "bisect", "--repro", r.repro, "--good", r.good, "--bad", r.bad]
+    argv = ["repromatrix", "bisect", *(() if r.script else ("--repro", r.repro)),
+            "--good", r.good, "--bad", r.bad]
     if r.axis != "torch":
         argv += ["--axis", r.axis]
     if r.stage:
@@ -122,6 +129,8 @@ def command_line(request: BisectRequest, matrix: Matrix, options: RunOptions) ->
         argv.append("--find-fix")
     for item in r.base:
         argv += ["--base", item]
+    for item in r.with_:
+        argv += ["--with", item]
     argv += reproduce_args(matrix, options)
     if options.gpus:
         argv += ["--gpus", ",".join(options.gpus)]
@@ -145,9 +154,13 @@ class Bisect:
             raise UsageError(f"--repro {args.repro}: unknown repro{did_you_mean(args.repro, known)}; "
                              f"known: {', '.join(known) or 'none'}")
         bad_if = parse_bad_if(args.bad_if)
-        self.base = cands.parse_base(args.base, args.axis)
+        repro = self.matrix.repros[args.repro]
+        self.base = cands.bug_base(args.axis, repro.requires, args.with_,
+                                   cands.parse_base(args.base, args.axis))
         self.setup = Setup(args.repro, args.axis, args.find_fix, bad_if, args.stage,
-                           self.matrix.settings, command_line(request, matrix, options))
+                           self.matrix.settings, command_line(request, matrix, options),
+                           script=export(repro.path, paths.repros_dir(), repro.title),
+                           rule=_rule(repro.path))
         self.probes: dict[int, Probe] = {}
         self._steps = 0
 
@@ -170,8 +183,10 @@ class Bisect:
         a, stack = self.args, cand.stack
         assert stack is not None
         cell = cell_id(stack.id, a.repro)
-        summary = run_plan(self.matrix, Plan((StackGroup(stack, (a.repro,)),)), self.options,
-                           log=lambda line: self.err("    " + line))
+        matrix = replace(self.matrix, settings=cands.probe_settings(self.matrix.settings, stack))
+        summary = run_plan(matrix, Plan((StackGroup(stack, (a.repro,)),)), self.options,
+                           log=lambda line: self.err("    " + line),
+                           command=[*self.setup.command, "--rerun"])
         mine = [r for r in summary.results if r.cell == cell]
         attempts = mine or latest_attempts(load_records([self.options.results]).records).get(cell, [])
         if not attempts:
@@ -252,3 +267,12 @@ def main(request: BisectRequest, matrix: Matrix, options: RunOptions) -> int:
         print(printable(line, newlines=True), file=sys.stderr, flush=True)
 
     return Bisect(request, matrix, options, out, err).run()
+
+
+def _rule(repro_path: str) -> str:
+    """How the exported script's exit code reads (a plain script's own rule, else the
+    one-file export's)."""
+    script = read_wrapper(Path(repro_path))
+    if script is not None:
+        return script.rule
+    return "exit 0 pass (bug absent), 1 fail (bug reproduced), 125 cannot tell"

@@ -19,7 +19,7 @@ from typing import Any
 from ..images import index_options, requirements
 from ..model import Settings, Stack, Status
 from ..result import Result
-from .candidates import Candidate
+from .candidates import Candidate, probe_settings
 from .search import BoundsFailed, Found, Step, Verdict
 
 PACKAGES = ("python", "torch", "torch_git", "torchvision", "torch_tensorrt", "tensorrt",
@@ -54,6 +54,8 @@ class Setup:
     stage: str | None
     settings: Settings
     command: list[str] = field(default_factory=list)
+    script: tuple[str, str] | None = None  # (file name, text) an upstream maintainer runs
+    rule: str = ""  # how that script's exit code reads
 
     def label(self, verdict: Verdict) -> str:
         """good/bad for a verdict: OLD is good for a regression, bad for --find-fix."""
@@ -130,20 +132,57 @@ def _git(v: str | None) -> str | None:
     return m.group(1) if m else None
 
 
-def reproduce(setup: Setup, stack: Stack) -> list[str]:
-    """Shell lines that reproduce a cell outside the harness."""
-    script = f"repros/{setup.repro}.py"
+def reproduce(setup: Setup, stack: Stack, record: Result | None = None) -> list[str]:
+    """Shell lines that reproduce a cell outside the harness: a fresh environment with
+    exactly the probed versions of what the probe installed, then the script."""
+    name = setup.script[0] if setup.script else f"{setup.repro}.py"
+    script = shlex.quote(name)
+    settings = probe_settings(setup.settings, stack)
     if stack.kind == "ngc":
         image = NGC_IMAGE.format(tag=stack.ngc)
-        return [f'docker run --rm --gpus all -v "$PWD/repros:/repros" {image} '
-                f"python /repros/{setup.repro}.py"]
+        extra = " ".join(shlex.quote(r) for r in pinned(requirements(stack, settings), record))
+        install = f"pip install {extra} && " if extra else ""
+        return [f'docker run --rm --gpus all -v "$PWD:/work" -w /work {image} '
+                f"sh -c {shlex.quote(install + 'python ' + script)}"]
     if stack.kind == "pip":
-        py = stack.python or setup.settings.python
-        opts = " ".join(index_options(stack, setup.settings))
-        reqs = " ".join(shlex.quote(r) for r in requirements(stack, setup.settings))
+        py = stack.python or settings.python
+        opts = " ".join(index_options(stack, settings))
+        reqs = " ".join(shlex.quote(r) for r in pinned(requirements(stack, settings), record))
         return [f"python{py} -m venv env", f"env/bin/pip install {opts + ' ' if opts else ''}{reqs}",
                 f"env/bin/python {script}"]
     return [f"{stack.interpreter} {script}"]
+
+
+def pinned(reqs: Sequence[str], record: Result | None) -> list[str]:
+    """Each requirement pinned to the version the probe found installed (when it did)."""
+    found = _distributions(record)
+    out = []
+    for req in reqs:
+        m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
+        name = re.sub(r"[-_.]+", "-", m.group(1)).lower() if m else ""
+        out.append(f"{m.group(1)}=={found[name]}" if m and name in found else req)
+    return out
+
+
+def _distributions(record: Result | None) -> dict[str, str]:
+    raw = record.env.get("distributions") if record is not None else None
+    return {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+
+
+def distribution_changes(old: Probe, new: Probe) -> list[tuple[str, str | None, str | None]]:
+    """Every installed distribution that differs between the two environments."""
+    a, b = _distributions(old.record), _distributions(new.record)
+    return [(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def script_block(setup: Setup) -> list[str]:
+    """The script inline (collapsed on GitHub), with how its exit code reads."""
+    if not setup.script:
+        return []
+    name, text = setup.script
+    return [f"`{name}` ({setup.rule}):", "", f"<details><summary>{name} "
+            f"({len(text.splitlines())} lines)</summary>", "", "```python", text.rstrip("\n"), "```",
+            "", "</details>"]
 
 
 def _stack_line(setup: Setup, p: Probe) -> str:
@@ -175,6 +214,12 @@ def text_report(setup: Setup, result: Found, probes: dict[int, Probe],
     for pkg, a, b in changes(old, new):
         mark = " **changed**" if a != b else ""
         lines.append(f"| {pkg} | {a or '-'} | {b or '-'}{mark} |")
+    others = [(k, a, b) for k, a, b in distribution_changes(old, new) if k.replace("-", "_") not in PACKAGES]
+    if others:
+        lines += ["", f"Every other installed distribution that differs ({len(others)}):", "",
+                  "| distribution | " + setup.label(Verdict.OLD) + " | " + setup.label(Verdict.NEW) + " |",
+                  "|---|---|---|"]
+        lines += [f"| {k} | {a or '-'} | {b or '-'} |" for k, a, b in others]
     lines += ["", "Outcome:", f"- {old.candidate.version}: {old.status} ({old.note})",
               f"- {new.candidate.version}: {new.status} ({new.note})"]
     urls = links(setup.axis, old, new)
@@ -184,7 +229,8 @@ def text_report(setup: Setup, result: Found, probes: dict[int, Probe],
     if first_bad.candidate.stack:
         lines += ["", f"Reproduce the {setup.label(first_bad.verdict)} cell "
                       f"({first_bad.candidate.version}) with:", "```sh"]
-        lines += reproduce(setup, first_bad.candidate.stack) + ["```"]
+        lines += reproduce(setup, first_bad.candidate.stack, first_bad.record) + ["```"]
+        lines += [""] + script_block(setup) if setup.script else []
     lines += ["", "Check both again with repromatrix (recorded probes are reused):", "```sh",
               setup.with_bounds(*_good_bad(setup, old, new)), "```"]
     reused = sum(1 for p in probes.values() if p.reused)
@@ -267,7 +313,10 @@ def json_report(setup: Setup, result: Found | BoundsFailed, probes: dict[int, Pr
         "links": links(setup.axis, old, new),
         "command": setup.with_bounds(*_good_bad(setup, old, new)),
     })
+    out["distribution_changes"] = {k: [a, b] for k, a, b in distribution_changes(old, new)}
     first_bad = new if not setup.find_fix else old
     if first_bad.candidate.stack:
-        out["reproduce"] = reproduce(setup, first_bad.candidate.stack)
+        out["reproduce"] = reproduce(setup, first_bad.candidate.stack, first_bad.record)
+    if setup.script:
+        out["script"] = {"name": setup.script[0], "text": setup.script[1], "rule": setup.rule}
     return out

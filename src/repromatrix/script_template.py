@@ -1,0 +1,122 @@
+"""The body of a generated script repro (see ``script.py``): container side, stdlib only,
+Python 3.8+. Kept as text: the host never runs it, the runner does, in the stack under test.
+
+It writes the user's script (embedded as ``SCRIPT_SOURCE``) to a fresh temporary
+folder, runs it there with the same interpreter, relays its output, and turns how
+it ended into a result like a protocol repro's: exit 0 pass, 125 skip (cannot
+tell), any other exit fail, or, with ``BAD_IF_OUTPUT``, fail when the output
+matches and error when it exits non-zero without matching. A death by signal is
+left to the runner (the wrapper exits 128 + the signal, so the runner records a
+``crash`` in stage ``script``).
+"""
+
+BODY = r'''
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+CANNOT_TELL = 125
+OUTPUT_LIMIT = 4 * 1024 * 1024
+TAIL = 4000
+
+
+def _result_path(argv):
+    for i, a in enumerate(argv):
+        if a == "--result" and i + 1 < len(argv):
+            return argv[i + 1]
+    return os.environ.get("REPROMATRIX_RESULT") or None
+
+
+def _write(path, data):
+    if not path:
+        return
+    tmp = "%s.tmp%d" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def _plain_env():
+    """The environment of a plain `python script.py`: no harness folder, no result file."""
+    env = dict(os.environ)
+    env.pop("REPROMATRIX_RESULT", None)
+    keep = [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+            if p and not (os.path.isfile(os.path.join(p, "protocol.py"))
+                          and os.path.isfile(os.path.join(p, "runner.py")))]
+    if keep:
+        env["PYTHONPATH"] = os.pathsep.join(keep)
+    else:
+        env.pop("PYTHONPATH", None)
+    return env
+
+
+def _run(path, folder):
+    proc = subprocess.Popen([sys.executable, path], cwd=folder, env=_plain_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    kept = bytearray()
+    for chunk in iter(lambda: proc.stdout.read1(65536) if hasattr(proc.stdout, "read1")
+                      else proc.stdout.readline(), b""):
+        sys.stdout.buffer.write(chunk)
+        sys.stdout.flush()
+        kept += chunk
+        if len(kept) > OUTPUT_LIMIT:
+            del kept[:len(kept) - OUTPUT_LIMIT]
+    return proc.wait(), kept.decode("utf-8", "replace")
+
+
+def _verdict(rc, output):
+    """(status, signature, message) of a script that exited with ``rc``."""
+    if rc == CANNOT_TELL:
+        return "skip", None, "exit 125: the script cannot tell (like git bisect run)"
+    if BAD_IF_OUTPUT is not None:
+        m = re.search(BAD_IF_OUTPUT, output, re.M)
+        if m:
+            line = output[output.rfind("\n", 0, m.start()) + 1:].split("\n", 1)[0].strip()
+            return "fail", "output_matched", "output matched /%s/ (exit %d): %s" % (
+                BAD_IF_OUTPUT, rc, line[:300])
+        if rc != 0:
+            return "error", None, "exit %d without output matching /%s/: it failed differently" % (
+                rc, BAD_IF_OUTPUT)
+        return "pass", None, "exit 0, no output matched /%s/" % BAD_IF_OUTPUT
+    if rc != 0:
+        last = [ln for ln in output.strip().splitlines() if ln.strip()][-1:]
+        return "fail", "nonzero_exit", "exit %d: %s" % (rc, last[0].strip()[:300] if last else "no output")
+    return "pass", None, "exit 0: the script's own check passed"
+
+
+def main():
+    result = _result_path(sys.argv[1:])
+    started = time.time()
+    record = {"protocol_version": 1, "repro": META["id"], "complete": False, "running": "script",
+              "running_role": "main", "status": "error", "message": "", "signature": None,
+              "workaround": None, "stages": [], "traceback": "", "signatures": []}
+    _write(result, record)
+    folder = tempfile.mkdtemp(prefix="repromatrix-script-")
+    path = os.path.join(folder, SCRIPT_NAME)
+    with open(path, "w") as f:
+        f.write(SCRIPT_SOURCE)
+    rc, output = _run(path, folder)
+    if rc < 0:  # a death by signal: the runner records the crash in stage "script"
+        sys.exit(128 - rc)
+    status, signature, message = _verdict(rc, output)
+    took = round(time.time() - started, 3)
+    stage = {"name": "script", "role": "main", "status": status, "duration_s": took,
+             "message": message, "checks": [],
+             "evidence": {"exit_code": rc, "bad_if_output": BAD_IF_OUTPUT, "script": SCRIPT_NAME}}
+    if signature:
+        stage["signature"] = signature
+    record.update({"complete": True, "running": None, "status": status, "signature": signature,
+                   "message": "script: %s" % message, "stages": [stage], "duration_s": took,
+                   "traceback": "" if status == "pass" else output[-TAIL:]})
+    _write(result, record)
+    sys.stdout.write("[repro] %s: %s (%s)\n" % (META["id"], status, message))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''

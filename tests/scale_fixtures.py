@@ -63,4 +63,4 @@ def cells_and_statuses(*results: Path) -> dict[str, str]:
     """The latest status of every cell in the given stores, merged."""
     from repromatrix.results import latest_by_cell, load_records
 
-    return {cid: r["status"] for cid, r in latest_by_cell(load_records(results).records).items()}
+    return {cid: r.status for cid, r in latest_by_cell(load_records(results).records).items()}

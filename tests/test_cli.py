@@ -126,7 +126,8 @@ def test_sigterm_unwinds_like_ctrl_c_and_stops_the_runner(tmp_path):
 @pytest.mark.slow
 def test_kill_9_of_the_harness_takes_the_runner_and_its_repro_down(tmp_path):
     matrix = tmp_path / "matrix.yaml"
-    matrix.write_text(f"stacks: [{{kind: local, id: here, interpreter: {sys.executable}}}]\n")
+    matrix.write_text(f"repros: [slow_two]\n"
+                      f"stacks: [{{kind: local, id: here, interpreter: {sys.executable}}}]\n")
     (tmp_path / "repros").mkdir()
     (tmp_path / "repros" / "slow_two.py").write_text(
         'import time\nMETA = {"id": "slow_two", "title": "sleeps"}\ntime.sleep(120)\n')

@@ -328,21 +328,34 @@ def test_memory_limit_kills_the_hog_and_says_so(first_run: dict[str, Any], docke
     assert run_containers(docker_client, summary.run_id) == []
 
 
-KILLED_RUN = """
-import sys, json
+CHILD = """
+import json, sys
 sys.path.insert(0, {src!r})
 from pathlib import Path
 from repromatrix.catalog import load_catalog
 from repromatrix.config import Matrix
 from repromatrix.model import Plan, Settings, Stack, StackGroup
 from repromatrix.options import RunOptions
-from repromatrix.run import run_plan
+from repromatrix.run import prepare_plan, run_plan
 settings = Settings(**json.loads({settings!r}))
 stack = Stack(**json.loads({stack!r}))
 repros = Path({repros!r})
 matrix = Matrix(repros.parent / "matrix.yaml", settings, (stack,), load_catalog(repros), repros)
+"""
+
+
+def child_script(call: str, settings: Settings, stack: Stack, repros_dir: Path) -> str:
+    """A `python -c` program that builds the test's Matrix for one stack, then runs ``call``."""
+    def plain(obj: Any) -> str:
+        return json.dumps({k: (list(v) if isinstance(v, tuple) else v) for k, v in obj.__dict__.items()})
+
+    return CHILD.format(src=str(ROOT / "src"), settings=plain(settings), stack=plain(stack),
+                        repros=str(repros_dir)) + call
+
+
+KILLED_RUN = """
 run_plan(matrix, Plan((StackGroup(stack, ("rmtest_sleep",)),)),
-         RunOptions(backend="docker", results=Path({tmp!r}) / "results"), log=print)
+         RunOptions(backend="docker", results=Path(sys.argv[1])), log=print)
 """
 
 
@@ -354,13 +367,10 @@ def test_kill_9_of_the_harness_leaves_no_container_after_the_next_run_starts(
     import subprocess
     import sys
 
-    settings = {k: (list(v) if isinstance(v, tuple) else v) for k, v in docker_settings.__dict__.items()}
-    stack = {k: (list(v) if isinstance(v, tuple) else v) for k, v in CPU.__dict__.items()}
-    script = KILLED_RUN.format(src=str(ROOT / "src"), settings=json.dumps(settings),
-                               stack=json.dumps(stack), repros=str(repros_dir), tmp=str(tmp_path))
+    script = child_script(KILLED_RUN, docker_settings, CPU, repros_dir)
     before = managed_run_ids(docker_client)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "results")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (managed_run_ids(docker_client) - before):
         time.sleep(0.2)
@@ -435,3 +445,30 @@ def test_push_then_pull_instead_of_building_and_the_image_budget(
     assert any(f"removed image {tag}" in line for line in lines), "over budget once finished"
     assert not docker_client.images.list(name=tag)
     assert docker_client.images.list(name=first_run["spec"].tag), "an image it found is kept"
+
+
+PREPARE_ONE = """
+[p] = prepare_plan(matrix, Plan((StackGroup(stack, ("rmtest_ok",)),)),
+                   RunOptions(backend="docker", results=Path(sys.argv[1])))
+print("RESULT", "cached" if p.cached else "built", p.ok, flush=True)
+"""
+
+
+def test_two_processes_never_build_one_image_twice(first_run: dict[str, Any], docker_client: Any,
+                                                   docker_settings: Settings, repros_dir: Path,
+                                                   tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    twin = Stack(**{**CPU.__dict__, "id": CPU.id + "-locktwin"})
+    tag = image_spec(twin, docker_settings).tag
+    if docker_client.images.list(name=tag):
+        docker_client.images.remove(tag, force=True)
+    script = child_script(PREPARE_ONE, docker_settings, twin, repros_dir)
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path / f"r{i}")],
+                              stdout=subprocess.PIPE, text=True) for i in range(2)]
+    outs = [p.communicate(timeout=900)[0] for p in procs]
+    results = sorted(line for out in outs for line in out.splitlines() if line.startswith("RESULT"))
+    assert results == ["RESULT built True", "RESULT cached True"], outs
+    assert any("waiting for it to finish" in out for out in outs), "the second one waited"
+    docker_client.images.remove(tag, force=True)

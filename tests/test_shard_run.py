@@ -41,4 +41,4 @@ def test_shards_merged_equal_one_run(tmp_path: Path) -> None:
     html = (site / "index.html").read_text()
     assert set(re.findall(r'data-cell="([^"]+)"', html)) == set(one)
     for rec in load_records(folders).records:  # each stack ran on its own interpreter
-        assert rec["env"]["torch"].startswith(rec["stack"]["id"].split("torch")[1].split("-")[0])
+        assert rec.env["torch"].startswith(rec.stack_id.split("torch")[1].split("-")[0])

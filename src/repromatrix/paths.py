@@ -29,3 +29,10 @@ def report_dir() -> Path:
 
 def default_matrix() -> Path:
     return PROJECT_ROOT / "matrix.yaml"
+
+
+def cache_dir() -> Path:
+    """Per-user cache: ``$XDG_CACHE_HOME/repromatrix`` (``~/.cache/repromatrix``)."""
+    import os
+
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "repromatrix"

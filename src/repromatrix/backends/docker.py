@@ -24,8 +24,11 @@ import docker.types
 
 from ..diagnose import explain
 from ..images import image_spec
+from ..lock import hold
 from ..model import Stack
+from ..paths import cache_dir
 from ..result import EngineFacts
+from ..results import safe_component
 from . import EngineContext, Prepared, RunnerJob
 from . import docker_registry as registry
 from .docker_build import build_image, tail_text
@@ -94,10 +97,14 @@ class DockerEngine:
         except Exception as exc:  # noqa: BLE001 - a bad stack is broken, the others go on
             return Prepared(stack, ok=False, reason=str(exc), log_tail=str(exc))
         options = self.ctx.options
-        pulled = bool(options.registry) and find_image(self.client, spec.tag) is None and \
-            registry.pull(self.client, options.registry, spec.tag, self.ctx.log)
-        built = build_image(self.client, spec, options.work, log=self.ctx.log, stop=stop,
-                            keep_context=options.keep)
+        locks = cache_dir() / "locks"
+        locks.mkdir(parents=True, exist_ok=True)
+        with hold(locks / f"{safe_component(spec.tag)}.lock", what=f"the build of {spec.tag}",
+                  run_id=self.ctx.run_id, on_wait=self.ctx.log):  # one build per tag at a time
+            pulled = bool(options.registry) and find_image(self.client, spec.tag) is None and \
+                registry.pull(self.client, options.registry, spec.tag, self.ctx.log)
+            built = build_image(self.client, spec, options.work, log=self.ctx.log, stop=stop,
+                                keep_context=options.keep)
         if built.ok and (pulled or not built.cached):
             self._made.append(built.tag)
         if built.ok and options.push:

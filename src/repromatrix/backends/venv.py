@@ -36,6 +36,7 @@ from ..diagnose import explain
 from ..errors import InfraError, UsageError
 from ..images import index_options, requirements, wheelhouse_listing
 from ..model import Stack
+from ..paths import cache_dir
 from . import EngineContext, Prepared, RunnerJob
 from .process import LocalProcess, local_process
 
@@ -46,10 +47,7 @@ LOG_TAIL = 3000
 
 def venv_root() -> Path:
     env = envvars.read("REPROMATRIX_VENV_DIR")
-    if env:
-        return Path(env)
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "repromatrix" / "venvs"
+    return Path(env) if env else cache_dir() / "venvs"
 
 
 def install_spec(stack: Stack, settings: Any) -> dict[str, Any]:

@@ -134,10 +134,8 @@ def test_kill_9_of_the_harness_takes_the_runner_and_its_repro_down(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "repromatrix.cli", "run", "--all", "--matrix",
                              str(matrix), "--results", str(tmp_path / "results")],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    script = str(tmp_path / "repros" / "slow_two.py")
-
-    def alive() -> bytes:
-        return subprocess.run(["pgrep", "-f", script], capture_output=True).stdout
+    def alive() -> bytes:  # the run stages the user's script under its work folder
+        return subprocess.run(["pgrep", "-f", f"{tmp_path}/.*slow_two.py"], capture_output=True).stdout
 
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not alive():

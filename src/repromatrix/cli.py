@@ -202,7 +202,8 @@ def cmd_report(args: argparse.Namespace, results: Sequence[Path] | None = None) 
     if missing:
         raise UsageError(f"--results {missing[0]}: no such file or folder (run `repromatrix run` first)")
     matrix = load(args, overrides=False)
-    summary = render_site(paths, args.out, matrix.repros, matrix=str(matrix.path))
+    summary = render_site(paths, args.out, matrix.repros, matrix=str(matrix.path),
+                          published={s.id for s in matrix.stacks})
     for problem in [*summary.skipped, *summary.conflicts]:
         print(f"report: {problem}", file=sys.stderr)
     print(f"report: {summary.index} ({summary.cells} cells on {summary.stacks} stacks, "

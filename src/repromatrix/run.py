@@ -140,7 +140,7 @@ def run_plan(matrix: Matrix, plan: Plan, options: RunOptions,
 
 def _stack_work(group: StackGroup, engine: Engine, hashes: dict[str, str], run_id: str) -> StackWork:
     fp = engine.fingerprint(group.stack)
-    spec = group.stack.spec()
+    spec = {**group.stack.spec(), "tags": list(group.stack.tags)}  # the page files bisect probes apart
     cells = {r: CellRun(run_id=run_id, stack=spec, repro=r, repro_sha256=hashes.get(r, ""),
                         cache_key=cache_key(fp, hashes.get(r, "")), backend=engine.name)
              for r in group.repros}

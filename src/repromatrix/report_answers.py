@@ -33,35 +33,48 @@ def stack_scope(stack: Mapping[str, Any], published: Collection[str] | None) -> 
 
 def axis_answer(entries: Sequence[Mapping[str, Any]], axis: str, label: str) -> dict[str, str] | None:
     """Where the outcome turns on one axis, from the decisive cells (pass/fail) whose stack has
-    a version on it: "fixed" (last fail -> first pass after it), "introduced" (last pass -> first
-    fail), "still" (fails on the newest), or None when the axis says nothing."""
+    a version on it. Versions in order form runs of one outcome; each fail -> pass boundary is a
+    fix (last bad -> first good), each pass -> fail one a regression. None when fewer than two
+    versions were decided or the bug never reproduced."""
     outcomes: dict[Any, tuple[str, set[str]]] = {}
     for e in entries:
         status = e["cell"]["status"]
         text = e["stack"]["versions"].get(axis)
         version = normalize_version(text)
         if status in DECISIVE and version is not None:
-            outcomes.setdefault(version, (str(text), set()))[1].add(status)
-    if not outcomes:
+            outcomes.setdefault(version, (_plain(str(text)), set()))[1].add(status)
+    if len(outcomes) < 2 or not any("fail" in o[1] for o in outcomes.values()):
         return None
-    order = sorted(outcomes)
-    fails = [v for v in order if "fail" in outcomes[v][1]]
-    if not fails:
-        return None
-    name = lambda v: f"{label} {outcomes[v][0]}"  # noqa: E731
-    last_bad = fails[-1]
-    later = [v for v in order if v > last_bad]
-    if later and outcomes[later[0]][1] == {"pass"}:
-        return {"axis": axis, "kind": "fixed", "from": name(last_bad), "to": name(later[0]),
-                "text": f"first fixed in {name(later[0])} (last bad {outcomes[last_bad][0]})"}
-    earlier = [v for v in order if v < fails[0]]
-    if earlier and outcomes[earlier[-1]][1] == {"pass"}:
-        return {"axis": axis, "kind": "introduced", "from": name(earlier[-1]), "to": name(fails[0]),
-                "text": f"first bad in {name(fails[0])} (last good {outcomes[earlier[-1]][0]})"}
-    if not later:
-        return {"axis": axis, "kind": "still", "from": name(last_bad), "to": "",
-                "text": f"still reproduces on the newest, {name(last_bad)}"}
-    return None
+    runs: list[list[Any]] = []  # [outcome, first version text, last version text]
+    for version in sorted(outcomes):
+        text, seen = outcomes[version]
+        outcome = seen.pop() if len(seen) == 1 else "mixed"
+        if runs and runs[-1][0] == outcome:
+            runs[-1][2] = text
+        else:
+            runs.append([outcome, text, text])
+    events = []
+    for before, after in zip(runs, runs[1:], strict=False):
+        if before[0] == "fail" and after[0] == "pass":
+            events.append(("fixed", before[2], after[1],
+                           f"first fixed in {label} {after[1]} (last bad {before[2]})"))
+        elif before[0] == "pass" and after[0] == "fail":
+            again = any(e[0] == "fixed" for e in events)
+            events.append(("regressed" if again else "introduced", before[2], after[1],
+                           f"{'bad again' if again else 'first bad'} in {label} {after[1]} "
+                           f"(last good {before[2]})"))
+    if not events:
+        kind = "still" if runs[-1][0] == "fail" else "mixed"
+        text = (f"reproduces on every {label} version tried ({runs[0][1]} to {runs[-1][2]})"
+                if kind == "still" else f"mixed results across {label} versions")
+        return {"axis": axis, "label": label, "kind": kind, "from": "", "to": "", "text": text}
+    kind, last_bad, first_good, _ = events[-1]
+    return {"axis": axis, "label": label, "kind": kind, "from": f"{label} {last_bad}",
+            "to": f"{label} {first_good}", "text": "; ".join(e[3] for e in events)}
+
+
+def _plain(version: str) -> str:
+    return version.split("+", 1)[0]
 
 
 def repro_answers(entries: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[str, str]]
@@ -77,7 +90,9 @@ def repro_answers(entries: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[
     undecided = len(entries) - reproduces - passes
     if undecided:
         parts[0] += f" ({undecided} cannot tell)"
-    parts += [a["text"] for a in axes]
+    # torch and torch-tensorrt move together on pip stacks: say the first of them, and NGC
+    said = [a for a in axes if a["axis"] != "torch" or not any(b["axis"] == "torch_tensorrt" for b in axes)]
+    parts += [a["text"] for a in said]
     if tried:
         parts.append(f"workaround works on {works} of {len(tried)}")
     return {

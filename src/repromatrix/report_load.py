@@ -149,17 +149,18 @@ class _Reducer:
                 self.out.conflicts.append(Conflict(
                     run_id=key[0], cell=key[1], sources=tuple(c[1] for c in copies),
                     statuses=tuple(c[2] for c in copies), kept=kept[1]))
-                self._drop_losers(key[1], key[0], kept[3])
+                self._count_once(key[1], key[0], Seen(kept[3], key[0], kept[2]))
         for cell, found in self.cells.items():
             self.out.latest[cell] = Result.from_dict(_loads(found.raw))
         self.copies.clear()
         return self.out
 
-    def _drop_losers(self, cell: str, run_id: str, kept: TimeKey) -> None:
+    def _count_once(self, cell: str, run_id: str, kept: Seen) -> None:
         """A conflict counts as one record in history: the kept one."""
         seen = self.out.seen[cell]
-        self.out.seen[cell] = [s for s in seen if s.run_id != run_id or s.time == kept]
-        self.out.records -= len(seen) - len(self.out.seen[cell])
+        others = [s for s in seen if s.run_id != run_id]
+        self.out.records -= len(seen) - len(others) - 1
+        self.out.seen[cell] = [*others, kept]
 
 
 def _line_at(source: str) -> bytes:

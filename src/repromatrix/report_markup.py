@@ -105,8 +105,9 @@ def repro_tr(entry: Mapping[str, Any]) -> str:
     contra = cell["contradicted"]
     summary = escape(cell["message"][:160] or cell["status"])
     workaround = escape(cell["workaround"] or "—")
-    return (f'    <tr id="{escape(fragment(cell["id"]))}" class="st-row-{status}'
-            f'{" contra" if contra else ""}{" scope-off" if entry.get("hidden") else ""}" data-cell="{cid}" data-status="{status}" '
+    flags = (" contra" if contra else "") + (" scope-off" if entry.get("hidden") else "")
+    return (f'    <tr id="{escape(fragment(cell["id"]))}" class="st-row-{status}{flags}" '
+            f'data-cell="{cid}" data-status="{status}" '
             f'data-k="{cell["chunk"]}" data-scope="{escape(stack["scope"])}">\n'
             f'      <th scope="row"><span class="sid">{escape(stack["id"])}</span> '
             f'<small class="ver">{escape(stack["label"])}</small></th>\n'

@@ -182,12 +182,15 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from .progress import RunProgress
     from .run import run_plan
 
     matrix = load(args)
     plan = plan_for(args, matrix)
     options: RunOptions = run_options(matrix, args)
-    summary = run_plan(matrix, plan, options)
+    with RunProgress() as progress:
+        summary = run_plan(matrix, plan, options, log=progress.log, progress=progress)
+    progress.print_summary(summary.run_id)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "nothing new"
     print(f"run {summary.run_id}: {summary.ran} cell(s) run ({counts}), {summary.reused} reused; "
           f"results in {options.results}/")

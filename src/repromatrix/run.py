@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from . import __version__, paths
 from .backends import Engine, EngineContext, Prepared, load_engine
@@ -26,6 +27,9 @@ from .model import Plan, Stack, StackGroup, Status, cell_id
 from .options import RunOptions
 from .result import CellRun, Result
 from .schedule import Scheduler, StackWork
+
+if TYPE_CHECKING:
+    from .progress import RunProgress
 
 RETRY_STATUSES = {Status.BROKEN.value}
 
@@ -106,8 +110,9 @@ def prepare_plan(matrix: Matrix, plan: Plan, options: RunOptions,
 
 
 def run_plan(matrix: Matrix, plan: Plan, options: RunOptions,
-             log: Callable[[str], None] = print) -> RunSummary:
-    """Run the stale cells of ``plan``; every Result is appended to the store as it arrives."""
+             log: Callable[[str], None] = print, progress: RunProgress | None = None) -> RunSummary:
+    """Run the stale cells of ``plan``; every Result is appended to the store as it arrives
+    (and shown by ``progress`` when given, instead of a log line per cell)."""
     from .results import ResultStore, latest_by_cell, load_records
 
     if options.backend == "local":
@@ -123,13 +128,18 @@ def run_plan(matrix: Matrix, plan: Plan, options: RunOptions,
     if summary.reused:
         log(f"reusing {summary.reused} recorded cell(s) (unchanged; --rerun to run them again)")
     store = ResultStore(options.results)
+    if progress is not None:
+        progress.start({w.group.stack.id: len(w.cells) for w in work}, summary.reused)
 
     def emit(result: Result) -> None:
         store.append(result)
         summary.results.append(result)
         summary.ran += 1
         summary.statuses[result.status] = summary.statuses.get(result.status, 0) + 1
-        log(f"  {result.cell}: {result.status}" + _why(result))
+        if progress is not None:
+            progress.result(result)
+        else:
+            log(f"  {result.cell}: {result.status}" + _why(result))
 
     if work:
         Scheduler(work, emit=emit, out_root=options.work / "out" / summary.run_id,

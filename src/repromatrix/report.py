@@ -36,6 +36,11 @@ from typing import Any
 
 import jinja2
 
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson is a dependency
+    _orjson = None
+
 from . import expect as expect_mod
 from .model import TRACEBACK_LIMIT, Repro, Status
 from .report_answers import SCOPES, repro_answers
@@ -224,15 +229,28 @@ class EnvTable:
 
     def __init__(self) -> None:
         self.items: list[list[list[str]]] = []
-        self._index: dict[str, int] = {}
+        self._index: dict[Any, int] = {}
 
     def add(self, env: Any) -> int:
-        rows = env_rows(env)
-        key = "\0".join(f"{k}\1{v}" for k, v in rows)
-        if key not in self._index:
-            self._index[key] = len(self.items)
-            self.items.append(rows)
-        return self._index[key]
+        key = _env_key(env)
+        found = self._index.get(key)
+        if found is None:
+            rows = env_rows(env)
+            found = self._index.setdefault("\0".join(f"{k}\1{v}" for k, v in rows), len(self.items))
+            if found == len(self.items):
+                self.items.append(rows)
+            self._index[key] = found
+        return found
+
+
+def _env_key(env: Any) -> Any:
+    """A cheap exact key for an env probe (C-speed serialisation), so rows are built once."""
+    if _orjson is not None and isinstance(env, Mapping):
+        try:
+            return _orjson.dumps(env, option=_orjson.OPT_SORT_KEYS, default=str)
+        except (TypeError, _orjson.JSONEncodeError):
+            pass
+    return ("rows", "\0".join(f"{k}\1{v}" for k, v in env_rows(env)))
 
 
 class StageTable:

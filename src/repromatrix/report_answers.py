@@ -9,10 +9,13 @@ stacks are the published matrix and which are bisect probes or one-off runs.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from .expect import normalize_version
+from .expect import normalize_version as _normalize
+
+normalize_version = functools.lru_cache(maxsize=4096)(_normalize)
 
 AXES = (("torch_tensorrt", "torch-tensorrt"), ("torch", "torch"), ("ngc", "NGC"))
 DECISIVE = ("pass", "fail")

@@ -18,6 +18,11 @@ from urllib.parse import quote
 
 from markupsafe import Markup, escape
 
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson is a dependency
+    _orjson = None
+
 STATUS_INFO: dict[str, tuple[str, str]] = {
     "pass": ("P", "completed and checked: bug absent"),
     "fail": ("F", "failed with the known signature: bug present"),
@@ -37,10 +42,18 @@ _CONTRA_FLAG = ' <strong class="contra-flag">! contradicts expectation</strong>'
 def script_json(obj: Any) -> Markup:
     """JSON that is safe inside <script> (and in a .js file): no '<', '>', '&' or line
     separators survive raw."""
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+    text = None
+    if _orjson is not None:
+        try:
+            text = _orjson.dumps(obj, default=str).decode("utf-8")
+        except (TypeError, _orjson.JSONEncodeError):
+            text = None  # e.g. lone surrogates in hostile text: the stdlib escapes them
+    if text is None:
+        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
     for raw, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
                      ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
-        text = text.replace(raw, esc)
+        if raw in text:
+            text = text.replace(raw, esc)
     return Markup(text)
 
 

@@ -48,11 +48,11 @@ def write_csv(out: Path, site: Mapping[str, Any]) -> None:
     with open(out / "results.csv", "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(CSV_COLUMNS)
+        own = CSV_COLUMNS[1:-2]
         for c in site["cells"].values():
             stack = stacks.get(c["stack"], {})
-            row = {**c, "cell": c["id"], "versions": stack.get("full_label", ""),
-                   "scope": stack.get("scope", "")}
-            writer.writerow([_csv_safe(row.get(k, "")) for k in CSV_COLUMNS])
+            writer.writerow([_csv_safe(c["id"]), *[_csv_safe(c[k]) for k in own],
+                             _csv_safe(stack.get("full_label", "")), stack.get("scope", "")])
 
 
 def _csv_safe(value: Any) -> Any:

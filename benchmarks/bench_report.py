@@ -100,9 +100,11 @@ def bench(name: str, stacks: int, repros: int, runs: int, repeat: int, goal: flo
     load = os.getloadavg()[0]
     print(f"{name}: {n} records ({runs} run(s) x {cells} cells; store {store_mb:.0f} MB) -> "
           f"render min/median/max {min(times):.2f}/{statistics.median(times):.2f}/{max(times):.2f} s "
-          f"(n={repeat}; CPU min/median {min(cpus):.2f}/{statistics.median(cpus):.2f} s); peak RSS {peak / 1e6:.0f} MB; index.html {index / 1e6:.2f} MB "
+          f"(n={repeat}; CPU min/median {min(cpus):.2f}/{statistics.median(cpus):.2f} s); "
+          f"peak RSS {peak / 1e6:.0f} MB; index.html {index / 1e6:.2f} MB "
           f"({index / cells:.0f} B/cell); data chunks {data / 1e6:.1f} MB; results.json "
-          f"{raw / 1e6:.0f} MB; site {site / 1e6:.0f} MB [{'OK' if ok else 'MISSED'}: goal < {goal:g} s] (load {load:.1f})",
+          f"{raw / 1e6:.0f} MB; site {site / 1e6:.0f} MB "
+          f"[{'OK' if ok else 'MISSED'}: goal < {goal:g} s] (load {load:.1f})",
           flush=True)
     shutil.rmtree(store)
     shutil.rmtree(out)

@@ -177,4 +177,4 @@ def test_duplicates_and_conflicts_while_streaming(tmp_path):
     other.append(record("pip-a", "bug", 0, "pass"))
     reduced = reduce_records([tmp_path / "a", tmp_path / "d"])
     assert reduced.records == 1 and len(reduced.conflicts) == 1
-    assert [s.status for s in reduced.seen["pip-a--bug"]] == [reduced.latest["pip-a--bug"].status]
+    assert [s.status for s in reduced.seen["pip-a--bug"]] == [reduced.result("pip-a--bug").status]

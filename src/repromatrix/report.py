@@ -44,12 +44,12 @@ except ImportError:  # pragma: no cover - orjson is a dependency
 from . import expect as expect_mod
 from .model import TRACEBACK_LIMIT, Repro, Status
 from .report_answers import SCOPES, repro_answers
-from .report_data import DATA_DIR, assign_chunks, write_chunks
+from .report_data import DATA_DIR, assign_chunks, detail_json, write_chunks
 from .report_feed import write_feed
 from .report_load import Reduced, cell_history, reduce_records, status_changes
 from .report_markup import STATUS_INFO, add_markup, badge_html, fragment, safe_url, script_json
 from .report_raw import RawSink, write_csv
-from .report_stacks import matrix_rows, order_stacks, pivot
+from .report_stacks import StackBook, matrix_rows, pivot
 from .result import Result, StageResult
 from .results import Conflict, Skipped
 
@@ -181,22 +181,27 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
                published: Collection[str] | None = None,
                now: datetime | None = None) -> dict[str, Any]:
     """Everything the templates need, computed without I/O."""
-    latest = reduced.latest
     conflicted = {c.cell for c in reduced.conflicts}
-    envs, stage_names = EnvTable(), StageTable()
-    stacks = order_stacks(latest.values(), published)
-    scopes = {s["id"]: s["scope"] for s in stacks}
-    shown_scope = "published" if "published" in scopes.values() and \
-        set(scopes.values()) != {"published"} else "all"
-    cells = {}
-    for cid, rec in latest.items():
+    envs, stage_names, book = EnvTable(), StageTable(), StackBook(published)
+    cells, seen_repros = {}, set()
+    for cid, rec in reduced.results():   # one parsed record at a time
+        book.add(rec)
+        seen_repros.add(rec.repro)
         view = cell_view(rec, repros.get(rec.repro), reduced.previous(cid), cid in conflicted,
                          matrix, envs, stage_names)
         view["history"], view["history_dropped"] = cell_history(reduced.seen.get(cid, ()))
-        view["scope"] = scopes[rec.stack_id]
-        view["in_scope"] = shown_scope == "all" or view["scope"] == shown_scope
+        view["detail"] = detail_json(view)
+        for heavy in ("traceback", "stages", "history"):   # now only in the detail JSON
+            del view[heavy]
         cells[cid] = view
-    repro_ids = order_repros(repros, latest.values())
+    stacks = book.ordered()
+    scopes = {s["id"]: s["scope"] for s in stacks}
+    shown_scope = "published" if "published" in scopes.values() and \
+        set(scopes.values()) != {"published"} else "all"
+    for view in cells.values():
+        view["scope"] = scopes[view["stack"]]
+        view["in_scope"] = shown_scope == "all" or view["scope"] == shown_scope
+    repro_ids = order_repros(repros, seen_repros)
     grid = pivot(cells, [s["id"] for s in stacks], repro_ids)
     rows = matrix_rows(stacks, grid, cells, shown_scope)
     columns = [[c["id"] for c in (row["cells"][i] for row in rows) if c] for i in range(len(repro_ids))]
@@ -378,10 +383,10 @@ def reproduce_command(rec: Result, matrix: str) -> str:
 # ----------------------------------------------------------------- repros and summaries
 
 
-def order_repros(repros: Mapping[str, Repro], records: Any) -> list[str]:
+def order_repros(repros: Mapping[str, Repro], seen: Iterable[str]) -> list[str]:
     """Catalog repros first (catalog order), then any others seen in results, sorted."""
     ids = list(repros)
-    seen = sorted({r.repro for r in records} - set(ids))
+    seen = sorted(set(seen) - set(ids))
     return ids + seen
 
 

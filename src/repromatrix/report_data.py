@@ -26,7 +26,7 @@ DATA_DIR = "data"
 _DETAIL_KEYS = ("id", "stack", "repro", "status", "signature", "workaround", "message",
                 "traceback", "duration", "exit", "stages", "image", "run_id", "host",
                 "backend", "started_at", "finished_at", "expected", "expected_note",
-                "contradicted", "conflict", "previous", "command", "scope")
+                "contradicted", "conflict", "previous", "command")
 
 
 def assign_chunks(columns: Sequence[Sequence[str]], leftover: Sequence[str],
@@ -47,13 +47,14 @@ def history_rows(segments: Sequence[Segment]) -> list[list[Any]]:
     return [[s.status, s.first_run, s.first_at, s.last_run, s.last_at, s.runs] for s in segments]
 
 
-def detail(cell: Mapping[str, Any]) -> dict[str, Any]:
-    """What the drawer shows of one cell (empty fields left out)."""
+def detail_json(cell: Mapping[str, Any]) -> str:
+    """What the drawer shows of one cell (empty fields left out), as script-safe JSON
+    without its closing brace: the chunk writer adds the cell's env and scope."""
     out = {k: cell[k] for k in _DETAIL_KEYS if cell[k] not in ("", None, [], False)}
     out["history"] = history_rows(cell["history"])
     if cell["history_dropped"]:
         out["history_dropped"] = cell["history_dropped"]
-    return out
+    return str(script_json(out))[:-1]
 
 
 def write_chunks(out: Path, cells: Mapping[str, Mapping[str, Any]],
@@ -70,10 +71,10 @@ def write_chunks(out: Path, cells: Mapping[str, Mapping[str, Any]],
         local: dict[int, int] = {}
         rows = []
         for cell in members:
-            item = detail(cell)
-            item["env"] = local.setdefault(cell["env"], len(local))
-            rows.append([cell["id"], item])
-        payload = {"envs": [envs[i] for i in local], "cells": rows}
-        text = f"repromatrixChunk({number},{script_json(payload)});\n"
+            env = local.setdefault(cell["env"], len(local))
+            rows.append(f'[{script_json(cell["id"])},{cell["detail"]},"env":{env},'
+                        f'"scope":{script_json(cell["scope"])}}}]')
+        envs_json = script_json([envs[i] for i in local])
+        text = f'repromatrixChunk({number},{{"envs":{envs_json},"cells":[{",".join(rows)}]}});\n'
         (folder / f"c{number}.js").write_text(text, encoding="utf-8")
     return len(groups)

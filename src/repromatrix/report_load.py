@@ -5,8 +5,9 @@ record of each cell in full, and of every other record only its status, run
 and time (for "previous run", the per-cell timeline and the Atom feed). So
 records are streamed: each line is parsed and checked exactly as
 ``results.read_file`` does, its (cell, run, status, time) kept, and only the
-current latest line per cell kept as raw bytes; the latest lines become
-``Result`` objects at the end. Memory grows with cells, not with history.
+current latest line per cell kept as raw bytes; ``Reduced.results`` turns them into
+``Result`` objects one at a time (and lets each raw line go), so a report holds a
+compact view per cell, never every record. Memory grows with cells, not with history.
 
 ``cell_history`` is the one place the per-cell timeline is computed: when the
 store gets an index (latest + history queries), it is what switches to it.
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -58,10 +59,17 @@ class Segment:
 
 
 @dataclass
+class _Cell:
+    time: TimeKey
+    raw: bytes
+    source: str
+
+
+@dataclass
 class Reduced:
     """What the report reads from the store."""
 
-    latest: dict[str, Result] = field(default_factory=dict)
+    latest: dict[str, _Cell] = field(default_factory=dict)   # raw latest line per cell
     seen: dict[str, list[Seen]] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
@@ -69,9 +77,20 @@ class Reduced:
 
     def previous(self, cell: str) -> str:
         """The status of the cell's latest record from a run other than its latest run."""
-        latest = self.latest[cell].run_id
+        latest = self.latest[cell].time[2]
         older = [s for s in self.seen.get(cell, ()) if s.run_id != latest]
         return max(older, key=lambda s: s.time).status if older else ""
+
+    def result(self, cell: str) -> Result:
+        """The latest record of ``cell``, parsed."""
+        return Result.from_dict(_loads(self.latest[cell].raw))
+
+    def results(self) -> Iterator[tuple[str, Result]]:
+        """Every cell's latest record, parsed one at a time; each raw line is released."""
+        for cell, found in self.latest.items():
+            rec = Result.from_dict(_loads(found.raw))
+            found.raw = b""
+            yield cell, rec
 
 
 def _loads(raw: bytes) -> Any:
@@ -87,13 +106,6 @@ class Sink(Protocol):
     """Where usable records go as they stream past (report_raw.RawSink)."""
 
     def add(self, raw: str | None, data: dict[str, Any]) -> None: ...
-
-
-@dataclass
-class _Cell:
-    time: TimeKey
-    raw: bytes
-    source: str
 
 
 class _Reducer:
@@ -150,8 +162,7 @@ class _Reducer:
                     run_id=key[0], cell=key[1], sources=tuple(c[1] for c in copies),
                     statuses=tuple(c[2] for c in copies), kept=kept[1]))
                 self._count_once(key[1], key[0], Seen(kept[3], key[0], kept[2]))
-        for cell, found in self.cells.items():
-            self.out.latest[cell] = Result.from_dict(_loads(found.raw))
+        self.out.latest = self.cells
         self.copies.clear()
         return self.out
 

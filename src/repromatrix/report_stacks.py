@@ -69,25 +69,41 @@ def stack_group(kind: str, versions: Mapping[str, str]) -> tuple[tuple[Any, ...]
     return (2,), "other"
 
 
+class StackBook:
+    """The stacks seen while the records stream past: each from its latest-finished record."""
+
+    def __init__(self, published: Collection[str] | None = None) -> None:
+        self.published = published
+        self.stacks: dict[str, dict[str, Any]] = {}
+
+    def add(self, rec: Result) -> None:
+        found = self.stacks.get(rec.stack_id)
+        if found is None or rec.finished_at > found["_finished"]:
+            self.stacks[rec.stack_id] = {
+                "id": rec.stack_id, "kind": str(rec.stack.get("kind") or ""),
+                "versions": stack_versions(rec), "_finished": rec.finished_at,
+                "scope": stack_scope(rec.stack, self.published)}
+
+    def ordered(self) -> list[dict[str, Any]]:
+        """Grouped and in version order; each with labels, group, scope and rank."""
+        for st in self.stacks.values():
+            versions = st["versions"]
+            st["full_label"] = " · ".join(f"{short} {versions[k]}" for k, short in LABEL_KEYS
+                                          if k in versions)
+            st["label"] = short_label(st["kind"], versions)
+            st["group_key"], st["group"] = stack_group(st["kind"], versions)
+        for rank, st in enumerate(sorted(self.stacks.values(), key=stack_sort_key)):
+            st["rank"] = rank
+        return sorted(self.stacks.values(), key=lambda s: (s["group_key"], stack_sort_key(s)))
+
+
 def order_stacks(records: Iterable[Result], published: Collection[str] | None = None
                  ) -> list[dict[str, Any]]:
-    """One entry per stack id, grouped and in version order; each with labels, group, scope, rank."""
-    stacks: dict[str, dict[str, Any]] = {}
+    """One entry per stack id, grouped and in version order (see StackBook)."""
+    book = StackBook(published)
     for rec in records:
-        sid = rec.stack_id
-        found = stacks.get(sid)
-        if found is None or rec.finished_at > found["_finished"]:
-            stacks[sid] = {"id": sid, "kind": str(rec.stack.get("kind") or ""),
-                           "versions": stack_versions(rec), "_finished": rec.finished_at,
-                           "scope": stack_scope(rec.stack, published)}
-    for st in stacks.values():
-        versions = st["versions"]
-        st["full_label"] = " · ".join(f"{short} {versions[k]}" for k, short in LABEL_KEYS if k in versions)
-        st["label"] = short_label(st["kind"], versions)
-        st["group_key"], st["group"] = stack_group(st["kind"], versions)
-    for rank, st in enumerate(sorted(stacks.values(), key=stack_sort_key)):
-        st["rank"] = rank
-    return sorted(stacks.values(), key=lambda s: (s["group_key"], stack_sort_key(s)))
+        book.add(rec)
+    return book.ordered()
 
 
 def stack_sort_key(stack: Mapping[str, Any]) -> tuple:

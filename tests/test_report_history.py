@@ -178,3 +178,14 @@ def test_duplicates_and_conflicts_while_streaming(tmp_path):
     reduced = reduce_records([tmp_path / "a", tmp_path / "d"])
     assert reduced.records == 1 and len(reduced.conflicts) == 1
     assert [s.status for s in reduced.seen["pip-a--bug"]] == [reduced.result("pip-a--bug").status]
+
+
+def test_changes_list_is_capped_on_the_page_but_complete_in_the_summary(tmp_path):
+    store = ResultStore(tmp_path / "results")
+    for run, status in enumerate(["pass", "fail"]):
+        for s in range(120):
+            store.append(record(f"pip-s{s}", "bug", run, status))
+    summary = render_site([store.root], tmp_path / "site")
+    html = (tmp_path / "site" / "index.html").read_text()
+    assert len(summary.changes["newly failing"]) == 120
+    assert html.count('class="permalink"') == 100 and "… and 20 more" in html

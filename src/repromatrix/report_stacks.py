@@ -11,7 +11,7 @@ what "newest" means when the page suggests a stack.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import pandas as pd
@@ -95,15 +95,6 @@ class StackBook:
         for rank, st in enumerate(sorted(self.stacks.values(), key=stack_sort_key)):
             st["rank"] = rank
         return sorted(self.stacks.values(), key=lambda s: (s["group_key"], stack_sort_key(s)))
-
-
-def order_stacks(records: Iterable[Result], published: Collection[str] | None = None
-                 ) -> list[dict[str, Any]]:
-    """One entry per stack id, grouped and in version order (see StackBook)."""
-    book = StackBook(published)
-    for rec in records:
-        book.add(rec)
-    return book.ordered()
 
 
 def stack_sort_key(stack: Mapping[str, Any]) -> tuple:

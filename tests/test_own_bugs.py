@@ -88,10 +88,13 @@ def home(tmp_path: Path) -> Path:
 
 
 def page_cells(site: Path) -> dict[str, dict]:
-    html = (site / "index.html").read_text()
-    data = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S)
-    assert data, "the page holds its data"
-    return json.loads(data.group(1))["cells"]
+    """Every cell's details as the page loads them: from its data chunks (data/c<N>.js)."""
+    cells: dict[str, dict] = {}
+    for path in (site / "data").glob("c*.js"):
+        payload = re.fullmatch(r"repromatrixChunk\((\d+),(.*)\);\n", path.read_text(), re.S).group(2)
+        cells.update(dict(json.loads(payload)["cells"]))
+    assert cells, "the page holds its data"
+    return cells
 
 
 # ------------------------------------------------------------------ catalog

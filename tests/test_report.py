@@ -115,6 +115,8 @@ def matrix(doc: Node) -> tuple[list[str], list[str], dict[tuple[str, str], Node]
     cols = [th.attrs["data-repro"] for th in table.find_all("th", cls="repro")]
     rows, cells = [], {}
     for tr in table.find("tbody").find_all("tr"):
+        if "group" in tr.classes:
+            continue
         rows.append(tr.attrs["data-stack"])
         for td in tr.find_all("td", cls="cell"):
             cells[(tr.attrs["data-stack"], td.attrs["data-repro"])] = td
@@ -125,14 +127,34 @@ def script_data(doc: Node) -> dict:
     return json.loads(doc.find("script", id="report-data").text())
 
 
+def chunk_data(out: Path) -> dict:
+    """Every data chunk of a site, merged: cells by id, each cell's env rows and chunk number."""
+    merged: dict = {"cells": {}, "envs": {}, "chunk_of": {}}
+    for path in (out / "data").glob("c*.js"):
+        text = path.read_text(encoding="utf-8")
+        number, payload = re.fullmatch(r"repromatrixChunk\((\d+),(.*)\);\n", text, re.S).groups()
+        payload = json.loads(payload)
+        for cid, cell in payload["cells"]:
+            merged["cells"][cid] = cell
+            merged["envs"][cid] = payload["envs"][cell["env"]]
+            merged["chunk_of"][cid] = int(number)
+    return merged
+
+
 # ----------------------------------------------------------------- golden sets
 
 
 def test_every_status_matrix_order_letters_and_legend(tmp_path):
     summary, doc, out = render(tmp_path, "every_status")
     rows, cols, cells = matrix(doc)
-    # rows by version: NGC 24.05 carries torch 2.4.0a0 -> 2.4.0; 2.10 sorts after 2.9
-    assert rows == ["ngc-24.05", "pip-torch2.4.1", "pip-torch2.5.1", "pip-torch2.9.1", "pip-torch2.10.0"]
+    # rows grouped by axis (torch minor, then NGC year), in version order: 2.10 sorts after 2.9
+    assert rows == ["pip-torch2.4.1", "pip-torch2.5.1", "pip-torch2.9.1", "pip-torch2.10.0", "ngc-24.05"]
+    groups = [tr.text().strip() for tr in doc.find("table", id="matrix").find_all("tr", cls="group")]
+    assert groups == ["torch 2.4", "torch 2.5", "torch 2.9", "torch 2.10", "NGC 2024"]
+    labels = {tr.attrs["data-stack"]: tr.find("span", cls="sid").text()
+              for tr in doc.find("tbody").find_all("tr") if "data-stack" in tr.attrs}
+    assert labels["ngc-24.05"].startswith("NGC 24.05 · torch 2.4.0")
+    assert labels["pip-torch2.4.1"].startswith("torch 2.4.1 · trt 2.4.0")
     assert cols == ["deform_conv2d_device", "dynamic_unet_shapes", "onnx_export_device",
                     "torchscript_device_mix", "ts_device_gpu_id"]
     statuses = {k: td.attrs["data-status"] for k, td in cells.items() if td.attrs["data-status"]}
@@ -170,19 +192,21 @@ def test_contradiction_changes_and_drawer_data(tmp_path):
                        "pip-torch2.5.1--ts_device_gpu_id"],
     }
     assert summary.changes == kinds
-    data = script_data(doc)
+    data = chunk_data(out)
     assert set(data["cells"]) == {td.attrs["data-cell"] for td in cells.values() if "data-cell" in td.attrs}
     cell = data["cells"]["ngc-24.05--deform_conv2d_device"]
+    assert cells[("ngc-24.05", "deform_conv2d_device")].attrs["data-k"] == str(data["chunk_of"][cell["id"]])
+    assert [s["role"] for s in cell["stages"]] == ["main", "main", "main"]   # schema 1: no roles
     assert cell["command"] == ("repromatrix run --matrix matrix.yaml -k ngc-24.05--deform_conv2d_device"
                                " --rerun")
     assert [s["name"] for s in cell["stages"]] == ["eager", "compile", "workaround"]
     assert cell["signature"] == "trt3556-device-mismatch" and cell["expected"] == "fail"
-    assert dict(data["envs"][cell["env"]])["torch"] == "2.4.0a0+07cecf4168"
+    assert dict(data["envs"][cell["id"]])["torch"] == "2.4.0a0+07cecf4168"
     assert "sha256:" in cell["image"] and cell["duration"] == "12.5 s"
     assert "hidden" in doc.find("aside", id="drawer").attrs
 
 
-def test_repro_page_expectation_first_pass_last_fail(tmp_path):
+def test_repro_page_answers_beside_expectation(tmp_path):
     _, doc, out = render(tmp_path, "every_status")
     link = doc.find("th", cls="repro", data_repro="deform_conv2d_device").find("a")
     page = parse(out / link.attrs["href"])
@@ -190,11 +214,17 @@ def test_repro_page_expectation_first_pass_last_fail(tmp_path):
     rules = [[td.text().strip() for td in tr.find_all("td")] for tr in page.find("table", cls="rules")
              .find("tbody").find_all("tr")]
     assert [r[0] for r in rules] == ["torch_tensorrt >=2.4,<2.5", "torch_tensorrt >=2.5"]
-    assert page.find("dd", id="first-pass").find("a").text() == "pip-torch2.5.1"
-    assert page.find("dd", id="last-fail").find("a").text() == "pip-torch2.10.0"
+    assert [r[3] for r in rules] == ["F fail 2", "P pass 1 F fail 1"]   # records beside each rule
+    assert [r[4] for r in rules] == ["0", "1"]
+    summary = page.find("p", id="answer-summary").text()
+    assert summary.startswith("reproduces on 3 of 4 stacks · first fixed in torch-tensorrt 2.5.0 "
+                              "(last bad 2.4.0); bad again in torch-tensorrt 2.10.0")
+    assert summary.endswith("workaround works on 3 of 3")
+    trt = page.find("dd", cls="axis", data_axis="torch_tensorrt")
+    assert trt.attrs["data-kind"] == "regressed"
     rows = [tr for tr in page.find("table", cls="by-stack").find_all("tr") if "data-cell" in tr.attrs]
     assert [r.attrs["data-cell"].split("--")[0] for r in rows] == [
-        "ngc-24.05", "pip-torch2.4.1", "pip-torch2.5.1", "pip-torch2.10.0"]
+        "pip-torch2.4.1", "pip-torch2.5.1", "pip-torch2.10.0", "ngc-24.05"]
     assert [r.attrs["data-cell"] for r in rows if "contra" in r.classes] == [
         "pip-torch2.10.0--deform_conv2d_device"]
     upstream = page.find("section", cls="upstream")
@@ -224,7 +254,7 @@ def test_page_needs_no_network(tmp_path):
         refs = [n.attrs.get("src") or n.attrs.get("href") for n in page.iter()
                 if n.tag in ("script", "link", "img", "iframe")]
         refs = [r for r in refs if r]
-        assert refs and all(r.startswith(("static/", "data:")) for r in refs), refs
+        assert refs and all(r.startswith(("static/", "data:")) or r == "changes.atom" for r in refs), refs
         assert all((out / r).is_file() for r in refs if r.startswith("static/"))
 
 
@@ -249,7 +279,7 @@ def test_single_cell(tmp_path):
 def test_sparse_matrix_from_two_hosts(tmp_path):
     _, doc, _ = render(tmp_path, "sparse", repros={})
     rows, cols, cells = matrix(doc)
-    assert rows == ["ngc-24.05", "pip-torch2.4.1", "pip-torch2.10.0"]
+    assert rows == ["pip-torch2.4.1", "pip-torch2.10.0", "ngc-24.05"]
     assert cols == ["deform_conv2d_device", "dynamic_unet_shapes", "onnx_export_device"]
     filled = {k for k, td in cells.items() if td.attrs["data-status"]}
     assert filled == {("ngc-24.05", "dynamic_unet_shapes"), ("pip-torch2.4.1", "deform_conv2d_device"),
@@ -338,8 +368,11 @@ def test_hostile_strings_are_text_not_markup(tmp_path):
     raw = (out / "index.html").read_text(encoding="utf-8")
     inline = raw.split('id="report-data">', 1)[1].split("</script>", 1)[0]
     assert "<" not in inline and ">" not in inline
-    data = script_data(doc)
+    data = chunk_data(out)
     assert data["cells"]["pip-torch2.4.1--deform_conv2d_device"]["message"].startswith(HOSTILE_BITS[0])
+    for chunk in (out / "data").glob("c*.js"):   # a chunk is one call with one script-safe literal
+        text = chunk.read_text(encoding="utf-8")
+        assert re.fullmatch(r"repromatrixChunk\(\d+,\{.*\}\);\n", text, re.S) and "<" not in text
     # a hostile repro id gets a hashed file name
     odd = "<img src=x onerror=window.__pwned=1>"
     assert page_name(odd).startswith("repro-x") and (out / page_name(odd)).is_file()
@@ -481,5 +514,5 @@ def test_skipped_cell_with_stand_in_evidence_is_marked(tmp_path):
     render_site([store.root], tmp_path / "site")
     html = (tmp_path / "site" / "index.html").read_text()
     cells = dict(re.findall(r'<td class="cell[^"]*" data-cell="([^"]+)"[^>]*>(.*?)</td>', html))
-    assert "evidence: fake_export fail" in cells["a--demo"] and 'class="mark">+<' in cells["a--demo"]
+    assert "evidence: fake_export fail" in cells["a--demo"] and '"true">+<' in cells["a--demo"]
     assert "evidence" not in cells["b--demo"] and "+<" not in cells["b--demo"]

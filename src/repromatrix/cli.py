@@ -275,6 +275,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from .progress import RunProgress
     from .run import run_plan
 
     shard = parse_shard(args.shard) if args.shard else None  # a bad K/N fails before any work
@@ -287,9 +288,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not plan.groups:
             return 0
     try:
-        summary = run_plan(matrix, plan, options)
+        with RunProgress() as progress:
+            summary = run_plan(matrix, plan, options, log=progress.log, progress=progress)
     except BaseImageMissing as exc:
         raise base_image_hint(exc, args, matrix, options, plan) from None
+    progress.print_summary(summary.run_id)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "nothing new"
     print(printable(f"run {summary.run_id}: {summary.ran} cell(s) run ({counts}), {summary.reused} reused; "
           f"results in {options.results}/"))
@@ -316,7 +319,8 @@ def cmd_report(args: argparse.Namespace, results: Sequence[Path] | None = None) 
         raise UsageError(f"--results {missing[0]}: no such file or folder (run `repromatrix run` first)")
     matrix = load(args, overrides=False)
     catalog = own_bugs.report_catalog(matrix.repros, paths)
-    summary = render_site(paths, args.out, catalog, matrix=str(matrix.path))
+    summary = render_site(paths, args.out, catalog, matrix=str(matrix.path),
+                          published={s.id for s in matrix.stacks})
     for problem in [*summary.skipped, *summary.conflicts]:
         print(printable(f"report: {problem}"), file=sys.stderr)
     print(printable(f"report: {summary.index} ({summary.cells} cells on {summary.stacks} stacks, "

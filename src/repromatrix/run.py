@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from . import __version__, paths
 from .backends import Engine, EngineContext, Prepared, load_engine
@@ -29,6 +30,9 @@ from .results import ResultStore, flaky_counts, latest_by_cell, load_records, lo
 from .schedule import Scheduler, StackWork
 from .staging import stage_catalog, staged_dir
 from .textsafe import printable
+
+if TYPE_CHECKING:
+    from .progress import RunProgress
 
 RETRY_STATUSES = {Status.BROKEN.value}
 
@@ -110,8 +114,10 @@ def prepare_plan(matrix: Matrix, plan: Plan, options: RunOptions,
 
 
 def run_plan(matrix: Matrix, plan: Plan, options: RunOptions,
-             log: Callable[[str], None] = print, command: Sequence[str] | None = None) -> RunSummary:
-    """Run the stale cells of ``plan``; every Result is appended to the store as it arrives.
+             log: Callable[[str], None] = print, command: Sequence[str] | None = None,
+             progress: RunProgress | None = None) -> RunSummary:
+    """Run the stale cells of ``plan``; every Result is appended to the store as it arrives
+    (and shown by ``progress`` when given, instead of a log line per cell).
 
     Each Result records the command that re-runs it: ``command`` when given (bisect's),
     else `repromatrix run` with this run's options (``options.rerun_command``)."""
@@ -122,13 +128,13 @@ def run_plan(matrix: Matrix, plan: Plan, options: RunOptions,
     engines.preflight(plan.groups)
     with locked(options.results, run_id=summary.run_id, on_wait=log):
         prune_work(options.work, current=summary.run_id)
-        _run_locked(matrix, plan, options, engines, summary, log, command)
+        _run_locked(matrix, plan, options, engines, summary, log, command, progress)
     return summary
 
 
 def _run_locked(matrix: Matrix, plan: Plan, options: RunOptions, engines: Engines,
                 summary: RunSummary, log: Callable[[str], None],
-                command: Sequence[str] | None) -> None:
+                command: Sequence[str] | None, progress: RunProgress | None) -> None:
     """The run itself, holding the results folder (one run per folder at a time)."""
     stage_catalog(matrix.repros, paths.repros_dir(), options.work)
     hashes = catalog_hashes(matrix.repros, paths.repros_dir())
@@ -144,13 +150,19 @@ def _run_locked(matrix: Matrix, plan: Plan, options: RunOptions, engines: Engine
     if summary.reused:
         log(f"reusing {summary.reused} recorded cell(s) (unchanged; --rerun to run them again)")
     store = ResultStore(options.results)
+    if progress is not None:
+        progress.start({w.group.stack.id: len(w.cells) * options.repeat for w in work},
+                       summary.reused)
 
     def emit(result: Result) -> None:
         store.append(result)
         summary.results.append(result)
         summary.ran += 1
         summary.statuses[result.status] = summary.statuses.get(result.status, 0) + 1
-        log(printable(f"  {result.cell}: {result.status}" + _why(result)))
+        if progress is not None:
+            progress.result(result)
+        else:
+            log(printable(f"  {result.cell}: {result.status}" + _why(result)))
 
     for attempt in range(1, options.repeat + 1 if work else 1):
         out_root = options.work / "out" / summary.run_id
@@ -183,7 +195,7 @@ def flaky_cells(results: Iterable[Result]) -> dict[str, dict[str, int]]:
 def _stack_work(group: StackGroup, engine: Engine, hashes: dict[str, str], run_id: str,
                 again: Callable[[str, str], tuple[str, ...]] | None = None) -> StackWork:
     fp = engine.fingerprint(group.stack)
-    spec = group.stack.spec()
+    spec = {**group.stack.spec(), "tags": list(group.stack.tags)}  # the page files bisect probes apart
     cells = {r: CellRun(run_id=run_id, stack=spec, repro=r, repro_sha256=hashes.get(r, ""),
                         cache_key=cache_key(fp, hashes.get(r, "")), backend=engine.name,
                         reproduce=again(group.stack.id, r) if again else ())

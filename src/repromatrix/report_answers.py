@@ -1,0 +1,123 @@
+"""The questions people bring to the page, answered from the records (never from META).
+
+Flow: report -> **report_answers** -> templates. For one repro: on how many
+stacks it reproduces, where it was fixed (or introduced) on each version axis
+(last bad -> first good), on how many stacks its workaround works, and how the
+records compare with the documented expectation, rule by rule. Also which
+stacks are the published matrix and which are bisect probes or one-off runs.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from .expect import normalize_version as _normalize
+
+normalize_version = functools.lru_cache(maxsize=4096)(_normalize)
+
+AXES = (("torch_tensorrt", "torch-tensorrt"), ("torch", "torch"), ("ngc", "NGC"))
+DECISIVE = ("pass", "fail")
+SCOPES = ("published", "bisect", "one-off")
+BISECT_TAG = "bisect"  # bisect.candidates.BISECT_TAG (not imported: bisect pulls in the compat table)
+
+
+def stack_scope(stack: Mapping[str, Any], published: Collection[str] | None) -> str:
+    """``bisect`` for a bisect probe's stack, ``one-off`` for a stack outside the matrix
+    file (``published``: its stack ids; None when the report has no matrix), else ``published``."""
+    tags = stack.get("tags")
+    if isinstance(tags, list) and BISECT_TAG in tags:
+        return "bisect"
+    if published is not None and str(stack.get("id", "")) not in published:
+        return "one-off"
+    return "published"
+
+
+def axis_answer(entries: Sequence[Mapping[str, Any]], axis: str, label: str) -> dict[str, str] | None:
+    """Where the outcome turns on one axis, from the decisive cells (pass/fail) whose stack has
+    a version on it. Versions in order form runs of one outcome; each fail -> pass boundary is a
+    fix (last bad -> first good), each pass -> fail one a regression. None when fewer than two
+    versions were decided or the bug never reproduced."""
+    outcomes: dict[Any, tuple[str, set[str]]] = {}
+    for e in entries:
+        status = e["cell"]["status"]
+        text = e["stack"]["versions"].get(axis)
+        version = normalize_version(text)
+        if status in DECISIVE and version is not None:
+            outcomes.setdefault(version, (_plain(str(text)), set()))[1].add(status)
+    if len(outcomes) < 2 or not any("fail" in o[1] for o in outcomes.values()):
+        return None
+    runs: list[list[Any]] = []  # [outcome, first version text, last version text]
+    for version in sorted(outcomes):
+        text, seen = outcomes[version]
+        outcome = seen.pop() if len(seen) == 1 else "mixed"
+        if runs and runs[-1][0] == outcome:
+            runs[-1][2] = text
+        else:
+            runs.append([outcome, text, text])
+    events = []
+    for before, after in zip(runs, runs[1:], strict=False):
+        if before[0] == "fail" and after[0] == "pass":
+            events.append(("fixed", before[2], after[1],
+                           f"first fixed in {label} {after[1]} (last bad {before[2]})"))
+        elif before[0] == "pass" and after[0] == "fail":
+            again = any(e[0] == "fixed" for e in events)
+            events.append(("regressed" if again else "introduced", before[2], after[1],
+                           f"{'bad again' if again else 'first bad'} in {label} {after[1]} "
+                           f"(last good {before[2]})"))
+    if not events:
+        kind = "still" if runs[-1][0] == "fail" else "mixed"
+        text = (f"reproduces on every {label} version tried ({runs[0][1]} to {runs[-1][2]})"
+                if kind == "still" else f"mixed results across {label} versions")
+        return {"axis": axis, "label": label, "kind": kind, "from": "", "to": "", "text": text}
+    kind, last_bad, first_good, _ = events[-1]
+    return {"axis": axis, "label": label, "kind": kind, "from": f"{label} {last_bad}",
+            "to": f"{label} {first_good}", "text": "; ".join(e[3] for e in events)}
+
+
+def _plain(version: str) -> str:
+    return version.split("+", 1)[0]
+
+
+def repro_answers(entries: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[str, str]]
+                  ) -> dict[str, Any]:
+    """Everything the repro page and the matrix's summary row say about one repro."""
+    statuses = [e["cell"]["status"] for e in entries]
+    reproduces = statuses.count("fail")
+    passes = statuses.count("pass")
+    tried = [e for e in entries if e["cell"]["status"] == "fail" and e["cell"]["workaround"]]
+    works = sum(e["cell"]["workaround"] == "pass" for e in tried)
+    axes = [a for a in (axis_answer(entries, k, label) for k, label in AXES) if a]
+    parts = [f"reproduces on {reproduces} of {len(entries)} stack{'' if len(entries) == 1 else 's'}"]
+    undecided = len(entries) - reproduces - passes
+    if undecided:
+        parts[0] += f" ({undecided} cannot tell)"
+    # torch and torch-tensorrt move together on pip stacks: say the first of them, and NGC
+    said = [a for a in axes if a["axis"] != "torch" or not any(b["axis"] == "torch_tensorrt" for b in axes)]
+    parts += [a["text"] for a in said]
+    if tried:
+        parts.append(f"workaround works on {works} of {len(tried)}")
+    return {
+        "reproduces": reproduces, "passes": passes, "stacks": len(entries), "undecided": undecided,
+        "workaround_works": works, "workaround_tried": len(tried), "axes": axes,
+        "summary": " · ".join(parts), "short": f"{reproduces}/{len(entries)}",
+        "rules": rule_rows(entries, rules),
+    }
+
+
+def rule_rows(entries: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[str, str]]
+              ) -> list[dict[str, Any]]:
+    """Each documented rule beside what the records under it show; plus one row for the
+    cells no rule covers."""
+    rows = [{**r, "observed": {}, "contradicted": 0, "cells": 0} for r in rules]
+    uncovered = {"when": "no rule applies", "status": "", "note": "", "observed": {},
+                 "contradicted": 0, "cells": 0}
+    by_when = {r["when"]: row for r, row in zip(rules, rows, strict=True)}
+    for e in entries:
+        c = e["cell"]
+        row = by_when.get(c["expected_when"], uncovered) if c["expected"] else uncovered
+        row["observed"][c["status"]] = row["observed"].get(c["status"], 0) + 1
+        row["contradicted"] += int(bool(c["contradicted"]))
+        row["cells"] += 1
+    return rows + ([uncovered] if uncovered["cells"] else [])

@@ -1,0 +1,132 @@
+"""Per-cell markup of the report, built in Python, not in the templates.
+
+10,000 cells through Jinja's attribute lookups cost seconds. Every record
+string goes through ``markupsafe.escape`` here, exactly as autoescaping would.
+A grid cell carries only what the grid needs: its status (letter, class and
+name in the title: never colour alone), its marks, which data chunk holds its
+details (``data-k``), its stages' statuses for the stage selector (``data-sg``)
+and whether its workaround works (``data-w``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+from markupsafe import Markup, escape
+
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson is a dependency
+    _orjson = None
+
+STATUS_INFO: dict[str, tuple[str, str]] = {
+    "pass": ("P", "completed and checked: bug absent"),
+    "fail": ("F", "failed with the known signature: bug present"),
+    "error": ("E", "failed differently: a new or different problem"),
+    "crash": ("C", "process died by a signal"),
+    "timeout": ("T", "killed at its time limit"),
+    "skip": ("S", "a precondition is missing"),
+    "broken": ("B", "environment could not be built, started or probed"),
+}
+_PLAIN_FRAGMENT = re.compile(r"^[A-Za-z0-9._+-]*$")
+_MARK_CONTRA = '<span class="mark" aria-hidden="true">!</span>'
+_MARK_CONFLICT = '<span class="mark" aria-hidden="true">≠</span>'
+_MARK_EVIDENCE = '<span class="mark" aria-hidden="true">+</span>'
+_CONTRA_FLAG = ' <strong class="contra-flag">! contradicts expectation</strong>'
+
+
+def script_json(obj: Any) -> Markup:
+    """JSON that is safe inside <script> (and in a .js file): no '<', '>', '&' or line
+    separators survive raw."""
+    text = None
+    if _orjson is not None:
+        try:
+            text = _orjson.dumps(obj, default=str).decode("utf-8")
+        except (TypeError, _orjson.JSONEncodeError):
+            text = None  # e.g. lone surrogates in hostile text: the stdlib escapes them
+    if text is None:
+        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+    for raw, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                     ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        if raw in text:
+            text = text.replace(raw, esc)
+    return Markup(text)
+
+
+def safe_url(url: Any) -> str | None:
+    """The URL if it is http(s), else None (so a template renders it as text only)."""
+    text = str(url or "").strip()
+    return text if re.match(r"^https?://", text, re.IGNORECASE) else None
+
+
+def fragment(cell: Any) -> str:
+    """The repro-page anchor of a cell: ``c-<cell id>``, percent-encoded where needed."""
+    text = str(cell)
+    return "c-" + (text if _PLAIN_FRAGMENT.fullmatch(text) else quote(text, safe=""))
+
+
+def badge_html(status: Any) -> Markup:
+    """A status badge, letter and name (what the ``badge`` macro renders)."""
+    known = status in STATUS_INFO
+    letter, title = STATUS_INFO[status] if known else ("?", "unknown status")
+    return Markup(f'<span class="badge st-{escape(status if known else "unknown")}" '
+                  f'title="{escape(title)}"><b>{escape(letter)}</b> {escape(status)}</span>')
+
+
+def add_markup(site: dict[str, Any]) -> None:
+    """Attach each matrix row's <td>s and each repro page's <tr>s as escaped Markup."""
+    columns = [(escape(rv["id"]), escape(rv["page"])) for rv in site["repro_views"]]
+    for row in site["rows"]:
+        row["cells_html"] = Markup("\n".join(
+            matrix_td(cell, rid, page) for cell, (rid, page) in zip(row["cells"], columns, strict=True)))
+    for rv in site["repro_views"]:
+        rv["rows_html"] = Markup("\n".join(repro_tr(e) for e in rv["entries"]))
+
+
+def matrix_td(cell: Mapping[str, Any] | None, rid: str, page: str) -> str:
+    """One matrix cell; ``rid`` and ``page`` are already escaped."""
+    if cell is None:
+        return (f'<td class="cell st-none" data-status="" data-repro="{rid}">'
+                '<span title="no result">·</span></td>')
+    cid, status = escape(cell["id"]), escape(cell["status"])
+    contra, conflict = cell["contradicted"], cell["conflict"]
+    flags = (" contra" if contra else "") + (" conflict" if conflict else "")
+    expected = f" (expected {escape(cell['expected'])})" if cell["expected"] else ""
+    evidence = f"; {escape(cell['evidence'])}" if cell["evidence"] else ""
+    notes = ("; contradicts its expectation" if contra else "") + \
+        ("; conflicting records" if conflict else "")
+    marks = ((_MARK_CONTRA if contra else "") + (_MARK_CONFLICT if conflict else "")
+             + (_MARK_EVIDENCE if evidence else ""))
+    extra = f' data-sg="{cell["stage_codes"]}"' if cell["stage_codes"] else ""
+    if cell["workaround"]:
+        extra += f' data-w="{escape(cell["workaround"])}"'
+    return (f'<td class="cell st-{status}{flags}" data-cell="{cid}" data-status="{status}" '
+            f'data-repro="{rid}" data-k="{cell["chunk"]}"{extra}>'
+            f'<a href="{page}#{escape(fragment(cell["id"]))}" '
+            f'title="{cid}: {status}{expected}{evidence}{notes}"><span class="l">'
+            f'{escape(cell["letter"])}</span>{marks}</a></td>')
+
+
+def repro_tr(entry: Mapping[str, Any]) -> str:
+    """One row of a repro page's by-stack table."""
+    cell, stack = entry["cell"], entry["stack"]
+    cid, status = escape(cell["id"]), escape(cell["status"])
+    contra = cell["contradicted"]
+    summary = escape(cell["message"][:160] or cell["status"])
+    workaround = escape(cell["workaround"] or "—")
+    flags = (" contra" if contra else "") + (" scope-off" if entry.get("hidden") else "")
+    return (f'    <tr id="{escape(fragment(cell["id"]))}" class="st-row-{status}{flags}" '
+            f'data-cell="{cid}" data-status="{status}" '
+            f'data-k="{cell["chunk"]}" data-scope="{escape(stack["scope"])}">\n'
+            f'      <th scope="row"><span class="sid">{escape(stack["id"])}</span> '
+            f'<small class="ver">{escape(stack["label"])}</small></th>\n'
+            f'      <td>{badge_html(cell["status"])}{_CONTRA_FLAG if contra else ""}</td>\n'
+            f'      <td>{escape(cell["expected"] or "—")}</td>\n'
+            f'      <td>{workaround}</td>\n'
+            f'      <td><details class="cell-detail" data-cell="{cid}"><summary>{summary}</summary>'
+            '<div class="slot"></div></details></td>\n'
+            '    </tr>')

@@ -1,0 +1,125 @@
+"""The terminal view of a run: plain lines for CI logs, a live table on a TTY, a closing summary.
+
+Fed the way ``run.run_plan`` feeds it (log lines, then each Result); the last test drives a
+real run through the local backend.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from repromatrix.config import load_matrix
+from repromatrix.options import RunOptions
+from repromatrix.plan import make_plan
+from repromatrix.progress import RunProgress, fmt_seconds
+from repromatrix.result import SCHEMA_VERSION, Result
+from repromatrix.run import run_plan
+
+FIXTURES = Path(__file__).parent / "data" / "repros"
+PY = os.environ.get("REPROMATRIX_TEST_PY_T213") or os.environ.get("REPROMATRIX_TEST_PY_T214")
+
+
+class Clock:
+    """Seconds that advance only when told (the estimate is then exact)."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def result(stack: str, repro: str, status: str, message: str = "") -> Result:
+    return Result.from_dict({"schema_version": SCHEMA_VERSION, "run_id": "r", "cell": f"{stack}--{repro}",
+                             "stack": {"id": stack}, "repro": repro, "status": status, "message": message})
+
+
+def console(tty: bool) -> tuple[Console, io.StringIO]:
+    out = io.StringIO()
+    return Console(file=out, force_terminal=tty, width=120, highlight=False), out
+
+
+def test_plain_lines_count_cells_and_estimate_the_rest():
+    con, out = console(tty=False)
+    clock = Clock()
+    with RunProgress(con, clock=clock) as progress:
+        assert not progress.live_mode
+        progress.start({"a": 2, "b": 2}, reused=1)
+        progress.log("[a] building environment /x")
+        progress.log("[a] running 2 repro(s) with python")
+        progress.log("[a] [runner] r1: running (timeout 600s)")
+        clock.now += 10
+        progress.result(result("a", "r1", "fail", "signature matched"))
+        clock.now += 10
+        progress.result(result("a", "r2", "pass"))
+        progress.log("[b] broken: image build failed")
+    lines = out.getvalue().splitlines()
+    assert "[a] [runner] r1: running (timeout 600s)" in lines   # CI logs keep every line
+    assert "[1/4] a--r1: fail  (signature matched)  [elapsed 0:10, ~0:30 left]" in lines
+    assert "[2/4] a--r2: pass  [elapsed 0:20, ~0:20 left]" in lines
+    assert progress.stacks["a"].state == "done" and progress.stacks["b"].state == "broken"
+    con.file = io.StringIO()
+    progress.print_summary("run-1")
+    table = con.file.getvalue()
+    assert "run run-1" in table and "1 reused" in table
+    rows = {line.split()[0]: line.split() for line in table.splitlines()
+            if line.split() and line.split()[0] in ("a", "b", "total")}
+    assert rows["a"][:4] == ["a", "done", "1", "1"] and rows["total"][-1] == "0:20"
+
+
+def test_live_table_shows_states_and_what_each_stack_runs_now():
+    con, out = console(tty=True)
+    clock = Clock()
+    with RunProgress(con, clock=clock) as progress:
+        assert progress.live_mode
+        progress.start({"a": 1, "b": 1, "c": 1})
+        progress.log("[a] running 1 repro(s) with python")
+        progress.log("[a] [runner] dynamic_unet_shapes: running (timeout 600s)")
+        progress.log("[b] reusing environment /venvs/b")
+        progress.log("a line about nothing in particular")
+        clock.now += 5
+        render = Console(file=io.StringIO(), width=120)
+        render.print(progress.render())
+        view = render.file.getvalue()
+    assert "0/3 cells" in view and "elapsed 0:05" in view
+    states = {line.split()[0]: line.split()[1] for line in view.splitlines()
+              if line.split() and line.split()[0] in ("a", "b", "c")}
+    assert states == {"a": "running", "b": "preparing", "c": "waiting"}
+    assert "dynamic_unet_shapes: running" in view
+    shown = out.getvalue()
+    assert "a line about nothing in particular" in shown        # printed above the live table
+    assert "[a] [runner]" not in shown                          # shown in the table instead
+
+
+def test_fmt_seconds():
+    assert (fmt_seconds(5), fmt_seconds(65), fmt_seconds(3725)) == ("0:05", "1:05", "1:02:05")
+
+
+@pytest.mark.torch
+def test_a_real_run_feeds_the_progress_and_its_summary(tmp_path):
+    if not PY or not Path(PY).exists():
+        pytest.skip("no torch interpreter: set REPROMATRIX_TEST_PY_T213 or _T214")
+    (tmp_path / "repros").mkdir()
+    for name in ("fx_pass.py", "fx_garbage.py"):
+        shutil.copy(FIXTURES / name, tmp_path / "repros" / name)
+    (tmp_path / "matrix.yaml").write_text(  # the folder joins the built-in catalog: list ours
+        f"repros: [fx_pass, fx_garbage]\n"
+        f"stacks:\n  - {{kind: local, id: here, interpreter: {PY}, tags: [default]}}\n")
+    matrix = load_matrix(tmp_path / "matrix.yaml")
+    con, out = console(tty=False)
+    with RunProgress(con) as progress:
+        summary = run_plan(matrix, make_plan(matrix.stacks), RunOptions(results=tmp_path / "results"),
+                           log=progress.log, progress=progress)
+    assert summary.ran == 2
+    lines = out.getvalue().splitlines()
+    assert any(line.startswith("[here] running 2 repro(s)") for line in lines)
+    assert sorted(line.split()[1] for line in lines if line.startswith(("[1/2]", "[2/2]"))) == [
+        "here--fx_garbage:", "here--fx_pass:"]
+    assert progress.stacks["here"].state == "done"
+    assert progress.counts() == summary.statuses

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -186,3 +187,10 @@ def test_repeat_records_every_attempt_and_finds_the_flaky_cell(tmp_path, monkeyp
     assert flaky_counts(r.status for r in attempts["here--fx_flaky"]) == {"fail": 2, "pass": 1}
     assert flaky_counts(r.status for r in attempts["here--fx_checked"]) is None
     assert classify("flaky", ("fail",), False) is Verdict.SKIP
+
+    from repromatrix.report import render_site
+
+    render_site([tmp_path / "results"], tmp_path / "site")
+    html = (tmp_path / "site" / "index.html").read_text()
+    [flaky_td] = re.findall(r'<td class="cell[^"]*flaky[^"]*" data-cell="([^"]+)"', html)
+    assert flaky_td == "here--fx_flaky" and "flaky: 2 fail, 1 pass" in html

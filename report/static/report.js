@@ -153,6 +153,7 @@
     field(dl, "image", c.image);
     field(dl, "run", (c.run_id || "") + " on " + (c.host || "?") + " (" + (c.backend || "?") + "), " +
           (c.started_at || "?") + " → " + (c.finished_at || "?"));
+    if (c.flaky) { field(dl, "flaky", "the run's attempts disagree (" + c.flaky + "): cannot tell", "contra"); }
     if (c.conflict) { field(dl, "conflict", "conflicting records for this cell (in one run, or shards disagreeing about one environment); see results.json", "contra"); }
     if (c.stages && c.stages.length) { box.appendChild(stagesTable(c.stages)); }
     if (c.history && c.history.length) { box.appendChild(timeline(c)); }

@@ -51,7 +51,7 @@ from .report_markup import STATUS_INFO, add_markup, badge_html, fragment, safe_u
 from .report_raw import RawSink, write_csv
 from .report_stacks import StackBook, matrix_rows, pivot
 from .result import Result, StageResult
-from .results import Conflict, Skipped
+from .results import Conflict, Skipped, flaky_counts
 
 __all__ = ["STATUS_INFO", "ReportSummary", "fragment", "page_name", "render_site",
            "report_assets_dir", "reproduce_command", "safe_url", "script_json"]
@@ -190,6 +190,8 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
         view = cell_view(rec, repros.get(rec.repro), reduced.previous(cid), cid in conflicted,
                          matrix, envs, stage_names)
         view["history"], view["history_dropped"] = cell_history(reduced.seen.get(cid, ()))
+        attempts = flaky_counts(s.status for s in reduced.seen.get(cid, ()) if s.run_id == rec.run_id)
+        view["flaky"] = ", ".join(f"{n} {s}" for s, n in sorted(attempts.items())) if attempts else ""
         view["detail"] = detail_json(view)
         for heavy in ("traceback", "stages", "history"):   # now only in the detail JSON
             del view[heavy]

@@ -35,6 +35,7 @@ STATUS_INFO: dict[str, tuple[str, str]] = {
 _PLAIN_FRAGMENT = re.compile(r"^[A-Za-z0-9._+-]*$")
 _MARK_CONTRA = '<span class="mark" aria-hidden="true">!</span>'
 _MARK_CONFLICT = '<span class="mark" aria-hidden="true">≠</span>'
+_MARK_FLAKY = '<span class="mark" aria-hidden="true">~</span>'
 _MARK_EVIDENCE = '<span class="mark" aria-hidden="true">+</span>'
 _CONTRA_FLAG = ' <strong class="contra-flag">! contradicts expectation</strong>'
 
@@ -93,13 +94,16 @@ def matrix_td(cell: Mapping[str, Any] | None, rid: str, page: str) -> str:
         return (f'<td class="cell st-none" data-status="" data-repro="{rid}">'
                 '<span title="no result">·</span></td>')
     cid, status = escape(cell["id"]), escape(cell["status"])
-    contra, conflict = cell["contradicted"], cell["conflict"]
-    flags = (" contra" if contra else "") + (" conflict" if conflict else "")
+    contra, conflict, flaky = cell["contradicted"], cell["conflict"], cell.get("flaky", "")
+    flags = (" contra" if contra else "") + (" conflict" if conflict else "") + \
+        (" flaky" if flaky else "")
     expected = f" (expected {escape(cell['expected'])})" if cell["expected"] else ""
     evidence = f"; {escape(cell['evidence'])}" if cell["evidence"] else ""
     notes = ("; contradicts its expectation" if contra else "") + \
-        ("; conflicting records" if conflict else "")
+        ("; conflicting records" if conflict else "") + \
+        (f"; flaky: {escape(flaky)}" if flaky else "")
     marks = ((_MARK_CONTRA if contra else "") + (_MARK_CONFLICT if conflict else "")
+             + (_MARK_FLAKY if flaky else "")
              + (_MARK_EVIDENCE if evidence else ""))
     extra = f' data-sg="{cell["stage_codes"]}"' if cell["stage_codes"] else ""
     if cell["workaround"]:

@@ -14,7 +14,7 @@ import hashlib
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from . import __version__, paths
@@ -26,6 +26,7 @@ from .model import Plan, Stack, StackGroup, Status, cell_id
 from .options import RunOptions
 from .result import CellRun, Result
 from .schedule import Scheduler, StackWork
+from .store_index import CellKey
 
 RETRY_STATUSES = {Status.BROKEN.value}
 
@@ -108,7 +109,8 @@ def prepare_plan(matrix: Matrix, plan: Plan, options: RunOptions,
 def run_plan(matrix: Matrix, plan: Plan, options: RunOptions,
              log: Callable[[str], None] = print) -> RunSummary:
     """Run the stale cells of ``plan``; every Result is appended to the store as it arrives."""
-    from .results import ResultStore, latest_by_cell, load_records
+    from .results import ResultStore
+    from .store_index import recorded_keys
 
     if options.backend == "local":
         plan = fold_local(plan, options.local_python)
@@ -117,8 +119,8 @@ def run_plan(matrix: Matrix, plan: Plan, options: RunOptions,
     engines.preflight(plan.groups)
     hashes = source_hashes(matrix.repros_dir, paths.repros_dir())
     work = [_stack_work(g, engines.for_stack(g.stack), hashes, summary.run_id) for g in plan.groups]
-    latest = latest_by_cell(load_records([options.results]).records) \
-        if options.results.exists() else {}
+    latest = recorded_keys(options.results, (cell_id(str(c.stack["id"]), c.repro)
+                                             for w in work for c in w.cells.values()))
     work, summary.reused = stale_work(work, latest, options.rerun)
     if summary.reused:
         log(f"reusing {summary.reused} recorded cell(s) (unchanged; --rerun to run them again)")
@@ -131,10 +133,13 @@ def run_plan(matrix: Matrix, plan: Plan, options: RunOptions,
         summary.statuses[result.status] = summary.statuses.get(result.status, 0) + 1
         log(f"  {result.cell}: {result.status}" + _why(result))
 
-    if work:
-        Scheduler(work, emit=emit, out_root=options.work / "out" / summary.run_id,
-                  repro_timeout=options.repro_timeout, stack_timeout=options.stack_timeout,
-                  jobs=options.jobs, gpus=options.gpus, log=log).run()
+    try:
+        if work:
+            Scheduler(work, emit=emit, out_root=options.work / "out" / summary.run_id,
+                      repro_timeout=options.repro_timeout, stack_timeout=options.stack_timeout,
+                      jobs=options.jobs, gpus=options.gpus, log=log).run()
+    finally:
+        store.close()
     return summary
 
 
@@ -147,7 +152,7 @@ def _stack_work(group: StackGroup, engine: Engine, hashes: dict[str, str], run_i
     return StackWork(group, engine, cells)
 
 
-def stale_work(work: list[StackWork], latest: dict[str, Result],
+def stale_work(work: list[StackWork], latest: Mapping[str, CellKey | Result],
                rerun: bool) -> tuple[list[StackWork], int]:
     """Work narrowed to the cells that must run, and how many recorded cells were reused."""
     out, reused = [], 0
@@ -159,7 +164,7 @@ def stale_work(work: list[StackWork], latest: dict[str, Result],
     return out, reused
 
 
-def _stale(cell: CellRun, latest: dict[str, Result]) -> bool:
+def _stale(cell: CellRun, latest: Mapping[str, CellKey | Result]) -> bool:
     rec = latest.get(cell_id(str(cell.stack["id"]), cell.repro))
     return rec is None or rec.cache_key != cell.cache_key or rec.status in RETRY_STATUSES
 

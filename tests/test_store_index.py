@@ -43,7 +43,13 @@ def append(store: ResultStore, **kw) -> Path:
 def assert_like_loader(root: Path, index: StoreIndex) -> None:
     loaded = load_records([root])
     assert index.latest() == latest_by_cell(loaded.records)
-    assert index.previous() == previous_by_cell(loaded.records)
+    previous = previous_by_cell(loaded.records)
+    assert index.previous() == previous
+    assert {c: (k.run_id, k.status, k.cache_key, k.signature) for c, k in index.previous_keys().items()} \
+        == {c: (r.run_id, r.status, r.cache_key, r.signature) for c, r in previous.items()}
+    latest = index.latest()
+    assert {c: (k.run_id, k.status, k.finished_at, k.workaround) for c, k in index.keys().items()} \
+        == {c: (r.run_id, r.status, r.finished_at, r.workaround) for c, r in latest.items()}
     assert sorted(map(str, index.skipped())) == sorted(map(str, loaded.skipped))
     assert [str(c) for c in index.conflicts()] == [str(c) for c in loaded.conflicts]
     assert index.count() == len(loaded.records)

@@ -51,18 +51,21 @@ CREATE TABLE IF NOT EXISTS files (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT N
     size INTEGER, mtime_ns INTEGER, offset INTEGER, lines INTEGER, tail TEXT);
 CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY, file INTEGER NOT NULL,
     line INTEGER, offset INTEGER, length INTEGER, run_id TEXT, cell TEXT, stack_id TEXT,
-    repro TEXT, status TEXT, cache_key TEXT, started_at TEXT, finished_at TEXT, digest TEXT);
+    repro TEXT, status TEXT, cache_key TEXT, started_at TEXT, finished_at TEXT, signature TEXT,
+    workaround TEXT, digest TEXT);
 CREATE INDEX IF NOT EXISTS records_by_cell
     ON records (cell, finished_at DESC, started_at DESC, run_id DESC);
 CREATE INDEX IF NOT EXISTS records_by_file ON records (file, offset);
 CREATE TABLE IF NOT EXISTS skipped (file INTEGER, line INTEGER, reason TEXT,
     PRIMARY KEY (file, line));
 CREATE TABLE IF NOT EXISTS cells (cell TEXT PRIMARY KEY, record INTEGER, stack_id TEXT,
-    repro TEXT, status TEXT, cache_key TEXT, run_id TEXT, started_at TEXT, finished_at TEXT);
+    repro TEXT, status TEXT, cache_key TEXT, run_id TEXT, started_at TEXT, finished_at TEXT,
+    signature TEXT, workaround TEXT);
 """
 _RECORD_COLS = ("file, line, offset, length, run_id, cell, stack_id, repro, status, cache_key, "
-                "started_at, finished_at, digest")
-_CELL_COLS = "cell, record, stack_id, repro, status, cache_key, run_id, started_at, finished_at"
+                "started_at, finished_at, signature, workaround, digest")
+_KEY_COLS = "stack_id, repro, status, cache_key, run_id, finished_at, signature, workaround"
+_CELL_COLS = "cell, record, started_at, " + _KEY_COLS
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,8 @@ class CellKey:
     cache_key: str | None
     run_id: str
     finished_at: str
+    signature: str | None = None
+    workaround: str | None = None
 
 
 @dataclass(frozen=True)
@@ -283,8 +288,15 @@ class StoreIndex:
 
     def keys(self, cells: Iterable[str] | None = None) -> dict[str, CellKey]:
         """The latest record's key fields of each cell (of ``cells``, or every cell)."""
-        sql = "SELECT cell, stack_id, repro, status, cache_key, run_id, finished_at FROM cells"
+        sql = f"SELECT cell, {_KEY_COLS} FROM cells"
         return {row[0]: CellKey(*row) for row in self._cells_rows(sql, cells, alias="")}
+
+    def previous_keys(self, cells: Iterable[str] | None = None) -> dict[str, CellKey]:
+        """``previous`` as key fields only (no record is read back): for change detection."""
+        sql = (f"SELECT c.cell, {_prefixed('r.', _KEY_COLS)} FROM cells c JOIN records r ON r.id = "
+               f"(SELECT r.id FROM records r WHERE r.cell = c.cell AND r.run_id != c.run_id "
+               f"ORDER BY {LATEST_ORDER} LIMIT 1)")
+        return {row[0]: CellKey(*row) for row in self._cells_rows(sql, cells)}
 
     def latest(self, cells: Iterable[str] | None = None) -> dict[str, Result]:
         """The latest record of each cell (of ``cells``, or every cell), like ``latest_by_cell``."""
@@ -466,10 +478,14 @@ def _rest_is_blank(fh: Any, offset: int) -> bool:
 
 def _insert(conn: sqlite3.Connection, fid: int, number: int, offset: int, raw: bytes,
             rec: Result) -> None:
-    conn.execute(f"INSERT INTO records ({_RECORD_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    conn.execute(f"INSERT INTO records ({_RECORD_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                  (fid, number, offset, len(raw), rec.run_id, rec.cell, rec.stack_id, rec.repro,
                   rec.status, rec.cache_key, str(rec.started_at), str(rec.finished_at),
-                  hashlib.sha1(raw.strip()).hexdigest()))
+                  _opt(rec.signature), _opt(rec.workaround), hashlib.sha1(raw.strip()).hexdigest()))
+
+
+def _opt(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _forget(conn: sqlite3.Connection, fid: int) -> set[str]:
@@ -489,10 +505,14 @@ def _update_cells(conn: sqlite3.Connection, touched: set[str]) -> None:
     conn.executemany("INSERT OR IGNORE INTO touched VALUES (?)", ((c,) for c in touched))
     conn.execute("DELETE FROM cells WHERE cell IN (SELECT cell FROM touched)")
     conn.execute(
-        f"INSERT INTO cells ({_CELL_COLS}) SELECT r.cell, r.id, r.stack_id, r.repro, r.status, "
-        f"r.cache_key, r.run_id, r.started_at, r.finished_at FROM touched t "
+        f"INSERT INTO cells ({_CELL_COLS}) SELECT r.cell, r.id, r.started_at, "
+        f"{_prefixed('r.', _KEY_COLS)} FROM touched t "
         f"JOIN records r ON r.id = (SELECT r.id FROM records r WHERE r.cell = t.cell "
         f"ORDER BY {LATEST_ORDER} LIMIT 1)")
+
+
+def _prefixed(prefix: str, cols: str) -> str:
+    return ", ".join(prefix + c.strip() for c in cols.split(","))
 
 
 def _spans(rows: Iterable[Any]) -> Iterator[tuple[str, tuple[Span, ...]]]:

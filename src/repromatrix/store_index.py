@@ -32,15 +32,14 @@ import sqlite3
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .result import Result
 from .results import Conflict, Skipped, parse_line, walk_jsonl
 
 INDEX_NAME = ".index.sqlite"
-FORMAT = "repromatrix-index-1"  # another value in `meta`: the index is rebuilt
+FORMAT = "repromatrix-index-3"  # another value in `meta`: the index is rebuilt
 TAIL = 256  # bytes before the indexed offset that must be unchanged to read on from there
 BUSY_TIMEOUT_S = 60.0
 LATEST_ORDER = "r.finished_at DESC, r.started_at DESC, r.run_id DESC, r.file, r.offset"
@@ -60,17 +59,19 @@ CREATE TABLE IF NOT EXISTS skipped (file INTEGER, line INTEGER, reason TEXT,
     PRIMARY KEY (file, line));
 CREATE TABLE IF NOT EXISTS cells (cell TEXT PRIMARY KEY, record INTEGER, stack_id TEXT,
     repro TEXT, status TEXT, cache_key TEXT, run_id TEXT, started_at TEXT, finished_at TEXT,
-    signature TEXT, workaround TEXT);
+    signature TEXT, workaround TEXT, digest TEXT) WITHOUT ROWID;
 """
 _RECORD_COLS = ("file, line, offset, length, run_id, cell, stack_id, repro, status, cache_key, "
                 "started_at, finished_at, signature, workaround, digest")
-_KEY_COLS = "stack_id, repro, status, cache_key, run_id, finished_at, signature, workaround"
+_KEY_COLS = "stack_id, repro, status, cache_key, run_id, finished_at, signature, workaround, digest"
 _CELL_COLS = "cell, record, started_at, " + _KEY_COLS
 
 
-@dataclass(frozen=True)
-class CellKey:
-    """A cell's latest record, key fields only: enough to decide whether it must run again."""
+class CellKey(NamedTuple):
+    """A cell's latest record, key fields only: enough to decide whether it must run again.
+
+    (A named tuple, not a dataclass: ``keys()`` makes one per cell, 100k at a time.)
+    """
 
     cell: str
     stack_id: str
@@ -81,10 +82,10 @@ class CellKey:
     finished_at: str
     signature: str | None = None
     workaround: str | None = None
+    digest: str = ""  # a hash of the record's line: the same digest, the same record
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
     """One stretch of a cell's history with one status: from its first run to its last."""
 
     status: str
@@ -323,15 +324,37 @@ class StoreIndex:
         return next((spans for _, spans in self.histories([cell])), ())
 
     def histories(self, cells: Iterable[str] | None = None) -> Iterator[tuple[str, tuple[Span, ...]]]:
-        """``history`` of each cell (of ``cells``, or every cell), in cell order."""
-        sql = ("SELECT cell, run_id, status, finished_at FROM (SELECT r.cell, r.run_id, r.status, "
-               "r.finished_at, r.started_at, row_number() OVER (PARTITION BY r.cell, r.run_id "
-               f"ORDER BY {LATEST_ORDER}) AS n FROM records r {{where}}) WHERE n = 1 "
-               "ORDER BY cell, finished_at, started_at, run_id")
+        """``history`` of each cell (of ``cells``, or every cell), in cell order.
+
+        One record per run: of two records of one run, the later-finished one counts.
+        """
+        sql = ("SELECT r.cell, r.run_id, r.status, r.finished_at FROM records r {where} "
+               "ORDER BY r.cell, r.finished_at DESC, r.started_at DESC, r.run_id DESC")
         with self._lock:
             where = "" if cells is None else self._in_cells(cells)
-            rows = self._conn.execute(sql.format(where=where)).fetchall()
-        yield from _spans(rows)
+            cursor = self._conn.execute(sql.format(where=where))
+        cell: str | None = None
+        runs: list[tuple[str, str, str]] = []  # newest first
+        seen: set[str] = set()
+        for c, run, status, at in self._rows(cursor):
+            if c != cell:
+                if cell is not None:
+                    yield cell, _spans(reversed(runs))
+                cell, runs, seen = c, [], set()
+            if run not in seen:
+                seen.add(run)
+                runs.append((run, status, at))
+        if cell is not None:
+            yield cell, _spans(reversed(runs))
+
+    def _rows(self, cursor: sqlite3.Cursor) -> Iterator[Any]:
+        """A query's rows in chunks, so a long history is never held whole."""
+        while True:
+            with self._lock:
+                rows = cursor.fetchmany(4096)
+            if not rows:
+                return
+            yield from rows
 
     def count(self) -> int:
         """How many distinct (run, cell) records the files hold."""
@@ -426,6 +449,14 @@ def recorded_keys(root: Path | str, cells: Iterable[str]) -> dict[str, CellKey]:
         return index.keys(cells)
 
 
+def recorded_latest(root: Path | str, cells: Iterable[str]) -> dict[str, Result]:
+    """The latest record of ``cells`` in the results folder ``root`` (may not exist)."""
+    if not Path(root).is_dir():
+        return {}
+    with StoreIndex.open(root) as index:
+        return index.latest(cells)
+
+
 # -- helpers ---------------------------------------------------------------------------------
 
 def _prepared(conn: sqlite3.Connection) -> sqlite3.Connection:
@@ -515,19 +546,13 @@ def _prefixed(prefix: str, cols: str) -> str:
     return ", ".join(prefix + c.strip() for c in cols.split(","))
 
 
-def _spans(rows: Iterable[Any]) -> Iterator[tuple[str, tuple[Span, ...]]]:
-    """Rows (cell, run, status, finished_at) ordered by cell then time -> each cell's spans."""
-    cell: str | None = None
+def _spans(runs: Iterable[tuple[str, str, str]]) -> tuple[Span, ...]:
+    """One cell's (run, status, finished_at), oldest first -> its stretches of one status."""
     spans: list[Span] = []
-    for c, run, status, at in rows:
-        if c != cell:
-            if cell is not None:
-                yield cell, tuple(spans)
-            cell, spans = c, []
+    for run, status, at in runs:
         if spans and spans[-1].status == status:
             last = spans[-1]
             spans[-1] = Span(status, last.runs + 1, last.first_run, last.first_at, run, at)
         else:
             spans.append(Span(status, 1, run, at, run, at))
-    if cell is not None:
-        yield cell, tuple(spans)
+    return tuple(spans)

@@ -158,8 +158,8 @@ class Bisect:
         return found, old, new
 
     def probe(self, index: int, cand: cands.Candidate) -> Verdict:
-        from ..results import latest_by_cell, load_records
         from ..run import run_plan
+        from ..store_index import recorded_latest
 
         a, stack = self.args, cand.stack
         assert stack is not None
@@ -167,8 +167,7 @@ class Bisect:
         summary = run_plan(self.matrix, Plan((StackGroup(stack, (a.repro,)),)), self.options,
                            log=lambda line: self.err("    " + line))
         mine = [r for r in summary.results if r.cell == cell]
-        record = mine[-1] if mine else \
-            latest_by_cell(load_records([self.options.results]).records).get(cell)
+        record = mine[-1] if mine else recorded_latest(self.options.results, [cell]).get(cell)
         if record is None:
             raise UsageError(f"no record for {cell} after running it (is --results writable?)")
         status, note = outcome(record, a.stage)

@@ -12,7 +12,9 @@ of older schema versions are upgraded (``Result.from_dict``). Two
 different records for the same (run, cell) are reported as a conflict rather
 than silently merged.
 
-Layout: ``<root>/<host>/<run_id>.jsonl``.
+Layout: ``<root>/<host>/<run_id>.jsonl``, and beside them ``<root>/.index.sqlite``
+(``store_index``: latest record, cache key and history per cell, derived from the
+files and rebuilt from them when missing or stale). Files are read line by line.
 """
 
 from __future__ import annotations

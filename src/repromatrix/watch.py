@@ -50,7 +50,7 @@ def watch(proc: RunnerProcess, outdir: Path, cells: Mapping[str, CellRun],
             proc.stop()
             timed_out = True
             break
-        time.sleep(POLL_S)
+        _pause(proc, POLL_S)
     emit_finished()
     missing = [r for r in cells if r not in done]
     if missing:
@@ -58,6 +58,16 @@ def watch(proc: RunnerProcess, outdir: Path, cells: Mapping[str, CellRun],
         env = read_json(outdir / "env.json")
         for repro in missing:
             emit(make_result(cells[repro], None, env if isinstance(env, dict) else None, facts))
+
+
+def _pause(proc: RunnerProcess, seconds: float) -> None:
+    """Wait up to ``seconds``; a process that can wait for its own end (a local one) ends the
+    wait as soon as it exits, so the run does not idle a poll interval after the last repro."""
+    wait = getattr(proc, "wait", None)
+    if callable(wait):
+        wait(seconds)
+    else:
+        time.sleep(seconds)
 
 
 def read_json(path: Path) -> Any:

@@ -72,6 +72,8 @@ def main() -> int:
     print(f"ratio harness/runner per round: {spread(ratios, '{:.3f}')}x; "
           f"median {statistics.median(ratios):.3f}x "
           f"[{'OK' if statistics.median(ratios) <= GOAL else 'MISSED'}: goal <= {GOAL}x]")
+    print(f"ratio of the medians {statistics.median(h_times) / statistics.median(d_times):.3f}x, "
+          f"of the minimums {min(h_times) / min(d_times):.3f}x")
     print(f"the harness's fixed cost, as a no-op run of the same command: {spread(noop)} s")
     print(load_average())
     return 0 if statistics.median(ratios) <= GOAL else 1

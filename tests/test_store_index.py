@@ -256,3 +256,21 @@ def test_two_processes_appending_at_once_keep_one_index_current(tmp_path):
         assert index.refresh() == 0  # both writers indexed every line they wrote
         assert index.count() == 120
         assert_like_loader(tmp_path, index)
+
+
+def test_an_index_damaged_inside_is_rebuilt(tmp_path):
+    store = ResultStore(tmp_path)
+    for run in range(1, 30):
+        for cell in range(20):
+            append(store, cell=cell, run=run)
+    store.close()
+    db = tmp_path / INDEX_NAME
+    with StoreIndex.open(tmp_path) as index:
+        keys = index.keys()
+    data = bytearray(db.read_bytes())
+    assert len(data) > 16 * 4096
+    data[8 * 4096:12 * 4096] = b"\xa5" * (4 * 4096)  # pages of the tables, header intact
+    db.write_bytes(bytes(data))
+    with StoreIndex.open(tmp_path) as index:
+        assert index.keys() == keys
+        assert_like_loader(tmp_path, index)

@@ -115,14 +115,25 @@ class StoreIndex:
 
     @classmethod
     def open(cls, root: Path | str) -> StoreIndex:
-        """The index of ``root``, brought up to date. A folder that cannot hold the index
-        (read-only) gets a private one in a temporary folder, removed on ``close``."""
-        try:
-            index = cls(root)
-        except (sqlite3.Error, OSError):
-            tmp = tempfile.mkdtemp(prefix="repromatrix-index-")
-            index = cls(root, Path(tmp) / INDEX_NAME)
-            index._tmp = tmp
+        """The index of ``root``, brought up to date. A damaged index is rebuilt; a folder
+        that cannot hold one (read-only, no locking) gets a private index in a temporary
+        folder, removed on ``close``: slower, never wrong."""
+        for attempt in (1, 2):
+            try:
+                index = cls(root)
+            except (sqlite3.Error, OSError):
+                break
+            try:
+                index.refresh()
+                return index
+            except sqlite3.DatabaseError as exc:
+                index.close()
+                if attempt == 2 or isinstance(exc, sqlite3.OperationalError):
+                    break
+                _remove_db(index.db)  # damaged inside: rebuild it from the files
+        tmp = tempfile.mkdtemp(prefix="repromatrix-index-")
+        index = cls(root, Path(tmp) / INDEX_NAME)
+        index._tmp = tmp
         index.refresh()
         return index
 
@@ -165,8 +176,30 @@ class StoreIndex:
             self._conn.execute("COMMIT")
 
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        return self._execute(sql, args).fetchall()
+
+    def _execute(self, sql: str, args: Sequence[Any] = (),
+                 cells: Sequence[str] | None = None) -> sqlite3.Cursor:
+        """Run a read (``cells`` filling the temporary table ``wanted`` first). An index found
+        damaged inside is rebuilt from the files and the read tried again."""
+        for attempt in (1, 2):
+            try:
+                with self._lock:
+                    if cells is not None:
+                        self._in_cells(cells)
+                    return self._conn.execute(sql, args)
+            except sqlite3.DatabaseError as exc:
+                if attempt == 2 or isinstance(exc, sqlite3.OperationalError) or self._tmp:
+                    raise
+                self._rebuild()
+        raise AssertionError("unreachable")
+
+    def _rebuild(self) -> None:
         with self._lock:
-            return self._conn.execute(sql, args).fetchall()
+            self._conn.close()
+            _remove_db(self.db)
+            self._conn = self._connect()
+        self.refresh()
 
     # -- keeping up with the files -------------------------------------------------------
 
@@ -330,9 +363,8 @@ class StoreIndex:
         """
         sql = ("SELECT r.cell, r.run_id, r.status, r.finished_at FROM records r {where} "
                "ORDER BY r.cell, r.finished_at DESC, r.started_at DESC, r.run_id DESC")
-        with self._lock:
-            where = "" if cells is None else self._in_cells(cells)
-            cursor = self._conn.execute(sql.format(where=where))
+        where = "" if cells is None else "WHERE r.cell IN (SELECT cell FROM wanted)"
+        cursor = self._execute(sql.format(where=where), (), None if cells is None else list(cells))
         cell: str | None = None
         runs: list[tuple[str, str, str]] = []  # newest first
         seen: set[str] = set()
@@ -396,21 +428,17 @@ class StoreIndex:
         return Conflict(run_id=run_id, cell=cell, sources=tuple(s for s, _ in variants),
                         statuses=tuple(r.status for _, r in variants), kept=kept)
 
-    def _in_cells(self, cells: Iterable[str]) -> str:
+    def _in_cells(self, cells: Iterable[str]) -> None:
         """Fill the temporary table ``wanted`` with ``cells`` (call with the lock held)."""
         self._conn.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (cell TEXT PRIMARY KEY)")
         self._conn.execute("DELETE FROM wanted")
         self._conn.executemany("INSERT OR IGNORE INTO wanted VALUES (?)", ((c,) for c in cells))
-        return "WHERE r.cell IN (SELECT cell FROM wanted)"
 
     def _cells_rows(self, sql: str, cells: Iterable[str] | None, alias: str = "c.") -> list[Any]:
-        with self._lock:
-            if cells is None:
-                return self._conn.execute(sql + f" ORDER BY {alias}cell").fetchall()
-            self._in_cells(cells)
-            return self._conn.execute(
-                sql + f" WHERE {alias}cell IN (SELECT cell FROM wanted) ORDER BY {alias}cell"
-            ).fetchall()
+        if cells is None:
+            return self._execute(sql + f" ORDER BY {alias}cell").fetchall()
+        return self._execute(sql + f" WHERE {alias}cell IN (SELECT cell FROM wanted) "
+                             f"ORDER BY {alias}cell", (), list(cells)).fetchall()
 
     def _read_records(self, rows: Iterable[Any]) -> Iterator[tuple[Any, Result]]:
         """Read each (key, file, offset, length, line) row's record back from its file."""

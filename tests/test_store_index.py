@@ -17,7 +17,7 @@ import pytest
 
 from repromatrix.result import SCHEMA_VERSION, Result
 from repromatrix.results import ResultStore, latest_by_cell, load_records, previous_by_cell
-from repromatrix.store_index import INDEX_NAME, Span, StoreIndex, recorded_keys
+from repromatrix.store_index import INDEX_NAME, Span, StaleIndex, StoreIndex, recorded_keys
 
 GOLDEN = Path(__file__).parent / "data" / "results"
 
@@ -273,4 +273,19 @@ def test_an_index_damaged_inside_is_rebuilt(tmp_path):
     db.write_bytes(bytes(data))
     with StoreIndex.open(tmp_path) as index:
         assert index.keys() == keys
+        assert_like_loader(tmp_path, index)
+
+
+def test_a_record_changed_under_an_open_index_is_refused_not_returned(tmp_path):
+    store = ResultStore(tmp_path)
+    path = append(store, cell=0, status="fail")
+    store.close()
+    with StoreIndex.open(tmp_path) as index:
+        path.write_text(path.read_text().replace('"fail"', '"pass"'))  # same length, other record
+        with pytest.raises(StaleIndex, match="changed since it was indexed"):
+            next(index.iter_latest())
+        index.refresh()  # reads the file again from the start
+        assert index.keys()["pip-t2.0--repro_0"].status == "pass"
+        path.write_text(path.read_text().replace('"pass"', '"skip"'))
+        assert index.latest()["pip-t2.0--repro_0"].status == "skip"  # refreshed and read again
         assert_like_loader(tmp_path, index)

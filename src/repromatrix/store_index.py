@@ -31,7 +31,7 @@ import shutil
 import sqlite3
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -42,6 +42,7 @@ INDEX_NAME = ".index.sqlite"
 FORMAT = "repromatrix-index-3"  # another value in `meta`: the index is rebuilt
 TAIL = 256  # bytes before the indexed offset that must be unchanged to read on from there
 BUSY_TIMEOUT_S = 60.0
+MAX_OPEN = 64  # record files held open at once while reading records back
 LATEST_ORDER = "r.finished_at DESC, r.started_at DESC, r.run_id DESC, r.file, r.offset"
 
 _SCHEMA = """
@@ -334,20 +335,30 @@ class StoreIndex:
 
     def latest(self, cells: Iterable[str] | None = None) -> dict[str, Result]:
         """The latest record of each cell (of ``cells``, or every cell), like ``latest_by_cell``."""
-        return dict(self.iter_latest(cells))
+        cells = None if cells is None else list(cells)
+        return self._settled(lambda: dict(self.iter_latest(cells)))
 
     def iter_latest(self, cells: Iterable[str] | None = None) -> Iterator[tuple[str, Result]]:
         """``latest`` one cell at a time, in cell order: only one record is held at once."""
-        rows = self._cells_rows("SELECT c.cell, r.file, r.offset, r.length, r.line FROM cells c "
+        rows = self._cells_rows("SELECT c.cell, r.file, r.offset, r.length, r.line, r.digest FROM cells c "
                                 "JOIN records r ON r.id = c.record", cells)
         return self._read_records(rows)
 
     def previous(self, cells: Iterable[str] | None = None) -> dict[str, Result]:
         """Each cell's latest record from a run other than its latest run (``previous_by_cell``)."""
-        return dict(self.iter_previous(cells))
+        cells = None if cells is None else list(cells)
+        return self._settled(lambda: dict(self.iter_previous(cells)))
+
+    def _settled(self, read: Callable[[], dict[str, Result]]) -> dict[str, Result]:
+        """``read()``; when a file changed under the index, refresh and read once more."""
+        try:
+            return read()
+        except StaleIndex:
+            self.refresh()
+            return read()
 
     def iter_previous(self, cells: Iterable[str] | None = None) -> Iterator[tuple[str, Result]]:
-        sql = (f"SELECT c.cell, r.file, r.offset, r.length, r.line FROM cells c "
+        sql = (f"SELECT c.cell, r.file, r.offset, r.length, r.line, r.digest FROM cells c "
                f"JOIN records r ON r.id = (SELECT r.id FROM records r WHERE r.cell = c.cell AND "
                f"r.run_id != c.run_id ORDER BY {LATEST_ORDER} LIMIT 1)")
         return self._read_records(self._cells_rows(sql, cells))
@@ -406,7 +417,7 @@ class StoreIndex:
         out = []
         for run_id, cell in groups:
             rows = self._query(
-                "SELECT r.file, r.offset, r.length, r.line, r.finished_at, r.started_at, f.path "
+                "SELECT r.file, r.offset, r.length, r.line, r.digest, r.started_at, f.path "
                 "FROM records r JOIN files f ON f.id = r.file WHERE r.run_id = ? AND r.cell = ? "
                 "ORDER BY f.path, r.offset", (run_id, cell))
             conflict = self._conflict(run_id, cell, rows)
@@ -418,7 +429,7 @@ class StoreIndex:
         from .results import _canonical, _time_key
 
         distinct: dict[str, tuple[str, Result]] = {}
-        for (_, rec), row in zip(self._read_records((None, *r[:4]) for r in rows), rows,
+        for (_, rec), row in zip(self._read_records((None, *r[:5]) for r in rows), rows,
                                  strict=True):
             distinct.setdefault(_canonical(rec), (f"{self.root / row[6]}:{row[3]}", rec))
         if len(distinct) < 2:
@@ -441,19 +452,26 @@ class StoreIndex:
                              f"ORDER BY {alias}cell", (), list(cells)).fetchall()
 
     def _read_records(self, rows: Iterable[Any]) -> Iterator[tuple[Any, Result]]:
-        """Read each (key, file, offset, length, line) row's record back from its file."""
+        """Read each (key, file, offset, length, line, digest) row's record back from its file."""
         paths = dict(self._query("SELECT id, path FROM files"))
         handles: dict[int, Any] = {}
         try:
-            for key, fid, offset, length, line in rows:
+            for key, fid, offset, length, line, digest in rows:
                 fh = handles.get(fid)
                 if fh is None:
+                    if len(handles) >= MAX_OPEN:
+                        for old in handles.values():
+                            old.close()
+                        handles.clear()
                     fh = handles[fid] = (self.root / paths[fid]).open("rb")
                 fh.seek(offset)
-                item = parse_line(fh.read(length), paths[fid], line)
-                if isinstance(item, Skipped):  # the file changed under the index
+                raw = fh.read(length)
+                item = parse_line(raw, paths[fid], line)
+                if isinstance(item, Skipped) or _digest(raw) != digest:
+                    with self._write() as conn:  # the next refresh reads it from the start
+                        conn.execute("UPDATE files SET size = -1, tail = NULL WHERE id = ?", (fid,))
                     raise StaleIndex(f"{self.root / paths[fid]}:{line} changed since it was "
-                                     f"indexed ({item.reason}): refresh the index")
+                                     f"indexed: open the index again (StoreIndex.open)")
                 yield key, item
         finally:
             for fh in handles.values():
@@ -462,11 +480,6 @@ class StoreIndex:
 
 class StaleIndex(RuntimeError):
     """A record the index points at is no longer where it was (the file was rewritten)."""
-
-
-def open_index(root: Path | str) -> StoreIndex:
-    """``StoreIndex.open``: the index of a results folder, up to date."""
-    return StoreIndex.open(root)
 
 
 def recorded_keys(root: Path | str, cells: Iterable[str]) -> dict[str, CellKey]:
@@ -540,7 +553,11 @@ def _insert(conn: sqlite3.Connection, fid: int, number: int, offset: int, raw: b
     conn.execute(f"INSERT INTO records ({_RECORD_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                  (fid, number, offset, len(raw), rec.run_id, rec.cell, rec.stack_id, rec.repro,
                   rec.status, rec.cache_key, str(rec.started_at), str(rec.finished_at),
-                  _opt(rec.signature), _opt(rec.workaround), hashlib.sha1(raw.strip()).hexdigest()))
+                  _opt(rec.signature), _opt(rec.workaround), _digest(raw)))
+
+
+def _digest(raw: bytes) -> str:
+    return hashlib.sha1(raw.strip()).hexdigest()
 
 
 def _opt(value: Any) -> str | None:

@@ -14,6 +14,7 @@ an exact image (``python:3.11-slim``) or a repository without tag
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -179,13 +180,20 @@ def image_spec(stack: Stack, settings: Settings, *, version: str | None = None) 
 
 def render(template: str, variables: dict[str, Any]) -> str:
     """Render one template from ``templates_dir()`` (strict: a missing variable is an error)."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir())),
+    text = _template_env(str(templates_dir())).get_template(template).render(**variables)
+    return re.sub(r"\n{3,}", "\n\n", text)
+
+
+@functools.lru_cache(maxsize=4)
+def _template_env(folder: str) -> jinja2.Environment:
+    """One environment per templates folder: each template is compiled once per process, not
+    once per stack (a no-op run over the 46-stack matrix spent ~0.9 s compiling)."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(folder),
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
     env.filters["dockerquote"] = lambda s: json.dumps(str(s))
     env.filters["shquote"] = lambda s: shlex.quote(str(s))
-    text = env.get_template(template).render(**variables)
-    return re.sub(r"\n{3,}", "\n\n", text)
+    return env
 
 
 def inputs_hash(dockerfile: str, ca: Path | None, wheelhouses: tuple[Path, ...],

@@ -13,9 +13,12 @@ different records for the same (run, cell) are reported as a conflict rather
 than silently merged, and so are different outcomes for one cell and one cache
 key recorded in different stores (shards that disagree about one environment).
 
-Layout: ``<root>/<host>/<run_id>.jsonl``; ``<root>/.lock`` is held by the run
-writing into the folder (``locked``: a second run waits, saying who holds it);
-``<root>/.work/out/<run_id>`` holds a run's logs, pruned by ``prune_work``.
+Layout: ``<root>/<host>/<run_id>.jsonl``, and beside them ``<root>/.index.sqlite``
+(``store_index``: latest record, cache key and history per cell, derived from the
+files and rebuilt from them when missing or stale). Files are read line by line.
+``<root>/.lock`` is held by the run writing into the folder (``locked``: a second run
+waits, saying who holds it); ``<root>/.work/out/<run_id>`` holds a run's logs, pruned by
+``prune_work``.
 """
 
 from __future__ import annotations
@@ -24,13 +27,18 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterable
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
 
 from . import lock
 from .result import Result
+
+if TYPE_CHECKING:
+    from .store_index import StoreIndex
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
 LOCK_NAME = ".lock"
@@ -88,10 +96,17 @@ def safe_component(text: str, fallback: str = "unknown") -> str:
 
 
 class ResultStore:
-    """Append-only store rooted at ``root``: ``root/<host>/<run_id>.jsonl``."""
+    """Append-only store rooted at ``root``: ``root/<host>/<run_id>.jsonl``.
 
-    def __init__(self, root: Path | str) -> None:
+    Each append also updates the store's index (``store_index``) unless ``index`` is
+    False; the index is derived, so when it cannot be written the record still is, and
+    the index catches up the next time it is opened.
+    """
+
+    def __init__(self, root: Path | str, *, index: bool = True) -> None:
         self.root = Path(root)
+        self._use_index = index
+        self._index: StoreIndex | None = None
 
     def path_for(self, result: Result) -> Path:
         """The JSONL file a record belongs in."""
@@ -102,13 +117,34 @@ class ResultStore:
     def append(self, result: Result) -> Path:
         """Append one record as a single line; flush and fsync before returning."""
         line = json.dumps(result.to_dict(), ensure_ascii=False, sort_keys=True, default=str)
+        data = (line + "\n").encode("utf-8")
         path = self.path_for(result)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
+        with open(path, "ab") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+            end = fh.tell()
+        self._indexed(path, end - len(data), data, result)
         return path
+
+    def _indexed(self, path: Path, offset: int, data: bytes, result: Result) -> None:
+        if not self._use_index:
+            return
+        from .store_index import StoreIndex
+
+        try:
+            if self._index is None:
+                self._index = StoreIndex(self.root)
+            self._index.added(path, offset, data, result)
+        except (sqlite3.Error, OSError):
+            self._use_index = False  # the next StoreIndex.open catches up from the files
+
+    def close(self) -> None:
+        """Close the index connection (the files need no closing)."""
+        if self._index is not None:
+            self._index.close()
+            self._index = None
 
     def load(self) -> Loaded:
         """Load everything under the store's root."""
@@ -158,13 +194,17 @@ def prune_work(work_dir: Path | str, *, keep: int = 3, current: str | None = Non
 
 
 def iter_result_files(paths: Iterable[Path | str]) -> tuple[list[Path], list[Skipped]]:
-    """Expand files and folders (recursively, ``*.jsonl``) in a stable order."""
+    """Expand files and folders (recursively, ``*.jsonl``) in a stable order.
+
+    Folders whose name starts with a dot are not entered: they hold the run's work
+    files (``.work``), never records (host folders are written without a leading dot).
+    """
     files: list[Path] = []
     missing: list[Skipped] = []
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            files.extend(sorted(q for q in p.rglob("*.jsonl") if q.is_file()))
+            files.extend(walk_jsonl(p))
         elif p.is_file():
             files.append(p)
         else:
@@ -175,40 +215,64 @@ def iter_result_files(paths: Iterable[Path | str]) -> tuple[list[Path], list[Ski
     return list(unique.values()), missing
 
 
+def walk_jsonl(root: Path) -> list[Path]:
+    """Every ``*.jsonl`` file under ``root``, sorted, skipping dot-folders."""
+    found: list[Path] = []
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        base = Path(folder)
+        found.extend(base / n for n in names if n.endswith(".jsonl") and (base / n).is_file())
+    return sorted(found)
+
+
+def scan_lines(fh: BinaryIO, name: str, number: int = 0) -> Iterator[tuple[int, int, bytes,
+                                                                           Result | Skipped]]:
+    """Each non-blank line of ``fh`` from its position: (line number, byte offset, raw
+    bytes, the Result or why it was skipped). ``number`` is the count of lines before.
+
+    One line at a time, so a large file is never held whole. A last line with no
+    newline that does not parse is named as truncated (a run interrupted mid-write).
+    """
+    offset = fh.tell()
+    for raw in iter(fh.readline, b""):
+        number += 1
+        start, offset = offset, offset + len(raw)
+        if raw.strip():
+            yield number, start, raw, parse_line(raw, name, number)
+
+
+def parse_line(raw: bytes, name: str, number: int) -> Result | Skipped:
+    """One JSONL line as a Result, or the Skipped that says why it is not one."""
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return Skipped(name, number, "not valid UTF-8")
+    except ValueError as exc:
+        truncated = not raw.endswith(b"\n")
+        hint = "truncated last line (run interrupted?)" if truncated else "invalid JSON"
+        return Skipped(name, number, f"{hint}: {exc}")
+    if not isinstance(obj, dict):
+        return Skipped(name, number, f"not a JSON object ({type(obj).__name__})")
+    try:
+        return Result.from_dict(obj)
+    except (ValueError, TypeError) as exc:
+        return Skipped(name, number, str(exc))
+
+
 def read_file(path: Path) -> tuple[list[tuple[int, Result]], list[Skipped]]:
     """Parse one JSONL file; returns ((line number, record), ...) and skipped lines."""
     name = str(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return [], [Skipped(name, 0, f"cannot read: {exc.strerror or exc}")]
     good: list[tuple[int, Result]] = []
     bad: list[Skipped] = []
     try:
-        lines: list[str] | list[bytes] = data.decode("utf-8").split("\n")
-    except UnicodeDecodeError:  # find the bad lines one by one
-        lines = data.split(b"\n")
-    last = len(lines)
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw if isinstance(raw, str) else raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            bad.append(Skipped(name, number, "not valid UTF-8"))
-            continue
-        except ValueError as exc:
-            truncated = number == last and not data.endswith(b"\n")
-            hint = "truncated last line (run interrupted?)" if truncated else "invalid JSON"
-            bad.append(Skipped(name, number, f"{hint}: {exc}"))
-            continue
-        if not isinstance(obj, dict):
-            bad.append(Skipped(name, number, f"not a JSON object ({type(obj).__name__})"))
-            continue
-        try:
-            good.append((number, Result.from_dict(obj)))
-        except (ValueError, TypeError) as exc:
-            bad.append(Skipped(name, number, str(exc)))
+        with path.open("rb") as fh:
+            for number, _, _, item in scan_lines(fh, name):
+                if isinstance(item, Skipped):
+                    bad.append(item)
+                else:
+                    good.append((number, item))
+    except OSError as exc:
+        return [], [Skipped(name, 0, f"cannot read: {exc.strerror or exc}")]
     return good, bad
 
 

@@ -14,7 +14,7 @@ import hashlib
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -26,9 +26,10 @@ from .errors import UsageError
 from .model import Plan, Stack, StackGroup, Status, cell_id
 from .options import RunOptions, rerun_command
 from .result import CellRun, Result, shorten
-from .results import ResultStore, flaky_counts, latest_by_cell, load_records, locked, prune_work
+from .results import ResultStore, flaky_counts, locked, prune_work
 from .schedule import Scheduler, StackWork
 from .staging import stage_catalog, staged_dir
+from .store_index import CellKey, recorded_keys
 from .textsafe import printable
 
 if TYPE_CHECKING:
@@ -144,8 +145,8 @@ def _run_locked(matrix: Matrix, plan: Plan, options: RunOptions, engines: Engine
 
     work = [_stack_work(g, engines.for_stack(g.stack), hashes, summary.run_id, again)
             for g in plan.groups]
-    latest = latest_by_cell(load_records([options.results]).records) \
-        if options.results.exists() else {}
+    latest = recorded_keys(options.results, (cell_id(str(c.stack["id"]), c.repro)
+                                             for w in work for c in w.cells.values()))
     work, summary.reused = stale_work(work, latest, options.rerun)
     if summary.reused:
         log(f"reusing {summary.reused} recorded cell(s) (unchanged; --rerun to run them again)")
@@ -164,17 +165,20 @@ def _run_locked(matrix: Matrix, plan: Plan, options: RunOptions, engines: Engine
         else:
             log(printable(f"  {result.cell}: {result.status}" + _why(result)))
 
-    for attempt in range(1, options.repeat + 1 if work else 1):
-        out_root = options.work / "out" / summary.run_id
-        if options.repeat > 1:
-            log(f"attempt {attempt} of {options.repeat}")
-            out_root = out_root / f"attempt-{attempt}"
-        Scheduler(_attempt(work, attempt), emit=emit, out_root=out_root,
-                  repro_timeout=options.repro_timeout, stack_timeout=options.stack_timeout,
-                  jobs=options.jobs, gpus=options.gpus, log=log).run()
-    for cell, counts in flaky_cells(summary.results).items():
-        log(printable(f"  {cell}: flaky over {options.repeat} attempts (" +
-                      ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + ")"))
+    try:
+        for attempt in range(1, options.repeat + 1 if work else 1):
+            out_root = options.work / "out" / summary.run_id
+            if options.repeat > 1:
+                log(f"attempt {attempt} of {options.repeat}")
+                out_root = out_root / f"attempt-{attempt}"
+            Scheduler(_attempt(work, attempt), emit=emit, out_root=out_root,
+                      repro_timeout=options.repro_timeout, stack_timeout=options.stack_timeout,
+                      jobs=options.jobs, gpus=options.gpus, log=log).run()
+        for cell, counts in flaky_cells(summary.results).items():
+            log(printable(f"  {cell}: flaky over {options.repeat} attempts (" +
+                          ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + ")"))
+    finally:
+        store.close()
 
 
 def _attempt(work: list[StackWork], attempt: int) -> list[StackWork]:
@@ -203,7 +207,7 @@ def _stack_work(group: StackGroup, engine: Engine, hashes: dict[str, str], run_i
     return StackWork(group, engine, cells)
 
 
-def stale_work(work: list[StackWork], latest: dict[str, Result],
+def stale_work(work: list[StackWork], latest: Mapping[str, CellKey | Result],
                rerun: bool) -> tuple[list[StackWork], int]:
     """Work narrowed to the cells that must run, and how many recorded cells were reused."""
     out, reused = [], 0
@@ -215,7 +219,7 @@ def stale_work(work: list[StackWork], latest: dict[str, Result],
     return out, reused
 
 
-def _stale(cell: CellRun, latest: dict[str, Result]) -> bool:
+def _stale(cell: CellRun, latest: Mapping[str, CellKey | Result]) -> bool:
     rec = latest.get(cell_id(str(cell.stack["id"]), cell.repro))
     return rec is None or rec.cache_key != cell.cache_key or rec.status in RETRY_STATUSES
 

@@ -35,6 +35,11 @@ class LocalProcess:
     def poll(self) -> bool:
         return self.proc.poll() is not None
 
+    def wait(self, seconds: float) -> None:
+        """Return when the runner has ended, or after ``seconds`` (the watcher's poll interval)."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=seconds)
+
     def stop(self) -> None:
         kill_group(self.proc)
 

@@ -1,0 +1,603 @@
+"""An SQLite index beside the append-only result logs: per cell, its latest record and history.
+
+Flow: run -> results (**index**) -> report / bisect. The JSONL run files stay
+the source of truth (mergeable, diffable, append-only); ``<results>/.index.sqlite``
+(standard-library ``sqlite3``, WAL) only points into them, so it can always be
+deleted and rebuilt. It keeps:
+
+    files    every indexed file: size and mtime when last read, how far it was
+             read (byte offset, line count) and a hash of the bytes before that
+             offset, so a file grown by another writer is read from where the
+             index stopped and a rewritten one is read again from the start
+    records  one row per record line: where it is (file, offset, length), its key
+             fields (run, cell, stack, repro, status, cache key, times) and a hash
+             of the line (identical copies of a record are not a conflict)
+    skipped  the lines the loader would skip, and why
+    cells    per cell, the latest record's key fields (what a no-op `run` reads)
+
+``refresh`` brings the index up to date with the files (a stat per file when
+nothing changed); ``ResultStore.append`` updates it as each record is written.
+Queries answer like the JSONL loader (``results.load_records`` then
+``latest_by_cell`` / ``previous_by_cell``) but read from disk only the records
+they return, one at a time: memory follows the cells asked for, not the history.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import sqlite3
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from .result import Result
+from .results import Conflict, Skipped, parse_line, walk_jsonl
+
+INDEX_NAME = ".index.sqlite"
+FORMAT = "repromatrix-index-3"  # another value in `meta`: the index is rebuilt
+TAIL = 256  # bytes before the indexed offset that must be unchanged to read on from there
+BUSY_TIMEOUT_S = 60.0
+MAX_OPEN = 64  # record files held open at once while reading records back
+LATEST_ORDER = "r.finished_at DESC, r.started_at DESC, r.run_id DESC, r.file, r.offset"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS files (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL,
+    size INTEGER, mtime_ns INTEGER, offset INTEGER, lines INTEGER, tail TEXT);
+CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY, file INTEGER NOT NULL,
+    line INTEGER, offset INTEGER, length INTEGER, run_id TEXT, cell TEXT, stack_id TEXT,
+    repro TEXT, status TEXT, cache_key TEXT, started_at TEXT, finished_at TEXT, signature TEXT,
+    workaround TEXT, digest TEXT);
+CREATE INDEX IF NOT EXISTS records_by_cell
+    ON records (cell, finished_at DESC, started_at DESC, run_id DESC);
+CREATE INDEX IF NOT EXISTS records_by_file ON records (file, offset);
+CREATE TABLE IF NOT EXISTS skipped (file INTEGER, line INTEGER, reason TEXT,
+    PRIMARY KEY (file, line));
+CREATE TABLE IF NOT EXISTS cells (cell TEXT PRIMARY KEY, record INTEGER, stack_id TEXT,
+    repro TEXT, status TEXT, cache_key TEXT, run_id TEXT, started_at TEXT, finished_at TEXT,
+    signature TEXT, workaround TEXT, digest TEXT) WITHOUT ROWID;
+"""
+_RECORD_COLS = ("file, line, offset, length, run_id, cell, stack_id, repro, status, cache_key, "
+                "started_at, finished_at, signature, workaround, digest")
+_KEY_COLS = "stack_id, repro, status, cache_key, run_id, finished_at, signature, workaround, digest"
+_CELL_COLS = "cell, record, started_at, " + _KEY_COLS
+
+
+class CellKey(NamedTuple):
+    """A cell's latest record, key fields only: enough to decide whether it must run again.
+
+    (A named tuple, not a dataclass: ``keys()`` makes one per cell, 100k at a time.)
+    """
+
+    cell: str
+    stack_id: str
+    repro: str
+    status: str
+    cache_key: str | None
+    run_id: str
+    finished_at: str
+    signature: str | None = None
+    workaround: str | None = None
+    digest: str = ""  # a hash of the record's line: the same digest, the same record
+
+
+class Span(NamedTuple):
+    """One stretch of a cell's history with one status: from its first run to its last."""
+
+    status: str
+    runs: int
+    first_run: str
+    first_at: str
+    last_run: str
+    last_at: str
+
+
+class StoreIndex:
+    """The index of the ``*.jsonl`` files under ``root``, kept in ``db``.
+
+    Use ``StoreIndex.open(root)`` (refreshed, a context manager). Safe to share
+    between threads; several processes may refresh and append at once (WAL, and
+    each change is one ``BEGIN IMMEDIATE`` transaction).
+    """
+
+    def __init__(self, root: Path | str, db: Path | str | None = None) -> None:
+        self.root = Path(root)
+        self.db = Path(db) if db is not None else self.root / INDEX_NAME
+        self._lock = threading.RLock()
+        self._tmp: str | None = None
+        self._conn = self._connect()
+
+    # -- opening -------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, root: Path | str) -> StoreIndex:
+        """The index of ``root``, brought up to date. A damaged index is rebuilt; a folder
+        that cannot hold one (read-only, no locking) gets a private index in a temporary
+        folder, removed on ``close``: slower, never wrong."""
+        for attempt in (1, 2):
+            try:
+                index = cls(root)
+            except (sqlite3.Error, OSError):
+                break
+            try:
+                index.refresh()
+                return index
+            except sqlite3.DatabaseError as exc:
+                index.close()
+                if attempt == 2 or isinstance(exc, sqlite3.OperationalError):
+                    break
+                _remove_db(index.db)  # damaged inside: rebuild it from the files
+        tmp = tempfile.mkdtemp(prefix="repromatrix-index-")
+        index = cls(root, Path(tmp) / INDEX_NAME)
+        index._tmp = tmp
+        index.refresh()
+        return index
+
+    def _connect(self) -> sqlite3.Connection:
+        self.db.parent.mkdir(parents=True, exist_ok=True)
+        for attempt in (1, 2):
+            conn = sqlite3.connect(str(self.db), timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                   check_same_thread=False)
+            try:
+                return _prepared(conn)
+            except sqlite3.DatabaseError as exc:
+                conn.close()
+                damaged = not isinstance(exc, sqlite3.OperationalError)  # not "locked", "read-only"
+                if attempt == 2 or not damaged or not self.db.exists():
+                    raise
+                _remove_db(self.db)  # damaged: it is only an index, rebuild it
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __enter__(self) -> StoreIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        return self._execute(sql, args).fetchall()
+
+    def _execute(self, sql: str, args: Sequence[Any] = (),
+                 cells: Sequence[str] | None = None) -> sqlite3.Cursor:
+        """Run a read (``cells`` filling the temporary table ``wanted`` first). An index found
+        damaged inside is rebuilt from the files and the read tried again."""
+        for attempt in (1, 2):
+            try:
+                with self._lock:
+                    if cells is not None:
+                        self._in_cells(cells)
+                    return self._conn.execute(sql, args)
+            except sqlite3.DatabaseError as exc:
+                if attempt == 2 or isinstance(exc, sqlite3.OperationalError) or self._tmp:
+                    raise
+                self._rebuild()
+        raise AssertionError("unreachable")
+
+    def _rebuild(self) -> None:
+        with self._lock:
+            self._conn.close()
+            _remove_db(self.db)
+            self._conn = self._connect()
+        self.refresh()
+
+    # -- keeping up with the files -------------------------------------------------------
+
+    def refresh(self) -> int:
+        """Read what changed in the files since the last refresh; the number of lines read."""
+        found = self._found()
+        known = {row[1]: row for row in self._query(
+            "SELECT id, path, size, mtime_ns, offset, lines, tail FROM files")}
+        if known.keys() == found.keys() and all(
+                (known[k][2], known[k][3]) == (st.st_size, st.st_mtime_ns) for k, st in found.items()):
+            return 0
+        read = 0
+        with self._write() as conn:
+            known = {row[1]: row for row in conn.execute(
+                "SELECT id, path, size, mtime_ns, offset, lines, tail FROM files")}
+            touched: set[str] = set()
+            for key in known.keys() - found.keys():
+                touched |= _forget(conn, known[key][0])
+                conn.execute("DELETE FROM files WHERE id = ?", (known[key][0],))
+            for key in sorted(found):
+                row, st = known.get(key), found[key]
+                if row is None or (row[2], row[3]) != (st.st_size, st.st_mtime_ns):
+                    read += self._read_file(conn, key, row, touched)
+            _update_cells(conn, touched)
+        return read
+
+    def _found(self) -> dict[str, os.stat_result]:
+        out: dict[str, os.stat_result] = {}
+        if not self.root.is_dir():
+            return out
+        for path in walk_jsonl(self.root):
+            with contextlib.suppress(OSError):
+                out[path.relative_to(self.root).as_posix()] = path.stat()
+        return out
+
+    def _read_file(self, conn: sqlite3.Connection, key: str, row: Any, touched: set[str]) -> int:
+        """Index one file from where the index stopped (or from the start when it was rewritten)."""
+        path = self.root / key
+        try:
+            fh = path.open("rb")
+        except OSError:
+            return 0
+        with fh:
+            st = os.fstat(fh.fileno())
+            fid, offset, lines, joined = self._resume(conn, fh, key, row, st.st_size, touched)
+            fh.seek(offset)
+            read = 0
+            for raw in iter(fh.readline, b""):
+                complete = raw.endswith(b"\n")
+                if joined:  # the rest of an indexed last line that had no newline yet
+                    joined = False
+                    if not raw.strip():
+                        offset += len(raw)
+                        continue
+                if raw.strip():
+                    read += 1
+                    item = parse_line(raw, str(path), lines + 1)
+                    if isinstance(item, Skipped):
+                        conn.execute("INSERT OR REPLACE INTO skipped VALUES (?, ?, ?)",
+                                     (fid, lines + 1, item.reason))
+                        if not complete:
+                            break  # maybe a record still being written: read it again next time
+                    else:
+                        _insert(conn, fid, lines + 1, offset, raw, item)
+                        touched.add(item.cell)
+                elif not complete:
+                    break
+                offset, lines = offset + len(raw), lines + 1
+            conn.execute("UPDATE files SET size = ?, mtime_ns = ?, offset = ?, lines = ?, tail = ? "
+                         "WHERE id = ?", (st.st_size, st.st_mtime_ns, offset, lines,
+                                          _tail(fh, offset), fid))
+        return read
+
+    def _resume(self, conn: sqlite3.Connection, fh: Any, key: str, row: Any, size: int,
+                touched: set[str]) -> tuple[int, int, int, bool]:
+        """(file id, offset, lines, joined): where to read ``fh`` from. An unchanged prefix is
+        read on from its end; anything else is forgotten and read from the start."""
+        if row is not None and row[4] is not None and row[4] <= size and _tail(fh, row[4]) == row[6]:
+            joined = row[4] > 0 and _byte_before(fh, row[4]) != b"\n"
+            if not joined or _rest_is_blank(fh, row[4]):
+                conn.execute("DELETE FROM skipped WHERE file = ? AND line > ?", (row[0], row[5]))
+                return row[0], row[4], row[5], joined
+        if row is None:
+            return conn.execute("INSERT INTO files (path) VALUES (?)", (key,)).lastrowid, 0, 0, False
+        touched |= _forget(conn, row[0])
+        return row[0], 0, 0, False
+
+    def added(self, path: Path, offset: int, line: bytes, result: Result) -> None:
+        """``line`` (one record, newline included) was just appended at ``offset`` of ``path``.
+
+        Indexed at once when everything before it is indexed; otherwise left for the
+        next ``refresh``, which reads on from where the index stopped.
+        """
+        try:
+            key = path.relative_to(self.root).as_posix()
+        except ValueError:
+            return
+        with self._write() as conn:
+            row = conn.execute("SELECT id, offset, lines FROM files WHERE path = ?",
+                               (key,)).fetchone()
+            if row is None:
+                if offset != 0:
+                    return
+                row = (conn.execute("INSERT INTO files (path, offset, lines) VALUES (?, 0, 0)",
+                                    (key,)).lastrowid, 0, 0)
+            fid, indexed, lines = row
+            if indexed != offset:
+                return
+            _insert(conn, fid, lines + 1, offset, line, result)
+            end = offset + len(line)
+            st = path.stat()
+            size, mtime = (st.st_size, st.st_mtime_ns) if st.st_size == end else (-1, -1)
+            with path.open("rb") as fh:
+                tail = _tail(fh, end)
+            conn.execute("UPDATE files SET size = ?, mtime_ns = ?, offset = ?, lines = ?, tail = ? "
+                         "WHERE id = ?", (size, mtime, end, lines + 1, tail, fid))
+            _update_cells(conn, {result.cell})
+
+    # -- queries -------------------------------------------------------------------------
+
+    def keys(self, cells: Iterable[str] | None = None) -> dict[str, CellKey]:
+        """The latest record's key fields of each cell (of ``cells``, or every cell)."""
+        sql = f"SELECT cell, {_KEY_COLS} FROM cells"
+        return {row[0]: CellKey(*row) for row in self._cells_rows(sql, cells, alias="")}
+
+    def previous_keys(self, cells: Iterable[str] | None = None) -> dict[str, CellKey]:
+        """``previous`` as key fields only (no record is read back): for change detection."""
+        sql = (f"SELECT c.cell, {_prefixed('r.', _KEY_COLS)} FROM cells c JOIN records r ON r.id = "
+               f"(SELECT r.id FROM records r WHERE r.cell = c.cell AND r.run_id != c.run_id "
+               f"ORDER BY {LATEST_ORDER} LIMIT 1)")
+        return {row[0]: CellKey(*row) for row in self._cells_rows(sql, cells)}
+
+    def latest(self, cells: Iterable[str] | None = None) -> dict[str, Result]:
+        """The latest record of each cell (of ``cells``, or every cell), like ``latest_by_cell``."""
+        cells = None if cells is None else list(cells)
+        return self._settled(lambda: dict(self.iter_latest(cells)))
+
+    def iter_latest(self, cells: Iterable[str] | None = None) -> Iterator[tuple[str, Result]]:
+        """``latest`` one cell at a time, in cell order: only one record is held at once."""
+        rows = self._cells_rows("SELECT c.cell, r.file, r.offset, r.length, r.line, r.digest FROM cells c "
+                                "JOIN records r ON r.id = c.record", cells)
+        return self._read_records(rows)
+
+    def previous(self, cells: Iterable[str] | None = None) -> dict[str, Result]:
+        """Each cell's latest record from a run other than its latest run (``previous_by_cell``)."""
+        cells = None if cells is None else list(cells)
+        return self._settled(lambda: dict(self.iter_previous(cells)))
+
+    def _settled(self, read: Callable[[], dict[str, Result]]) -> dict[str, Result]:
+        """``read()``; when a file changed under the index, refresh and read once more."""
+        try:
+            return read()
+        except StaleIndex:
+            self.refresh()
+            return read()
+
+    def iter_previous(self, cells: Iterable[str] | None = None) -> Iterator[tuple[str, Result]]:
+        sql = (f"SELECT c.cell, r.file, r.offset, r.length, r.line, r.digest FROM cells c "
+               f"JOIN records r ON r.id = (SELECT r.id FROM records r WHERE r.cell = c.cell AND "
+               f"r.run_id != c.run_id ORDER BY {LATEST_ORDER} LIMIT 1)")
+        return self._read_records(self._cells_rows(sql, cells))
+
+    def history(self, cell: str) -> tuple[Span, ...]:
+        """The cell's timeline of status changes, oldest first (one record per run)."""
+        return next((spans for _, spans in self.histories([cell])), ())
+
+    def histories(self, cells: Iterable[str] | None = None) -> Iterator[tuple[str, tuple[Span, ...]]]:
+        """``history`` of each cell (of ``cells``, or every cell), in cell order.
+
+        One record per run: of two records of one run, the later-finished one counts.
+        """
+        sql = ("SELECT r.cell, r.run_id, r.status, r.finished_at FROM records r {where} "
+               "ORDER BY r.cell, r.finished_at DESC, r.started_at DESC, r.run_id DESC")
+        where = "" if cells is None else "WHERE r.cell IN (SELECT cell FROM wanted)"
+        cursor = self._execute(sql.format(where=where), (), None if cells is None else list(cells))
+        cell: str | None = None
+        runs: list[tuple[str, str, str]] = []  # newest first
+        seen: set[str] = set()
+        for c, run, status, at in self._rows(cursor):
+            if c != cell:
+                if cell is not None:
+                    yield cell, _spans(reversed(runs))
+                cell, runs, seen = c, [], set()
+            if run not in seen:
+                seen.add(run)
+                runs.append((run, status, at))
+        if cell is not None:
+            yield cell, _spans(reversed(runs))
+
+    def _rows(self, cursor: sqlite3.Cursor) -> Iterator[Any]:
+        """A query's rows in chunks, so a long history is never held whole."""
+        while True:
+            with self._lock:
+                rows = cursor.fetchmany(4096)
+            if not rows:
+                return
+            yield from rows
+
+    def count(self) -> int:
+        """How many distinct (run, cell) records the files hold."""
+        return self._query("SELECT count(*) FROM (SELECT DISTINCT run_id, cell FROM records)")[0][0]
+
+    def skipped(self) -> list[Skipped]:
+        """Every line the loader would skip, and why (file, line, reason)."""
+        rows = self._query("SELECT f.path, s.line, s.reason FROM skipped s JOIN files f "
+                           "ON f.id = s.file ORDER BY f.path, s.line")
+        return [Skipped(str(self.root / p), line, reason) for p, line, reason in rows]
+
+    def conflicts(self) -> list[Conflict]:
+        """(run, cell) pairs with two or more different records, as the loader reports them."""
+        groups = self._query(
+            "SELECT run_id, cell FROM records GROUP BY run_id, cell "
+            "HAVING count(DISTINCT digest) > 1 ORDER BY min(file), min(offset)")
+        out = []
+        for run_id, cell in groups:
+            rows = self._query(
+                "SELECT r.file, r.offset, r.length, r.line, r.digest, r.started_at, f.path "
+                "FROM records r JOIN files f ON f.id = r.file WHERE r.run_id = ? AND r.cell = ? "
+                "ORDER BY f.path, r.offset", (run_id, cell))
+            conflict = self._conflict(run_id, cell, rows)
+            if conflict is not None:
+                out.append(conflict)
+        return out
+
+    def _conflict(self, run_id: str, cell: str, rows: list[Any]) -> Conflict | None:
+        from .results import _canonical, _time_key
+
+        distinct: dict[str, tuple[str, Result]] = {}
+        for (_, rec), row in zip(self._read_records((None, *r[:5]) for r in rows), rows,
+                                 strict=True):
+            distinct.setdefault(_canonical(rec), (f"{self.root / row[6]}:{row[3]}", rec))
+        if len(distinct) < 2:
+            return None
+        variants = list(distinct.values())
+        kept = max(variants, key=lambda sr: _time_key(sr[1]))[0]
+        return Conflict(run_id=run_id, cell=cell, sources=tuple(s for s, _ in variants),
+                        statuses=tuple(r.status for _, r in variants), kept=kept)
+
+    def _in_cells(self, cells: Iterable[str]) -> None:
+        """Fill the temporary table ``wanted`` with ``cells`` (call with the lock held)."""
+        self._conn.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (cell TEXT PRIMARY KEY)")
+        self._conn.execute("DELETE FROM wanted")
+        self._conn.executemany("INSERT OR IGNORE INTO wanted VALUES (?)", ((c,) for c in cells))
+
+    def _cells_rows(self, sql: str, cells: Iterable[str] | None, alias: str = "c.") -> list[Any]:
+        if cells is None:
+            return self._execute(sql + f" ORDER BY {alias}cell").fetchall()
+        return self._execute(sql + f" WHERE {alias}cell IN (SELECT cell FROM wanted) "
+                             f"ORDER BY {alias}cell", (), list(cells)).fetchall()
+
+    def _read_records(self, rows: Iterable[Any]) -> Iterator[tuple[Any, Result]]:
+        """Read each (key, file, offset, length, line, digest) row's record back from its file."""
+        paths = dict(self._query("SELECT id, path FROM files"))
+        handles: dict[int, Any] = {}
+        try:
+            for key, fid, offset, length, line, digest in rows:
+                fh = handles.get(fid)
+                if fh is None:
+                    if len(handles) >= MAX_OPEN:
+                        for old in handles.values():
+                            old.close()
+                        handles.clear()
+                    fh = handles[fid] = (self.root / paths[fid]).open("rb")
+                fh.seek(offset)
+                raw = fh.read(length)
+                item = parse_line(raw, paths[fid], line)
+                if isinstance(item, Skipped) or _digest(raw) != digest:
+                    with self._write() as conn:  # the next refresh reads it from the start
+                        conn.execute("UPDATE files SET size = -1, tail = NULL WHERE id = ?", (fid,))
+                    raise StaleIndex(f"{self.root / paths[fid]}:{line} changed since it was "
+                                     f"indexed: open the index again (StoreIndex.open)")
+                yield key, item
+        finally:
+            for fh in handles.values():
+                fh.close()
+
+
+class StaleIndex(RuntimeError):
+    """A record the index points at is no longer where it was (the file was rewritten)."""
+
+
+def recorded_keys(root: Path | str, cells: Iterable[str]) -> dict[str, CellKey]:
+    """The latest record's key fields of ``cells`` in the results folder ``root`` (may not exist)."""
+    if not Path(root).is_dir():
+        return {}
+    with StoreIndex.open(root) as index:
+        return index.keys(cells)
+
+
+def recorded_latest(root: Path | str, cells: Iterable[str]) -> dict[str, Result]:
+    """The latest record of ``cells`` in the results folder ``root`` (may not exist)."""
+    if not Path(root).is_dir():
+        return {}
+    with StoreIndex.open(root) as index:
+        return index.latest(cells)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+def _prepared(conn: sqlite3.Connection) -> sqlite3.Connection:
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")  # the JSONL files are fsynced; this is derived
+    version = None
+    with contextlib.suppress(sqlite3.OperationalError):
+        row = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+        version = row[0] if row else None
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if version not in (None, FORMAT):
+            for table in ("meta", "files", "records", "skipped", "cells"):
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (FORMAT,))
+        conn.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+    return conn
+
+
+def _remove_db(db: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(OSError):
+            os.unlink(str(db) + suffix)
+
+
+def _tail(fh: Any, offset: int) -> str:
+    """A hash of the (up to) TAIL bytes before ``offset``: unchanged when a file only grew."""
+    start = max(0, offset - TAIL)
+    fh.seek(start)
+    return hashlib.sha1(fh.read(offset - start)).hexdigest()
+
+
+def _byte_before(fh: Any, offset: int) -> bytes:
+    fh.seek(offset - 1)
+    return fh.read(1)
+
+
+def _rest_is_blank(fh: Any, offset: int) -> bool:
+    """Whether what follows ``offset`` on its line is only whitespace (a newline at most)."""
+    fh.seek(offset)
+    return not fh.readline().strip()
+
+
+def _insert(conn: sqlite3.Connection, fid: int, number: int, offset: int, raw: bytes,
+            rec: Result) -> None:
+    conn.execute(f"INSERT INTO records ({_RECORD_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                 (fid, number, offset, len(raw), rec.run_id, rec.cell, rec.stack_id, rec.repro,
+                  rec.status, rec.cache_key, str(rec.started_at), str(rec.finished_at),
+                  _opt(rec.signature), _opt(rec.workaround), _digest(raw)))
+
+
+def _digest(raw: bytes) -> str:
+    return hashlib.sha1(raw.strip()).hexdigest()
+
+
+def _opt(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _forget(conn: sqlite3.Connection, fid: int) -> set[str]:
+    """Drop a file's rows; the cells they touched (their latest record must be found again)."""
+    cells = {c for (c,) in conn.execute("SELECT DISTINCT cell FROM records WHERE file = ?", (fid,))}
+    conn.execute("DELETE FROM records WHERE file = ?", (fid,))
+    conn.execute("DELETE FROM skipped WHERE file = ?", (fid,))
+    return cells
+
+
+def _update_cells(conn: sqlite3.Connection, touched: set[str]) -> None:
+    """Recompute the ``cells`` rows of ``touched`` from ``records``."""
+    if not touched:
+        return
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS touched (cell TEXT PRIMARY KEY)")
+    conn.execute("DELETE FROM touched")
+    conn.executemany("INSERT OR IGNORE INTO touched VALUES (?)", ((c,) for c in touched))
+    conn.execute("DELETE FROM cells WHERE cell IN (SELECT cell FROM touched)")
+    conn.execute(
+        f"INSERT INTO cells ({_CELL_COLS}) SELECT r.cell, r.id, r.started_at, "
+        f"{_prefixed('r.', _KEY_COLS)} FROM touched t "
+        f"JOIN records r ON r.id = (SELECT r.id FROM records r WHERE r.cell = t.cell "
+        f"ORDER BY {LATEST_ORDER} LIMIT 1)")
+
+
+def _prefixed(prefix: str, cols: str) -> str:
+    return ", ".join(prefix + c.strip() for c in cols.split(","))
+
+
+def _spans(runs: Iterable[tuple[str, str, str]]) -> tuple[Span, ...]:
+    """One cell's (run, status, finished_at), oldest first -> its stretches of one status."""
+    spans: list[Span] = []
+    for run, status, at in runs:
+        if spans and spans[-1].status == status:
+            last = spans[-1]
+            spans[-1] = Span(status, last.runs + 1, last.first_run, last.first_at, run, at)
+        else:
+            spans.append(Span(status, 1, run, at, run, at))
+    return tuple(spans)

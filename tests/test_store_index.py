@@ -1,0 +1,291 @@
+"""The SQLite index beside the result logs: rebuilt, kept current, and answering like the loader.
+
+Real files, a real SQLite database and a real second process; the records are
+the golden sets in tests/data/results and records shaped like the run stage's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from repromatrix.result import SCHEMA_VERSION, Result
+from repromatrix.results import ResultStore, latest_by_cell, load_records, previous_by_cell
+from repromatrix.store_index import INDEX_NAME, Span, StaleIndex, StoreIndex, recorded_keys
+
+GOLDEN = Path(__file__).parent / "data" / "results"
+
+
+def record(cell: int = 0, run: int = 1, status: str = "fail", **over) -> dict:
+    stack, repro = f"pip-t2.{cell % 7}", f"repro_{cell}"
+    rec = {
+        "schema_version": SCHEMA_VERSION, "run_id": f"run-{run}", "cell": f"{stack}--{repro}",
+        "stack": {"id": stack, "kind": "pip"}, "repro": repro, "status": status,
+        "cache_key": f"key-{run}", "stages": [{"name": "eager", "status": status}],
+        "message": f"{status} in run {run}", "traceback": "Traceback ...\n" * 20,
+        "env": {"torch": "2.4.1"}, "backend": "local", "host": "box",
+        "started_at": f"2026-01-{run:02d}T00:00:00Z", "finished_at": f"2026-01-{run:02d}T00:01:00Z",
+    }
+    rec.update(over)
+    return rec
+
+
+def append(store: ResultStore, **kw) -> Path:
+    return store.append(Result.from_dict(record(**kw)))
+
+
+def assert_like_loader(root: Path, index: StoreIndex) -> None:
+    loaded = load_records([root])
+    assert index.latest() == latest_by_cell(loaded.records)
+    previous = previous_by_cell(loaded.records)
+    assert index.previous() == previous
+    assert {c: (k.run_id, k.status, k.cache_key, k.signature) for c, k in index.previous_keys().items()} \
+        == {c: (r.run_id, r.status, r.cache_key, r.signature) for c, r in previous.items()}
+    latest = index.latest()
+    assert {c: (k.run_id, k.status, k.finished_at, k.workaround) for c, k in index.keys().items()} \
+        == {c: (r.run_id, r.status, r.finished_at, r.workaround) for c, r in latest.items()}
+    assert sorted(map(str, index.skipped())) == sorted(map(str, loaded.skipped))
+    assert [str(c) for c in index.conflicts()] == [str(c) for c in loaded.conflicts]
+    assert index.count() == len(loaded.records)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in GOLDEN.iterdir()))
+def test_answers_like_the_jsonl_loader_on_every_golden_set(tmp_path, name):
+    root = tmp_path / name
+    shutil.copytree(GOLDEN / name, root)
+    with StoreIndex.open(root) as index:
+        assert_like_loader(root, index)
+    assert (root / INDEX_NAME).is_file()
+
+
+def test_conflicts_identical_copies_and_history_like_the_loader(tmp_path):
+    store = ResultStore(tmp_path)
+    for run in (1, 2, 3, 4):
+        for cell in range(5):
+            append(store, cell=cell, run=run, status="pass" if run in (2, 3) else "fail")
+    line = (tmp_path / "box" / "run-4.jsonl").read_text().splitlines()[0]
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "copy.jsonl").write_text(line + "\n")  # the same run shipped twice
+    changed = dict(json.loads(line), status="error", finished_at="2026-01-04T00:02:00Z")
+    (tmp_path / "other" / "conflict.jsonl").write_text(json.dumps(changed) + "\n")
+    store.close()
+    with StoreIndex.open(tmp_path) as index:
+        assert_like_loader(tmp_path, index)
+        assert len(index.conflicts()) == 1
+        assert index.history("pip-t2.0--repro_0") == (
+            Span("fail", 1, "run-1", "2026-01-01T00:01:00Z", "run-1", "2026-01-01T00:01:00Z"),
+            Span("pass", 2, "run-2", "2026-01-02T00:01:00Z", "run-3", "2026-01-03T00:01:00Z"),
+            Span("error", 1, "run-4", "2026-01-04T00:02:00Z", "run-4", "2026-01-04T00:02:00Z"))
+        assert dict(index.histories(["pip-t2.1--repro_1"]))["pip-t2.1--repro_1"][-1].status == "fail"
+
+
+def test_rebuilt_when_deleted_or_damaged(tmp_path):
+    store = ResultStore(tmp_path)
+    for run in (1, 2):
+        for cell in range(3):
+            append(store, cell=cell, run=run)
+    store.close()
+    db = tmp_path / INDEX_NAME
+    before = StoreIndex.open(tmp_path)
+    keys = before.keys()
+    before.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(db) + suffix).unlink(missing_ok=True)
+    with StoreIndex.open(tmp_path) as index:
+        assert index.keys() == keys and len(keys) == 3
+        assert_like_loader(tmp_path, index)
+    db.write_bytes(b"this is not an SQLite database" * 100)
+    with StoreIndex.open(tmp_path) as index:
+        assert index.keys() == keys
+
+
+def test_updated_on_append_without_reading_the_files_again(tmp_path):
+    store = ResultStore(tmp_path)
+    append(store, cell=0, run=1)
+    with StoreIndex.open(tmp_path) as index:
+        append(store, cell=0, run=2, status="pass")
+        append(store, cell=1, run=2)
+        keys = index.keys()
+        assert keys["pip-t2.0--repro_0"].status == "pass"
+        assert keys["pip-t2.0--repro_0"].run_id == "run-2"
+        assert set(keys) == {"pip-t2.0--repro_0", "pip-t2.1--repro_1"}
+        assert index.refresh() == 0  # every appended line was indexed as it was written
+        assert_like_loader(tmp_path, index)
+    store.close()
+
+
+APPENDER = """
+import json, sys
+with open(sys.argv[1], "a", encoding="utf-8") as fh:
+    fh.write(sys.argv[2] + "\\n")
+"""
+
+
+def test_a_file_grown_by_another_process_is_read_from_where_the_index_stopped(tmp_path):
+    store = ResultStore(tmp_path)
+    path = append(store, cell=0, run=1)
+    for cell in range(1, 4):
+        append(store, cell=cell, run=1)
+    store.close()
+    with StoreIndex.open(tmp_path) as index:
+        assert index.refresh() == 0
+        line = json.dumps(record(cell=0, run=1, status="pass", finished_at="2026-01-01T00:05:00Z"))
+        subprocess.run([sys.executable, "-c", APPENDER, str(path), line], check=True)
+        assert index.refresh() == 1  # one new line read, not the four before it
+        assert index.keys()["pip-t2.0--repro_0"].status == "pass"
+        assert_like_loader(tmp_path, index)
+
+
+def test_a_rewritten_file_is_read_again_from_the_start(tmp_path):
+    store = ResultStore(tmp_path)
+    path = append(store, cell=0, run=1)
+    append(store, cell=1, run=1)
+    store.close()
+    with StoreIndex.open(tmp_path) as index:
+        path.write_text(json.dumps(record(cell=2, run=1)) + "\n")  # shorter, different content
+        index.refresh()
+        assert set(index.keys()) == {"pip-t2.2--repro_2"}
+        assert_like_loader(tmp_path, index)
+        path.unlink()
+        index.refresh()
+        assert index.keys() == {} and index.count() == 0
+
+
+def test_damaged_lines_are_skipped_and_named_and_a_finished_line_is_picked_up(tmp_path):
+    path = tmp_path / "box" / "run-1.jsonl"
+    path.parent.mkdir()
+    good = json.dumps(record(cell=0))
+    late = json.dumps(record(cell=1))
+    path.write_bytes(good.encode() + b"\n{not json\n\n[1, 2]\n\xff\xfe\n"
+                     + json.dumps(record(schema_version=99)).encode() + b"\n" + late[:40].encode())
+    with StoreIndex.open(tmp_path) as index:
+        assert_like_loader(tmp_path, index)
+        reasons = {s.line: s.reason for s in index.skipped()}
+        assert sorted(reasons) == [2, 4, 5, 6, 7]
+        assert reasons[2].startswith("invalid JSON") and "truncated last line" in reasons[7]
+        assert all(s.file == str(path) for s in index.skipped())
+        with path.open("ab") as fh:  # the writer finishes its line
+            fh.write(late[40:].encode() + b"\n")
+        assert index.refresh() == 1
+        assert sorted(index.keys()) == ["pip-t2.0--repro_0", "pip-t2.1--repro_1"]
+        assert_like_loader(tmp_path, index)
+
+
+def test_a_last_line_without_newline_then_completed_keeps_line_numbers(tmp_path):
+    path = tmp_path / "box" / "run-1.jsonl"
+    path.parent.mkdir()
+    path.write_text(json.dumps(record(cell=0)))  # valid, no newline yet: the loader keeps it
+    with StoreIndex.open(tmp_path) as index:
+        assert list(index.keys()) == ["pip-t2.0--repro_0"]
+        with path.open("a") as fh:
+            fh.write("\n{bad\n" + json.dumps(record(cell=1)) + "\n")
+        index.refresh()
+        assert_like_loader(tmp_path, index)
+        assert [s.line for s in index.skipped()] == [2]
+
+
+def test_a_noop_lookup_reads_the_index_not_the_files(tmp_path):
+    """Same size and mtime: the index answers from its tables without opening the logs."""
+    store = ResultStore(tmp_path)
+    path = append(store, cell=0, run=1)
+    store.close()
+    assert recorded_keys(tmp_path, ["pip-t2.0--repro_0"])["pip-t2.0--repro_0"].status == "fail"
+    st = path.stat()
+    path.write_bytes(b"x" * st.st_size)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert recorded_keys(tmp_path, ["pip-t2.0--repro_0"])["pip-t2.0--repro_0"].status == "fail"
+    assert recorded_keys(tmp_path / "missing", ["pip-t2.0--repro_0"]) == {}
+
+
+def test_work_folders_are_not_searched(tmp_path):
+    store = ResultStore(tmp_path)
+    append(store, cell=0)
+    store.close()
+    (tmp_path / ".work" / "out").mkdir(parents=True)
+    (tmp_path / ".work" / "out" / "stray.jsonl").write_text(json.dumps(record(cell=5)) + "\n")
+    with StoreIndex.open(tmp_path) as index:
+        assert list(index.keys()) == ["pip-t2.0--repro_0"]
+        assert_like_loader(tmp_path, index)
+
+
+def test_a_folder_that_cannot_hold_the_index_gets_a_private_one(tmp_path):
+    root = tmp_path / "results"
+    store = ResultStore(root, index=False)
+    append(store, cell=0)
+    (root / INDEX_NAME).mkdir()  # in the way, like a read-only folder: no database can go there
+    with StoreIndex.open(root) as index:
+        assert list(index.keys()) == ["pip-t2.0--repro_0"]
+        private = index.db
+        assert private.parent != root and private.is_file()
+    assert not private.exists()
+    store = ResultStore(root)
+    append(store, cell=1)  # the record is written even though the index cannot be
+    store.close()
+    assert len(load_records([root]).records) == 2
+
+
+WRITER = """
+import json, sys
+from repromatrix.result import Result
+from repromatrix.results import ResultStore
+store = ResultStore(sys.argv[1])
+for line in open(sys.argv[2]):
+    store.append(Result.from_dict(json.loads(line)))
+store.close()
+"""
+
+
+def test_two_processes_appending_at_once_keep_one_index_current(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = []
+    for run in (1, 2):
+        todo = tmp_path / f"todo-{run}.txt"
+        todo.write_text("".join(json.dumps(record(cell=c, run=run)) + "\n" for c in range(60)))
+        procs.append(subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path / "results"),
+                                       str(todo)], env=env))
+    for proc in procs:
+        assert proc.wait(timeout=120) == 0
+    tmp_path = tmp_path / "results"
+    with StoreIndex(tmp_path) as index:
+        assert index.refresh() == 0  # both writers indexed every line they wrote
+        assert index.count() == 120
+        assert_like_loader(tmp_path, index)
+
+
+def test_an_index_damaged_inside_is_rebuilt(tmp_path):
+    store = ResultStore(tmp_path)
+    for run in range(1, 30):
+        for cell in range(20):
+            append(store, cell=cell, run=run)
+    store.close()
+    db = tmp_path / INDEX_NAME
+    with StoreIndex.open(tmp_path) as index:
+        keys = index.keys()
+    data = bytearray(db.read_bytes())
+    assert len(data) > 16 * 4096
+    data[8 * 4096:12 * 4096] = b"\xa5" * (4 * 4096)  # pages of the tables, header intact
+    db.write_bytes(bytes(data))
+    with StoreIndex.open(tmp_path) as index:
+        assert index.keys() == keys
+        assert_like_loader(tmp_path, index)
+
+
+def test_a_record_changed_under_an_open_index_is_refused_not_returned(tmp_path):
+    store = ResultStore(tmp_path)
+    path = append(store, cell=0, status="fail")
+    store.close()
+    with StoreIndex.open(tmp_path) as index:
+        path.write_text(path.read_text().replace('"fail"', '"pass"'))  # same length, other record
+        with pytest.raises(StaleIndex, match="changed since it was indexed"):
+            next(index.iter_latest())
+        index.refresh()  # reads the file again from the start
+        assert index.keys()["pip-t2.0--repro_0"].status == "pass"
+        path.write_text(path.read_text().replace('"pass"', '"skip"'))
+        assert index.latest()["pip-t2.0--repro_0"].status == "skip"  # refreshed and read again
+        assert_like_loader(tmp_path, index)

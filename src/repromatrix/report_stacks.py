@@ -117,7 +117,7 @@ def pivot(cells: Mapping[str, Mapping[str, Any]], stack_ids: list[str],
         return pd.DataFrame("", index=pd.Index(stack_ids), columns=pd.Index(repro_ids))
     frame = frame.sort_values("finished").drop_duplicates(["stack", "repro"], keep="last")
     grid = frame.pivot(index="stack", columns="repro", values="cell")
-    return grid.reindex(index=stack_ids, columns=repro_ids).fillna("")
+    return grid.reindex(index=stack_ids, columns=repro_ids).astype(object).fillna("")
 
 
 def matrix_rows(stacks: list[dict[str, Any]], grid: pd.DataFrame,

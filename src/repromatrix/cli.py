@@ -183,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable result")
     _add_image_args(p)
     _add_run_args(p)
+    p.set_defaults(backend=None)  # bisect: venv for torch / torch_tensorrt, docker for ngc
 
     p = sub.add_parser("export", help="write job scripts that run the shards on many machines")
     from .slurm import add_parser as add_slurm
@@ -345,6 +346,8 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     if bool(args.repro) == bool(args.script):
         raise UsageError("bisect needs --repro ID (a repro of the catalog) or --script PY "
                          "(a plain script), not both")
+    if args.backend is None:  # one environment per release: uv venvs, unless NGC images
+        args.backend = "docker" if args.axis == "ngc" else "venv"
     matrix = load(args)
     options = run_options(matrix, args)
     matrix = with_script(args, matrix, options.results)

@@ -127,6 +127,9 @@ class DoneProcess:
     def poll(self) -> bool:
         return True
 
+    def wait(self, seconds: float) -> None:
+        pass
+
     def stop(self) -> None:
         pass
 

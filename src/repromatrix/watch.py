@@ -53,7 +53,7 @@ def watch(proc: RunnerProcess, outdir: Path, cells: Mapping[str, CellRun],
             proc.stop()
             timed_out = True
             break
-        _pause(proc, POLL_S)
+        proc.wait(POLL_S)  # a local runner's end ends the wait at once
     emit_finished()
     missing = [r for r in cells if r not in done]
     if missing:
@@ -66,16 +66,6 @@ def watch(proc: RunnerProcess, outdir: Path, cells: Mapping[str, CellRun],
 def _killed(runner: Any) -> bool:
     return isinstance(runner, dict) and runner.get("status") == "crash" \
         and runner.get("signal") == "SIGKILL"
-
-
-def _pause(proc: RunnerProcess, seconds: float) -> None:
-    """Wait up to ``seconds``; a process that can wait for its own end (a local one) ends the
-    wait as soon as it exits, so the run does not idle a poll interval after the last repro."""
-    wait = getattr(proc, "wait", None)
-    if callable(wait):
-        wait(seconds)
-    else:
-        time.sleep(seconds)
 
 
 def read_json(path: Path) -> Any:

@@ -96,6 +96,9 @@ class RunnerProcess(Protocol):
     def poll(self) -> bool:
         """True once the runner has ended."""
 
+    def wait(self, seconds: float) -> None:
+        """Return after ``seconds``, or sooner once the runner has ended."""
+
     def stop(self) -> None:
         """End it now (its whole process tree or container)."""
 

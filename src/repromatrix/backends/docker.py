@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -201,6 +202,9 @@ class ContainerProcess:
             return False  # a slow or busy daemon: ask again (the stack time limit still holds)
         self._state = self.container.attrs.get("State", {})
         return self._state.get("Status") in ("exited", "dead")
+
+    def wait(self, seconds: float) -> None:
+        time.sleep(seconds)  # the next poll asks the daemon
 
     def stop(self) -> None:
         with contextlib.suppress(*ENGINE_ERRORS):

@@ -30,8 +30,10 @@ from ..errors import InfraError, UsageError, did_you_mean
 from ..model import Plan, StackGroup, Status, cell_id
 from ..options import RunOptions, reproduce_args
 from ..result import Result, shorten
+from ..results import flaky_counts, latest_attempts, load_records
 from ..script import read_wrapper
 from ..standalone import export
+from ..store_index import recorded_latest
 from ..textsafe import printable
 from . import candidates as cands
 from .report import (
@@ -177,7 +179,6 @@ class Bisect:
         return found, old, new
 
     def probe(self, index: int, cand: cands.Candidate) -> Verdict:
-        from ..results import flaky_counts, latest_attempts, load_records
         from ..run import run_plan
 
         a, stack = self.args, cand.stack
@@ -188,7 +189,7 @@ class Bisect:
                            log=lambda line: self.err("    " + line),
                            command=[*self.setup.command, "--rerun"])
         mine = [r for r in summary.results if r.cell == cell]
-        attempts = mine or latest_attempts(load_records([self.options.results]).records).get(cell, [])
+        attempts = mine or self._recorded(cell)
         if not attempts:
             raise UsageError(f"no record for {cell} after running it (is --results writable?)")
         record = attempts[-1]
@@ -201,6 +202,14 @@ class Bisect:
         verdict = classify(status, self.setup.bad_if, a.find_fix)
         self.probes[index] = Probe(index, cand, record, status, note, verdict, reused=not mine)
         return verdict
+
+    def _recorded(self, cell: str) -> list[Result]:
+        """A reused probe's record from the store's index; every attempt of its run only when
+        this bisect repeats cells (the one case that reads the logs)."""
+        if self.options.repeat > 1:
+            return latest_attempts(load_records([self.options.results]).records).get(cell, [])
+        found = recorded_latest(self.options.results, [cell]).get(cell)
+        return [found] if found is not None else []
 
     def on_step(self, step: Step) -> None:
         self._steps += 1

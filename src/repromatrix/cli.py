@@ -190,6 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_slurm(p.add_subparsers(dest="target", required=True, metavar="TARGET"), _add_matrix_args)
 
+    from .compat_update import add_parser as add_compat
+
+    add_compat(sub)
+
     p = sub.add_parser("env", help="print the environment probe of an interpreter as JSON")
     p.add_argument("--python", metavar="PATH", default=sys.executable)
     return parser
@@ -364,6 +368,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     return export(args, plan_for(args, load(args, overrides=False)))
 
 
+def cmd_compat(args: argparse.Namespace) -> int:
+    from .compat_update import cmd_compat as update
+
+    return update(args)
+
+
 def cmd_env(args: argparse.Namespace) -> int:
     from .probe import env_probe
 
@@ -374,6 +384,7 @@ def cmd_env(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Any] = {
     "plan": cmd_plan, "build": cmd_build, "run": cmd_run, "report": cmd_report,
     "matrix": cmd_matrix, "bisect": cmd_bisect, "export": cmd_export, "env": cmd_env,
+    "compat": cmd_compat,
 }
 
 

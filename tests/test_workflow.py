@@ -96,11 +96,111 @@ def test_plan_step_emits_the_shard_matrix(tmp_path):
     assert json.loads(last.partition("=")[2]) == {"shard": ["1/5", "2/5"]}
 
 
-def test_publish_step_merges_every_downloaded_store(tmp_path):
+def test_publish_merges_every_downloaded_store(tmp_path):
+    work = checkout_with_remote(tmp_path)
     for i, name in enumerate(("every_status", "sparse")):  # as download-artifact lays them out
-        shutil.copytree(ROOT / "tests" / "data" / "results" / name, tmp_path / "shards" / f"results-{i}"
+        shutil.copytree(ROOT / "tests" / "data" / "results" / name, work / "shards" / f"results-{i}"
                         / f"shard-{i + 1}")
-    run_step(step_script("publish", "merge the shards and render the page"), tmp_path)
-    raw = json.loads((tmp_path / "site" / "results.json").read_text())
+    run_step(step_script("publish", "merge the shards"), work)
+    run_step(step_script("publish", "render the page"), work)
+    raw = json.loads((work / "site" / "results.json").read_text())
     hosts = {r["host"] for r in raw["records"]}
-    assert (tmp_path / "site" / "index.html").is_file() and len(raw["records"]) > 10 and hosts
+    assert (work / "site" / "index.html").is_file() and len(raw["records"]) > 10 and hosts
+
+RESULTS = ROOT / "tests" / "data" / "results"
+
+
+def git(cwd: Path, *args: str) -> str:
+    proc = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@localhost", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def checkout_with_remote(tmp_path: Path, name: str = "work") -> Path:
+    """A clone of the project as a runner has it (the script committed), its origin a bare repo."""
+    remote = tmp_path / "remote.git"
+    if not remote.exists():
+        git(tmp_path, "init", "-q", "--bare", str(remote))
+    work = tmp_path / name
+    (work / "scripts").mkdir(parents=True)
+    shutil.copy(ROOT / "scripts" / "results-branch.sh", work / "scripts")
+    git(work, "init", "-q", "-b", "main")
+    git(work, "add", "scripts")
+    git(work, "commit", "-q", "-m", "checkout")
+    git(work, "remote", "add", "origin", str(remote))
+    return work
+
+
+def download(work: Path, *shards: Path) -> None:
+    """Lay shard stores out as download-artifact does: shards/results-<i>/<host>/<run>.jsonl."""
+    shutil.rmtree(work / "shards", ignore_errors=True)
+    for i, files in enumerate(shards):
+        dest = work / "shards" / f"results-{i}" / files.parent.name
+        dest.mkdir(parents=True)
+        shutil.copy(files, dest)
+
+
+def publish_job(work: Path) -> dict:
+    """The publish job's shell steps in order, as a fresh runner runs them."""
+    for folder in ("store", "site"):
+        shutil.rmtree(work / folder, ignore_errors=True)
+    for step in ("restore the previous store", "merge the shards", "keep the store", "render the page"):
+        run_step(step_script("publish", step), work)
+    return json.loads((work / "site" / "results.json").read_text())
+
+
+def branch_records(work: Path) -> list[str]:
+    git(work, "fetch", "-q", "origin", "results")
+    files = git(work, "ls-tree", "-r", "--name-only", "FETCH_HEAD").split()
+    return sorted(line for f in files if f.endswith(".jsonl")
+                  for line in git(work, "show", f"FETCH_HEAD:{f}").splitlines())
+
+
+def test_publish_restores_merges_and_keeps_history_across_weeks(tmp_path):
+    every = RESULTS / "every_status" / "gpu-box-1"
+    week1 = checkout_with_remote(tmp_path, "week1")
+    download(week1, every / "run-1.jsonl")
+    raw = publish_job(week1)             # first run: no results branch yet
+    assert {r["run_id"] for r in raw["records"]} == {"run-1"} and len(branch_records(week1)) == 6
+
+    week2 = checkout_with_remote(tmp_path, "week2")     # a fresh runner, a week later
+    download(week2, every / "run-2.jsonl", RESULTS / "sparse" / "gpu-box-2" / "run-1b.jsonl")
+    raw = publish_job(week2)
+    assert {r["run_id"] for r in raw["records"]} == {"run-1", "run-2", "run-1b"}
+    assert len(raw["records"]) == 16 and len(branch_records(week2)) == 16
+    feed = (week2 / "site" / "changes.atom").read_text()
+    assert "ngc-24.05--dynamic_unet_shapes: pass → timeout" in feed   # week 1 -> week 2
+    html = (week2 / "site" / "index.html").read_text()
+    assert "pip-torch2.9.1--onnx_export_device" in html and "ngc-24.05--dynamic_unet_shapes" in html
+
+    week3 = checkout_with_remote(tmp_path, "week3")     # every shard lost: the past stays
+    download(week3)
+    raw = publish_job(week3)
+    assert len(raw["records"]) == 16 and len(branch_records(week3)) == 16
+    run_step(step_script("publish", "keep the store"), week3)      # again: nothing doubled
+    assert len(branch_records(week3)) == 16
+
+
+def test_publish_on_a_branch_that_moved_keeps_both_sides(tmp_path):
+    every = RESULTS / "every_status" / "gpu-box-1"
+    a, b = checkout_with_remote(tmp_path, "a"), checkout_with_remote(tmp_path, "b")
+    download(a, every / "run-1.jsonl")
+    publish_job(a)
+    run_step(step_script("publish", "restore the previous store"), b)   # b restores run-1 ...
+    download(a, every / "run-2.jsonl")
+    publish_job(a)                                                   # ... a pushes run-2 meanwhile
+    download(b, RESULTS / "sparse" / "gpu-box-2" / "run-1b.jsonl")
+    run_step(step_script("publish", "merge the shards"), b)
+    run_step(step_script("publish", "keep the store"), b)            # b's push must not drop run-2
+    assert len(branch_records(b)) == 16
+
+
+def test_no_shards_and_no_previous_store_fails_the_merge(tmp_path):
+    work = checkout_with_remote(tmp_path)
+    download(work)
+    run_step(step_script("publish", "restore the previous store"), work)
+    script = step_script("publish", "merge the shards")
+    proc = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=work, capture_output=True,
+                          text=True, timeout=60, env=cli_env())
+    assert proc.returncode == 1 and "no previous store" in proc.stderr

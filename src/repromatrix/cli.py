@@ -193,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .compat_update import add_parser as add_compat
 
     add_compat(sub)
+    from .store_merge import add_parser as add_store
+
+    add_store(sub)
 
     p = sub.add_parser("env", help="print the environment probe of an interpreter as JSON")
     p.add_argument("--python", metavar="PATH", default=sys.executable)
@@ -374,6 +377,12 @@ def cmd_compat(args: argparse.Namespace) -> int:
     return update(args)
 
 
+def cmd_store(args: argparse.Namespace) -> int:
+    from .store_merge import cmd_store as store
+
+    return store(args)
+
+
 def cmd_env(args: argparse.Namespace) -> int:
     from .probe import env_probe
 
@@ -384,7 +393,7 @@ def cmd_env(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Any] = {
     "plan": cmd_plan, "build": cmd_build, "run": cmd_run, "report": cmd_report,
     "matrix": cmd_matrix, "bisect": cmd_bisect, "export": cmd_export, "env": cmd_env,
-    "compat": cmd_compat,
+    "compat": cmd_compat, "store": cmd_store,
 }
 
 

@@ -18,6 +18,7 @@ import yaml
 from scale_fixtures import ROOT, cli_env
 
 WORKFLOW = ROOT / ".github" / "workflows" / "matrix.yml"
+COMPAT_WORKFLOW = ROOT / ".github" / "workflows" / "compat.yml"
 
 
 def actionlint() -> str:
@@ -32,8 +33,9 @@ def actionlint() -> str:
 
 def test_actionlint_passes_and_would_catch_a_mistake(tmp_path):
     exe = actionlint()
-    ok = subprocess.run([exe, "-no-color", str(WORKFLOW)], capture_output=True, text=True, timeout=120)
-    assert ok.returncode == 0, ok.stdout + ok.stderr
+    for path in (WORKFLOW, COMPAT_WORKFLOW):
+        ok = subprocess.run([exe, "-no-color", str(path)], capture_output=True, text=True, timeout=120)
+        assert ok.returncode == 0, ok.stdout + ok.stderr
     broken = tmp_path / ".github" / "workflows" / "matrix.yml"
     broken.parent.mkdir(parents=True)
     broken.write_text(WORKFLOW.read_text().replace("needs.plan.outputs.matrix", "needs.plan.outputs.matrx"))
@@ -41,8 +43,8 @@ def test_actionlint_passes_and_would_catch_a_mistake(tmp_path):
     assert bad.returncode != 0 and "matrx" in bad.stdout
 
 
-def workflow() -> dict:
-    return yaml.safe_load(WORKFLOW.read_text())
+def workflow(path: Path = WORKFLOW) -> dict:
+    return yaml.safe_load(path.read_text())
 
 
 def test_plan_run_publish_shape():
@@ -61,8 +63,8 @@ def test_plan_run_publish_shape():
     assert any("download-artifact" in u for u in uses) and any("deploy-pages" in u for u in uses)
 
 
-def step_script(job: str, name: str) -> str:
-    return next(s["run"] for s in workflow()["jobs"][job]["steps"] if s.get("name", s.get("id")) == name)
+def step_script(job: str, name: str, path: Path = WORKFLOW) -> str:
+    return next(s["run"] for s in workflow(path)["jobs"][job]["steps"] if s.get("name", s.get("id")) == name)
 
 
 def run_step(script: str, tmp_path: Path, **env: str) -> dict[str, str]:
@@ -204,3 +206,40 @@ def test_no_shards_and_no_previous_store_fails_the_merge(tmp_path):
     proc = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=work, capture_output=True,
                           text=True, timeout=60, env=cli_env())
     assert proc.returncode == 1 and "no previous store" in proc.stderr
+
+
+def test_weekly_compat_check_says_whether_a_pull_request_is_due(tmp_path):
+    """The check step on PyPI's recorded answers: behind today (torch 2.15.0's pairing, no 2.15
+    stack), not behind once the rows and stanza are in; a failure other than "behind" fails."""
+    wf = workflow(COMPAT_WORKFLOW)
+    on = wf[True] if True in wf else wf["on"]
+    assert "schedule" in on and wf["jobs"]["update"]["permissions"]["pull-requests"] == "write"
+    script = step_script("update", "compare the table with PyPI", COMPAT_WORKFLOW)
+    shutil.copy(ROOT / "matrix.yaml", tmp_path / "matrix.yaml")
+    table = tmp_path / "compat.yaml"
+    shutil.copy(ROOT / "src" / "repromatrix" / "data" / "compat.yaml", table)
+    recorded = ROOT / "tests" / "data" / "pypi"
+
+    def check(*extra: str) -> str:
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir(exist_ok=True)
+        shim = bin_dir / "repromatrix"   # the step's command, on the recorded answers and the copy
+        shim.write_text(f'#!/bin/sh\nexec {sys.executable} -m repromatrix.cli "$@" --from {recorded} '
+                        f'--table {table} {" ".join(extra)}\n')
+        shim.chmod(0o755)
+        out = tmp_path / "output"
+        out.write_text("")
+        proc = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=tmp_path,
+                              env={**cli_env(), "GITHUB_OUTPUT": str(out),
+                                   "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"},
+                              capture_output=True, text=True, timeout=300)
+        return f"rc={proc.returncode} {out.read_text().strip()} {proc.stdout}"
+
+    assert check().startswith("rc=0 behind=true")
+    assert "torch 2.15.0: missing pairing" in check()
+    subprocess.run([sys.executable, "-m", "repromatrix.cli", "compat", "update", "--write", "--matrix",
+                    str(tmp_path / "matrix.yaml"), "--from", str(recorded), "--table", str(table)],
+                   env=cli_env(), check=True, capture_output=True, timeout=300)
+    assert check().startswith("rc=0 behind=false")
+    table.write_text("torch: [")                        # a broken table is not "behind": the step fails
+    assert check().startswith("rc=2")

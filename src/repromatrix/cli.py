@@ -328,7 +328,7 @@ def cmd_report(args: argparse.Namespace, results: Sequence[Path] | None = None) 
     matrix = load(args, overrides=False)
     catalog = own_bugs.report_catalog(matrix.repros, paths)
     summary = render_site(paths, args.out, catalog, matrix=str(matrix.path),
-                          published={s.id for s in matrix.stacks})
+                          published={s.id for s in matrix.stacks}, freshness=page_freshness(matrix))
     for problem in [*summary.skipped, *summary.conflicts]:
         print(printable(f"report: {problem}"), file=sys.stderr)
     print(printable(f"report: {summary.index} ({summary.cells} cells on {summary.stacks} stacks, "
@@ -338,6 +338,14 @@ def cmd_report(args: argparse.Namespace, results: Sequence[Path] | None = None) 
             print(printable(f"contradicts its expectation: {cid}"), file=sys.stderr)
         return EXIT_CONTRADICTION
     return 0
+
+
+def page_freshness(matrix: Matrix) -> dict[str, Any]:
+    """The page's freshness section: the packaged table, its `checked` record, the matrix."""
+    from .compat import load_table
+    from .report_fresh import freshness, table_checked
+
+    return freshness(load_table(), table_checked(), matrix.stacks)
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:

@@ -30,6 +30,11 @@ _TENSORRT = re.compile(r"^tensorrt(-cu\d+)?$")
 WORKERS = 8
 
 
+def is_linux_wheel(f: File) -> bool:
+    """A wheel for Linux x86_64 (the platform the table is about)."""
+    return bool(f.wheel_tags and LINUX.search(f.wheel_tags[2]))
+
+
 @dataclass(frozen=True)
 class Release:
     """One final release of a project on the index."""
@@ -41,16 +46,16 @@ class Release:
 
     def linux_wheel(self) -> File | None:
         """The Linux x86_64 wheel whose metadata stands for the release (CPython 3.11 if any)."""
-        wheels = [f for f in self.files if f.wheel_tags and LINUX.search(f.wheel_tags[2])]
+        wheels = [f for f in self.files if is_linux_wheel(f)]
         wheels.sort(key=lambda f: (f.wheel_tags[0] != "cp311", f.filename))  # type: ignore[index]
         return wheels[0] if wheels else None
 
     def python_range(self) -> str | None:
         """">=3.10,<3.15" from the CPython tags of its Linux x86_64 wheels (free-threaded
         builds left out); None for pure-Python or sdist-only releases."""
-        minors = sorted({int(m[1]) for f in self.files if f.wheel_tags
-                         and LINUX.search(f.wheel_tags[2]) and not f.wheel_tags[1].endswith("t")
-                         for m in [_CP.match(f.wheel_tags[0])] if m})
+        minors = sorted({int(m[1]) for f in self.files if is_linux_wheel(f)
+                         and not f.wheel_tags[1].endswith("t")  # type: ignore[index]
+                         for m in [_CP.match(f.wheel_tags[0])] if m})  # type: ignore[index]
         return f">=3.{minors[0]},<3.{minors[-1] + 1}" if minors else None
 
 

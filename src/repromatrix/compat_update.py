@@ -255,7 +255,7 @@ def _section_span(lines: list[str], section: str) -> tuple[int, int]:
     if start is None:
         raise ConfigError(f"no `{section}:` section", key=section)
     end = next((i for i in range(start + 1, len(lines)) if _SECTION.match(lines[i])), len(lines))
-    while end > start + 1 and not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#"):
+    while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
         end -= 1
     return start, end
 
@@ -372,7 +372,7 @@ def cmd_compat(args: Any) -> int:
     from importlib import resources
 
     from . import pypi
-    from .compat_facts import gather
+    from .compat_facts import gather, is_linux_wheel
     from .options import host_ca_bundle
     from .paths import default_matrix
 
@@ -388,7 +388,7 @@ def cmd_compat(args: Any) -> int:
     facts = gather(recorder or index, table)
     if recorder:
         recorder.save_pages({p: {f.filename for r in rels for f in r.files if f.wheel_tags is None
-                                 or pypi_linux(f)} for p, rels in facts.releases.items()})
+                                 or is_linux_wheel(f)} for p, rels in facts.releases.items()})
     proposal = propose(table, facts, today())
     new_text = apply(text, proposal, str(table_path))
     matrix_path = args.matrix or (default_matrix() if args.stanza else None)
@@ -405,12 +405,6 @@ def cmd_compat(args: Any) -> int:
             matrix_path.write_text(add_stacks(matrix_text, stacks), encoding="utf-8")
         print(f"compat: wrote {table_path}" + (f" and {matrix_path}" if stacks else ""))
     return 1 if args.check and (proposal.behind or stacks) else 0
-
-
-def pypi_linux(f: Any) -> bool:
-    from .compat_facts import LINUX
-
-    return bool(f.wheel_tags and LINUX.search(f.wheel_tags[2]))
 
 
 def _print_proposal(proposal: Proposal, patch: str, stacks: list[str]) -> None:

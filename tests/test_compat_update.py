@@ -5,12 +5,15 @@ does not, unless REPROMATRIX_REQUIRE_PYPI=1: CI reaches PyPI)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import socket
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -180,3 +183,45 @@ def test_live_pypi_agrees_with_the_recording(tmp_path):
     for recorded in sorted((RECORDED / "metadata").glob("torchvision-0.29.2*")) + sorted(
             (RECORDED / "metadata").glob("torch-2.15.0*")):     # read live from the wheel (range requests)
         assert (tmp_path / "rec" / "metadata" / recorded.name).read_text() == recorded.read_text()
+
+
+class _IndexHandler(BaseHTTPRequestHandler):
+    """A PEP 691 index with PEP 658 metadata files, serving the recorded answers over HTTP."""
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        name = self.path.strip("/").split("/")
+        if name[0] == "simple":
+            page = json.loads((RECORDED / "simple" / f"{name[1]}.json").read_text())
+            for f in page["files"]:   # this index offers every wheel's metadata (PEP 658)
+                f["core-metadata"] = f["filename"].startswith("torchvision-0.29")
+                f["url"] = f"http://{self.headers['Host']}/files/{f['filename']}"
+            body, kind = json.dumps(page).encode(), pypi.SIMPLE_JSON
+        elif name[0] == "files" and name[1].endswith(".metadata"):
+            body, kind = (RECORDED / "metadata" / name[1]).read_bytes(), "text/plain"
+        else:
+            body, kind = b"a whole wheel", "application/octet-stream"   # no range support
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_pep_658_metadata_is_read_where_the_index_offers_it():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _IndexHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        index = pypi.LiveIndex(f"http://127.0.0.1:{server.server_address[1]}")
+        files = index.project("torchvision")
+        wheel = next(f for f in files["0.29.2"] if f.filename.endswith("manylinux_2_28_x86_64.whl"))
+        assert wheel.core_metadata and wheel.upload_time and wheel.requires_python == ">=3.10,!=3.14.1"
+        text = index.metadata(wheel)
+        assert parse_requires(wheel.filename, text).torch.contains("2.15.0")
+        older = next(f for f in files["0.28.0"] if f.filename.startswith("torchvision-0.28.0-cp311"))
+        with pytest.raises(pypi.IndexUnavailable, match="does not answer range requests"):
+            index.metadata(older)        # no PEP 658 file: the wheel is read by range, refused here
+    finally:
+        server.shutdown()

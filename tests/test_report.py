@@ -549,10 +549,10 @@ def test_freshness_names_newest_releases_checked_date_and_releases_without_a_sta
     assert "last compared with PyPI on 2026-11-24" in section.find("p", id="fresh-checked").text()
     rows = fresh_rows(doc)
     assert rows["torch"] == ["2.15.0", "2.15.0", "2.14.1"]          # table, PyPI when checked, stack
-    assert rows["tensorrt"] == ["11.1", "11.4.0.106", "11.1"]
+    assert rows["tensorrt"] == ["11.3.0", "11.4.0.106", "11.1"]      # 11.3.0: NGC 26.09's
     assert rows["NGC PyTorch"] == ["26.09", "–", "26.08"]
     waiting = section.find("p", id="fresh-waiting").text()
-    assert waiting == "Known releases with no stack yet: torch 2.15.0, NGC PyTorch 26.09."
+    assert waiting == "Known releases with no stack yet: torch 2.15.0, tensorrt 11.3.0, NGC PyTorch 26.09."
 
 
 def test_freshness_without_a_checked_record_and_with_every_release_stacked(tmp_path):

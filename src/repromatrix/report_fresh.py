@@ -47,14 +47,15 @@ def freshness(table: CompatTable, checked: Mapping[str, Any] | None,
         "torch": table.torch_versions(),
         "torchvision": sorted({v for r in table.torch.values() for v in r.torchvision}, key=Version),
         "torch-tensorrt": table.trt_versions(),
-        "tensorrt": sorted({r.tensorrt for r in table.torch_tensorrt.values()}, key=Version),
+        "tensorrt": sorted({r.tensorrt for r in table.torch_tensorrt.values()}
+                           | {r.tensorrt for r in table.ngc.values() if r.tensorrt}, key=Version),
         "NGC PyTorch": table.ngc_tags(),
     }
     stacked = {
         "torch": _top(s.torch for s in stacks if s.kind == "pip"),
         "torchvision": _top(s.torchvision for s in stacks if s.kind == "pip"),
         "torch-tensorrt": _top(s.torch_tensorrt for s in stacks if s.kind == "pip"),
-        "tensorrt": _top(s.tensorrt for s in stacks if s.kind == "pip"),
+        "tensorrt": _top(s.tensorrt for s in stacks),
         "NGC PyTorch": _top(s.ngc for s in stacks if s.kind == "ngc"),
     }
     rows = [{"package": name, "table": versions[-1] if versions else None,

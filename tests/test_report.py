@@ -567,7 +567,7 @@ def test_freshness_reads_the_checked_record_compat_update_writes(tmp_path):
     from repromatrix.compat_update import Proposal, apply
     from repromatrix.report_fresh import table_checked
 
-    table = Path(report_assets_dir()).parent / "src" / "repromatrix" / "data" / "compat.yaml"
+    table = Path(__file__).resolve().parents[1] / "src" / "repromatrix" / "data" / "compat.yaml"
     text = apply(table.read_text(), Proposal(checked=CHECKED), str(table))
     (tmp_path / "compat.yaml").write_text(text)
     assert table_checked(tmp_path / "compat.yaml") == CHECKED

@@ -354,10 +354,12 @@ def add_parser(sub: Any) -> None:
     u.add_argument("--write", action="store_true", help="apply the proposal to the table (and add "
                    "the missing stacks to --matrix) and record the `checked` date")
     u.add_argument("--stanza", action="store_true",
-                   help="print only the matrix.yaml stacks of torch minors that have none yet")
-    u.add_argument("--table", type=Path, help="the table file (default: the packaged compat.yaml)")
-    u.add_argument("--matrix", type=Path, help="a matrix file whose pip stacks should cover every "
-                   "torch minor of the table")
+                   help="print only the matrix.yaml stacks of torch minors that have none yet "
+                        "(in --matrix, default the project's matrix.yaml)")
+    u.add_argument("--table", type=Path, metavar="F",
+                   help="the table file (default: the packaged compat.yaml)")
+    u.add_argument("--matrix", type=Path, metavar="F", help="a matrix file whose pip stacks should "
+                   "reach the table's newest torch minor")
     u.add_argument("--index", default=PYPI_URL, metavar="URL", help="package index (PEP 691)")
     u.add_argument("--from", dest="recorded", type=Path, metavar="DIR",
                    help="read recorded index answers from DIR instead of the network")

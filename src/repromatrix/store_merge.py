@@ -73,7 +73,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("store", help="results stores: merge them (to keep one across runs)")
     actions = p.add_subparsers(dest="store_command", required=True, metavar="ACTION")
     m = actions.add_parser("merge", help="add every record of SRC (folders, files) that DIR lacks")
-    m.add_argument("sources", nargs="+", type=Path, metavar="SRC")
+    m.add_argument("sources", nargs="+", type=Path, metavar="SRC",
+                   help="results folders (any depth) or JSONL files")
     m.add_argument("--into", type=Path, required=True, metavar="DIR", help="the store to merge into")
 
 

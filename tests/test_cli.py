@@ -15,7 +15,7 @@ import pytest
 
 from repromatrix.cli import build_parser, main
 
-COMMANDS = ("plan", "build", "run", "report", "matrix", "bisect", "export", "env")
+COMMANDS = ("plan", "build", "run", "report", "matrix", "bisect", "export", "env", "compat", "store")
 
 
 def repromatrix(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -516,3 +516,74 @@ def test_skipped_cell_with_stand_in_evidence_is_marked(tmp_path):
     cells = dict(re.findall(r'<td class="cell[^"]*" data-cell="([^"]+)"[^>]*>(.*?)</td>', html))
     assert "evidence: fake_export fail" in cells["a--demo"] and '"true">+<' in cells["a--demo"]
     assert "evidence" not in cells["b--demo"] and "+<" not in cells["b--demo"]
+
+
+# ----------------------------------------------------------------- freshness
+
+
+def fresh_site(tmp_path: Path, stacks_yaml: str, checked: dict | None, *sets: str) -> Node:
+    from repromatrix.compat import load_table
+    from repromatrix.config import load_matrix
+    from repromatrix.report_fresh import freshness
+
+    path = tmp_path / "matrix.yaml"
+    path.write_text(f"stacks:\n{stacks_yaml}")
+    data = freshness(load_table(), checked, load_matrix(path).stacks)
+    render_site([DATA / s for s in sets or ("every_status",)], tmp_path / "site", CATALOG, freshness=data)
+    return parse(tmp_path / "site" / "index.html")
+
+
+CHECKED = {"date": "2026-11-24", "newest": {"torch": "2.15.0", "torchvision": "0.29.2",
+                                            "torch-tensorrt": "2.14.0", "tensorrt": "11.4.0.106"}}
+
+
+def fresh_rows(doc: Node) -> dict[str, list[str]]:
+    table = doc.find("table", id="fresh-table")
+    return {tr.attrs["data-package"]: [td.text() for td in tr.find_all("td")]
+            for tr in table.find("tbody").find_all("tr")}
+
+
+def test_freshness_names_newest_releases_checked_date_and_releases_without_a_stack(tmp_path):
+    doc = fresh_site(tmp_path, '  - {kind: pip, torch: "2.14"}\n  - {kind: ngc, ngc: "26.08"}\n', CHECKED)
+    section = doc.find("section", id="freshness")
+    assert "last compared with PyPI on 2026-11-24" in section.find("p", id="fresh-checked").text()
+    rows = fresh_rows(doc)
+    assert rows["torch"] == ["2.15.0", "2.15.0", "2.14.1"]          # table, PyPI when checked, stack
+    assert rows["tensorrt"] == ["11.3.0", "11.4.0.106", "11.1"]      # 11.3.0: NGC 26.09's
+    assert rows["NGC PyTorch"] == ["26.09", "–", "26.08"]
+    waiting = section.find("p", id="fresh-waiting").text()
+    assert waiting == "Known releases with no stack yet: torch 2.15.0, tensorrt 11.3.0, NGC PyTorch 26.09."
+
+
+def test_freshness_without_a_checked_record_and_with_every_release_stacked(tmp_path):
+    doc = fresh_site(tmp_path, '  - {kind: pip, torch: "2.15"}\n  - {kind: ngc, ngc: "26.09"}\n', None,
+                     "empty")
+    assert "has not been compared with PyPI" in doc.find("p", id="fresh-checked").text()
+    assert fresh_rows(doc)["torch"] == ["2.15.0", "–", "2.15.0"]
+    assert "none" in doc.find("p", id="fresh-waiting").classes
+
+
+def test_freshness_reads_the_checked_record_compat_update_writes(tmp_path):
+    from repromatrix.compat_update import Proposal, apply
+    from repromatrix.report_fresh import table_checked
+
+    table = Path(__file__).resolve().parents[1] / "src" / "repromatrix" / "data" / "compat.yaml"
+    text = apply(table.read_text(), Proposal(checked=CHECKED), str(table))
+    (tmp_path / "compat.yaml").write_text(text)
+    assert table_checked(tmp_path / "compat.yaml") == CHECKED
+
+
+def test_report_command_shows_freshness_and_no_section_without_it(tmp_path):
+    import subprocess
+    import sys
+
+    from scale_fixtures import cli_env
+
+    proc = subprocess.run([sys.executable, "-m", "repromatrix.cli", "report", "--results",
+                           str(DATA / "every_status"), "--out", str(tmp_path / "site")],
+                          capture_output=True, text=True, env=cli_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    doc = parse(tmp_path / "site" / "index.html")
+    assert "torch 2.15.0" in doc.find("p", id="fresh-waiting").text()   # the project's matrix stops at 2.14
+    _, plain, _ = render(tmp_path / "plain", "every_status")
+    assert not plain.find_all("section", id="freshness")

@@ -190,6 +190,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_slurm(p.add_subparsers(dest="target", required=True, metavar="TARGET"), _add_matrix_args)
 
+    from .compat_update import add_parser as add_compat
+
+    add_compat(sub)
+    from .store_merge import add_parser as add_store
+
+    add_store(sub)
+
     p = sub.add_parser("env", help="print the environment probe of an interpreter as JSON")
     p.add_argument("--python", metavar="PATH", default=sys.executable)
     return parser
@@ -321,7 +328,7 @@ def cmd_report(args: argparse.Namespace, results: Sequence[Path] | None = None) 
     matrix = load(args, overrides=False)
     catalog = own_bugs.report_catalog(matrix.repros, paths)
     summary = render_site(paths, args.out, catalog, matrix=str(matrix.path),
-                          published={s.id for s in matrix.stacks})
+                          published={s.id for s in matrix.stacks}, freshness=page_freshness(matrix))
     for problem in [*summary.skipped, *summary.conflicts]:
         print(printable(f"report: {problem}"), file=sys.stderr)
     print(printable(f"report: {summary.index} ({summary.cells} cells on {summary.stacks} stacks, "
@@ -331,6 +338,14 @@ def cmd_report(args: argparse.Namespace, results: Sequence[Path] | None = None) 
             print(printable(f"contradicts its expectation: {cid}"), file=sys.stderr)
         return EXIT_CONTRADICTION
     return 0
+
+
+def page_freshness(matrix: Matrix) -> dict[str, Any]:
+    """The page's freshness section: the packaged table, its `checked` record, the matrix."""
+    from .compat import load_table
+    from .report_fresh import freshness, table_checked
+
+    return freshness(load_table(), table_checked(), matrix.stacks)
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
@@ -364,6 +379,18 @@ def cmd_export(args: argparse.Namespace) -> int:
     return export(args, plan_for(args, load(args, overrides=False)))
 
 
+def cmd_compat(args: argparse.Namespace) -> int:
+    from .compat_update import cmd_compat as update
+
+    return update(args)
+
+
+def cmd_store(args: argparse.Namespace) -> int:
+    from .store_merge import cmd_store as store
+
+    return store(args)
+
+
 def cmd_env(args: argparse.Namespace) -> int:
     from .probe import env_probe
 
@@ -374,6 +401,7 @@ def cmd_env(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Any] = {
     "plan": cmd_plan, "build": cmd_build, "run": cmd_run, "report": cmd_report,
     "matrix": cmd_matrix, "bisect": cmd_bisect, "export": cmd_export, "env": cmd_env,
+    "compat": cmd_compat, "store": cmd_store,
 }
 
 

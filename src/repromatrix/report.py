@@ -90,11 +90,13 @@ def report_assets_dir() -> Path:
 
 def render_site(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro] | None = None,
                 *, matrix: str = "matrix.yaml", title: str = "repromatrix compatibility",
-                published: Collection[str] | None = None) -> ReportSummary:
+                published: Collection[str] | None = None,
+                freshness: Mapping[str, Any] | None = None) -> ReportSummary:
     """Load results from ``paths`` and write the static site into ``out``.
 
     ``published``: the stack ids of the matrix file; stacks outside it are one-off runs
-    (None: every stack but bisect probes counts as published)."""
+    (None: every stack but bisect probes counts as published). ``freshness``: the page's
+    freshness section (``report_fresh.freshness``; None: no section)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     now = datetime.now(timezone.utc)
@@ -105,6 +107,7 @@ def render_site(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro] | 
             sink.close(reduced.skipped, reduced.conflicts)
         site = build_site(reduced, repros or {}, matrix=matrix, title=title, published=published,
                           now=now)
+        site["freshness"] = freshness
         write_pages(out, site)
         chunks = write_chunks(out, site["cells"], site["envs"])
         write_csv(out, site)

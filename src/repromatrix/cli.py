@@ -73,9 +73,11 @@ def _add_image_args(p: argparse.ArgumentParser) -> None:
 def _add_backend_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--registry", metavar="REGISTRY/PREFIX",
                    help="docker: pull a missing image from here before building it")
-    p.add_argument("--backend", default="docker", choices=engine_names(),
-                   help="how pip/ngc stacks become environments (local stacks always run their "
-                        "own interpreter)")
+    p.add_argument("--backend", default=None, metavar="|".join(engine_names()),
+                   help="how pip/ngc stacks become environments: one engine, or a fallback chain "
+                        "such as docker|venv (each stack gets the first whose checks pass here); "
+                        "default: the matrix's defaults.backend, else docker. local stacks always "
+                        "run their own interpreter")
     p.add_argument("--python", metavar="PATH",
                    help="interpreter for --backend local (default: $REPROMATRIX_PYTHON, python3)")
     p.add_argument("--build-timeout", type=float, metavar="S",

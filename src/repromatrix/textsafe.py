@@ -92,3 +92,8 @@ def brief(value: Any, limit: int = BRIEF_LIMIT) -> str:
     """A short ``repr`` of ``value`` for an error message: nested and long values are
     elided early (never rendered whole), control characters escaped."""
     return printable(bounded(_REPR.repr(value), limit))
+
+
+def first_line(text: Any, limit: int = 500) -> str:
+    """The first non-blank line of ``text`` (an exception's too), at most ``limit`` characters."""
+    return next((line.strip()[:limit] for line in str(text).splitlines() if line.strip()), "")

@@ -27,8 +27,10 @@ from .errors import BaseImageMissing, HarnessError, UsageError
 from .hints import base_image_hint
 from .model import Plan
 from .options import DEFAULT_RESULTS, RunOptions, load_matrix_with, run_options
+from .outlook import outlook
 from .plan import make_plan
 from .shard import parse_shard, shard_plan
+from .store_index import recorded_latest
 from .textsafe import printable
 
 EXIT_CONTRADICTION = 4
@@ -299,6 +301,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "nothing new"
     print(printable(f"run {summary.run_id}: {summary.ran} cell(s) run ({counts}), {summary.reused} reused; "
           f"results in {options.results}/"))
+    for line in outlook(recorded_latest(options.results, summary.cells).values()).lines():
+        print(printable(line))
     return _all_broken(summary)
 
 

@@ -45,6 +45,7 @@ class RunSummary:
     run_id: str
     ran: int = 0
     reused: int = 0
+    cells: list[str] = field(default_factory=list)  # every planned cell, run or reused
     statuses: dict[str, int] = field(default_factory=dict)
     results: list[Result] = field(default_factory=list)
 
@@ -135,8 +136,8 @@ def _run_locked(matrix: Matrix, plan: Plan, options: RunOptions, engines: Engine
 
     work = [_stack_work(g, engines.choices[g.stack.id], hashes, summary.run_id, again,
                         engines.chain) for g in plan.groups]
-    latest = recorded_keys(options.results, (cell_id(str(c.stack["id"]), c.repro)
-                                             for w in work for c in w.cells.values()))
+    summary.cells = [cell_id(str(c.stack["id"]), c.repro) for w in work for c in w.cells.values()]
+    latest = recorded_keys(options.results, summary.cells)
     work, summary.reused = stale_work(work, latest, options.rerun)
     unmade = [w for w in work if w.engine is None]
     work = [w for w in work if w.engine is not None]

@@ -27,6 +27,7 @@ from .. import compat
 from ..errors import EngineUnavailable, HarnessError, UsageError
 from ..model import Stack, StackGroup
 from ..textsafe import first_line as _first
+from ..textsafe import listed
 from . import Engine, EngineContext, engine_class, load_engine, parse_backend
 
 UNAVAILABLE_PREFIX = "unavailable:"  # the fingerprint of a stack no engine can make here
@@ -140,7 +141,7 @@ class Engines:
             if choice.stack.kind != "local":
                 by_reason.setdefault((choice.engine_name, choice.reason), []).append(sid)
         for (name, reason), sids in by_reason.items():
-            log(f"engine {name or 'none'} for {_ids(sids)}: {reason}")
+            log(f"engine {name or 'none'} for {listed(sids, 4)}: {reason}")
 
 
 def _said(name: str, why_not: list[str], extra: str = "") -> str:
@@ -154,9 +155,4 @@ def first_line(text: object) -> str:
     if len(lines) > 1 and lines[0].endswith(":"):
         return _first(lines[1])
     return _first(text)
-
-
-def _ids(sids: list[str]) -> str:
-    shown = ", ".join(sids[:4])
-    return shown + (f" and {len(sids) - 4} more" if len(sids) > 4 else "")
 

@@ -27,8 +27,10 @@ from .errors import BaseImageMissing, HarnessError, UsageError
 from .hints import base_image_hint
 from .model import Plan
 from .options import DEFAULT_RESULTS, RunOptions, load_matrix_with, run_options
+from .outlook import outlook
 from .plan import make_plan
 from .shard import parse_shard, shard_plan
+from .store_index import recorded_latest
 from .textsafe import printable
 
 EXIT_CONTRADICTION = 4
@@ -73,9 +75,11 @@ def _add_image_args(p: argparse.ArgumentParser) -> None:
 def _add_backend_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--registry", metavar="REGISTRY/PREFIX",
                    help="docker: pull a missing image from here before building it")
-    p.add_argument("--backend", default="docker", choices=engine_names(),
-                   help="how pip/ngc stacks become environments (local stacks always run their "
-                        "own interpreter)")
+    p.add_argument("--backend", default=None, metavar="|".join(engine_names()),
+                   help="how pip/ngc stacks become environments: one engine, or a fallback chain "
+                        "such as docker|venv (each stack gets the first whose checks pass here); "
+                        "default: the matrix's defaults.backend, else docker. local stacks always "
+                        "run their own interpreter")
     p.add_argument("--python", metavar="PATH",
                    help="interpreter for --backend local (default: $REPROMATRIX_PYTHON, python3)")
     p.add_argument("--build-timeout", type=float, metavar="S",
@@ -304,6 +308,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "nothing new"
     print(printable(f"run {summary.run_id}: {summary.ran} cell(s) run ({counts}), {summary.reused} reused; "
           f"results in {options.results}/"))
+    for line in outlook(recorded_latest(options.results, summary.cells).values()).lines():
+        print(printable(line))
     return _all_broken(summary)
 
 

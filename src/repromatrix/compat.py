@@ -217,6 +217,17 @@ def newest_trt_for(table: CompatTable, torch: str) -> str | None:
     return fits[-1] if fits else None
 
 
+def pypi_same_build(torch: str, index: str) -> str:
+    """Why PyPI's wheel of ``torch`` may stand in for the one on CUDA wheel index ``index``
+    (the table says both are the same CUDA build), or "" when they differ or are unknown."""
+    table = load_table()
+    rel = table.torch.get(torch)
+    cuda = table.indexes.get(index)
+    if rel is None or not cuda or rel.pypi_cuda != cuda:
+        return ""
+    return f"PyPI's torch {torch} is the CUDA {cuda} build, the same as {index}, per the compat table"
+
+
 def resolve_pip(fields: dict[str, Any], python_default: str) -> dict[str, Any]:
     """Complete and check the pins of a `pip` stack; raise CompatError naming the key.
 

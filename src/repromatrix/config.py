@@ -28,7 +28,7 @@ __all__ = ["Matrix", "load_matrix", "parse_settings", "parse_stack", "with_overr
 
 TOP_KEYS = ("defaults", "repros", "stacks")
 DEFAULT_KEYS = {
-    "python": str, "base_images": dict, "ca_bundle": (str, type(None)),
+    "python": str, "backend": str, "base_images": dict, "ca_bundle": (str, type(None)),
     "extra_index_urls": list, "find_links": list, "packages": list,
     "shm_size": str, "repro_timeout": (int, float), "stack_timeout": (int, float),
     "build_timeout": (int, float), "memory": str, "pids": int,
@@ -154,9 +154,9 @@ def _check_plain_settings(vals: Mapping[str, Any], f: str) -> None:
     for name, image in vals.get("base_images", {}).items():
         where = f"defaults.base_images.{check_plain(name, 'defaults.base_images', f, spaces=False)}"
         check_plain(image, where, f, spaces=False)
-    for key in ("python", "ca_bundle"):
+    for key in ("python", "ca_bundle", "backend"):
         if vals.get(key) is not None:
-            check_plain(vals[key], f"defaults.{key}", f, spaces=key != "python")
+            check_plain(vals[key], f"defaults.{key}", f, spaces=key == "ca_bundle")
     for key in ("shm_size", "memory"):
         if key in vals:
             check_plain(vals[key], f"defaults.{key}", f, limit=40)

@@ -4,7 +4,8 @@
     ├── UsageError (2, bad input: config file, arguments)
     │   └── ConfigError (2, names file, key path and value)
     ├── InfraError (3, infrastructure unavailable)
-    │   ├── DockerUnavailable
+    │   ├── EngineUnavailable (the engine cannot work on this machine at all)
+    │   │   └── DockerUnavailable
     │   ├── BaseImageMissing
     │   └── ResultsBusy (another run holds the results folder)
 
@@ -46,7 +47,12 @@ class InfraError(HarnessError):
     exit_code = 3
 
 
-class DockerUnavailable(InfraError):
+class EngineUnavailable(InfraError):
+    """An engine that cannot serve any stack here (no daemon, no uv): a fallback chain
+    (``--backend docker|venv``) moves on to its next engine for every stack at once."""
+
+
+class DockerUnavailable(EngineUnavailable):
     pass
 
 

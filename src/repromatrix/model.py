@@ -122,6 +122,7 @@ class Settings:
     """matrix.yaml `defaults`: how images are built and cells are run."""
 
     python: str = "3.11"
+    backend: str | None = None  # an engine or a fallback chain (docker|venv); None: docker
     base_images: dict[str, str] = field(default_factory=dict)
     ca_bundle: str | None = None
     extra_index_urls: tuple[str, ...] = ()

@@ -20,7 +20,7 @@ from typing import Any
 
 from . import envvars
 from .config import Matrix, check_plain, check_timeout, load_matrix, with_overrides
-from .errors import UsageError
+from .errors import ConfigError, UsageError
 
 DEFAULT_RESULTS = Path("results")
 MAX_REPEAT = 100
@@ -124,7 +124,7 @@ def run_options(matrix: Matrix, args: Mapping[str, Any] | Any) -> RunOptions:
     get = (args.get if isinstance(args, Mapping) else lambda k, d=None: getattr(args, k, d))
     s = matrix.settings
     options = RunOptions(
-        backend=get("backend") or "docker",
+        backend=_backend(get("backend"), matrix),
         python=get("python"),
         results=Path(get("results") or DEFAULT_RESULTS),
         work_dir=Path(get("work_dir")) if get("work_dir") else None,
@@ -146,6 +146,22 @@ def run_options(matrix: Matrix, args: Mapping[str, Any] | Any) -> RunOptions:
         raise UsageError(f"--image-budget {budget}: a size in GB, 0 or more")
     return replace(options, repeat=int(repeat), registry=_registry(get("registry"), "--registry"),
                    push=_registry(get("push"), "--push"), image_budget_gb=budget)
+
+
+def _backend(flag: Any, matrix: Matrix) -> str:
+    """``--backend``, else the matrix's ``defaults.backend``, else docker; checked here so
+    a bad chain is refused (naming where it came from) before anything runs."""
+    from .backends import parse_backend  # the engine registry imports this module
+
+    if flag:
+        return "|".join(parse_backend(str(flag)))
+    spec = matrix.settings.backend
+    if not spec:
+        return "docker"
+    try:
+        return "|".join(parse_backend(spec, "defaults.backend"))
+    except UsageError as exc:
+        raise ConfigError(str(exc), file=str(matrix.path), key="defaults.backend") from None
 
 
 def _registry(value: Any, flag: str) -> str | None:
@@ -174,7 +190,7 @@ def reproduce_args(matrix: Matrix, options: RunOptions) -> list[str]:
         args += ["--ca-bundle", s.ca_bundle]
     for link in s.find_links:
         args += ["--find-links", link]
-    if options.backend != "docker":
+    if options.backend != (matrix.settings.backend or "docker"):
         args += ["--backend", options.backend]
     if options.backend == "local" and options.python:
         args += ["--python", options.python]

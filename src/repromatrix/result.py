@@ -84,6 +84,7 @@ class EngineFacts:
     oom_killed: bool = False
     log_tail: str = ""
     reason: str = ""  # why the environment could not be prepared or started (broken)
+    unavailable: str = ""  # why no engine can make the environment on this machine (skip)
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ class Result:
     env: Mapping[str, Any] = field(default_factory=dict)
     image: Mapping[str, Any] | None = None
     backend: str = ""
+    backend_reason: str = ""  # why this engine made the environment (a fallback chain's choice)
     reproduce: tuple[str, ...] = ()  # the run's options a pasted command needs (reproduce_args)
     harness_version: str = __version__
     host: str = ""
@@ -200,6 +202,7 @@ class CellRun:
     repro_sha256: str
     cache_key: str
     backend: str
+    backend_reason: str = ""
     image: Mapping[str, Any] | None = None
     started_at: str = field(default_factory=now_iso)
     attempt: int = 1
@@ -239,6 +242,7 @@ def make_result(cell: CellRun, runner: Any, env: Mapping[str, Any] | None,
         run_id=cell.run_id, cell=cell_id(str(cell.stack["id"]), cell.repro), stack=dict(cell.stack),
         repro=cell.repro, repro_sha256=cell.repro_sha256, cache_key=cell.cache_key,
         attempt=cell.attempt, env=env, image=cell.image, backend=cell.backend,
+        backend_reason=bounded(cell.backend_reason, MESSAGE_LIMIT * 4),
         reproduce=tuple(cell.reproduce), host=socket.gethostname(), started_at=cell.started_at,
         finished_at=now_iso(), **fields)
 
@@ -259,6 +263,8 @@ def _from_runner(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 def _without_runner(env: Mapping[str, Any], facts: EngineFacts) -> dict[str, Any]:
     """A repro that left no result: the environment, the engine or the runner is to blame."""
+    if facts.unavailable:
+        return {"status": Status.SKIP.value, "message": facts.unavailable}
     if facts.reason:
         return {"status": Status.BROKEN.value, "message": facts.reason}
     if facts.timed_out:
@@ -280,6 +286,12 @@ def _without_runner(env: Mapping[str, Any], facts: EngineFacts) -> dict[str, Any
 def broken_results(cells: Iterable[CellRun], reason: str, log_tail: str = "") -> list[Result]:
     """One ``broken`` Result per cell: the environment could not be prepared or started."""
     facts = EngineFacts(reason=reason, log_tail=log_tail)
+    return [make_result(c, None, None, facts) for c in cells]
+
+
+def unavailable_results(cells: Iterable[CellRun], reason: str) -> list[Result]:
+    """One ``skip`` Result per cell: no engine can make the stack's environment here."""
+    facts = EngineFacts(unavailable=reason)
     return [make_result(c, None, None, facts) for c in cells]
 
 

@@ -1,9 +1,10 @@
 """Stage 4: run a plan's stale cells and append every Result to the store as it arrives.
 
-Which engine makes a stack's environment is decided here and only here: a
+Which engine makes a stack's environment is decided by ``backends.choice``: a
 ``local`` stack always runs its own interpreter; pip/ngc stacks go to
-``options.backend`` (``--backend local`` folds them into one ``local`` stack
-on ``--python``). A cell is re-run only when its cache key changed
+``options.backend``, one engine or a fallback chain (``--backend local`` folds
+them into one ``local`` stack on ``--python``). A stack no engine of a chain
+can make here is recorded ``skip`` with the reasons. A cell is re-run only when its cache key changed
 (environment fingerprint, repro + harness sources, harness version), when its
 last record is ``broken`` (infrastructure, not a verdict), or with ``rerun``.
 """
@@ -19,13 +20,14 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from . import __version__, paths
-from .backends import Engine, EngineContext, Prepared, load_engine
+from .backends import EngineContext, Prepared
+from .backends.choice import UNAVAILABLE_PREFIX, Choice, Engines
 from .catalog import catalog_hashes
 from .config import Matrix
 from .errors import UsageError
 from .model import Plan, Stack, StackGroup, Status, cell_id
 from .options import RunOptions, rerun_command
-from .result import CellRun, Result, shorten
+from .result import CellRun, Result, shorten, unavailable_results
 from .results import ResultStore, flaky_counts, locked, prune_work
 from .schedule import Scheduler, StackWork
 from .staging import stage_catalog, staged_dir
@@ -43,6 +45,7 @@ class RunSummary:
     run_id: str
     ran: int = 0
     reused: int = 0
+    cells: list[str] = field(default_factory=list)  # every planned cell, run or reused
     statuses: dict[str, int] = field(default_factory=dict)
     results: list[Result] = field(default_factory=list)
 
@@ -72,35 +75,14 @@ def cache_key(fingerprint: str, repro_sha: str) -> str:
     return h.hexdigest()[:32]
 
 
-class Engines:
-    """The engines of one run, by name, and which one serves each stack."""
-
-    def __init__(self, matrix: Matrix, options: RunOptions, run_id: str,
-                 log: Callable[[str], None]) -> None:
-        self.options = options
-        harness = paths.repros_dir()
-        self.ctx = EngineContext(settings=matrix.settings, options=options, harness_dir=harness,
-                                 repros_dir=staged_dir(matrix.repros, harness, options.work),
-                                 run_id=run_id, log=log)
-        self._by_name: dict[str, Engine] = {}
-
-    def for_stack(self, stack: Stack) -> Engine:
-        name = "local" if stack.kind == "local" else self.options.backend
-        if name not in self._by_name:
-            self._by_name[name] = load_engine(name, self.ctx)
-        engine = self._by_name[name]
-        if stack.kind not in engine.stack_kinds:
-            raise UsageError(f"--backend {engine.name} cannot run {stack.kind} stacks ({stack.id}); "
-                             f"it runs {', '.join(engine.stack_kinds)} stacks")
-        return engine
-
-    def preflight(self, groups: Iterable[StackGroup]) -> None:
-        by_engine: dict[str, tuple[Engine, list[Stack]]] = {}
-        for g in groups:
-            engine = self.for_stack(g.stack)
-            by_engine.setdefault(engine.name, (engine, []))[1].append(g.stack)
-        for engine, stacks in by_engine.values():
-            engine.preflight(stacks)
+def engines_for(matrix: Matrix, options: RunOptions, run_id: str,
+                log: Callable[[str], None]) -> Engines:
+    """The run's engines (``--backend``: one engine, or a fallback chain)."""
+    harness = paths.repros_dir()
+    ctx = EngineContext(settings=matrix.settings, options=options, harness_dir=harness,
+                        repros_dir=staged_dir(matrix.repros, harness, options.work),
+                        run_id=run_id, log=log)
+    return Engines(ctx, options.backend)
 
 
 def prepare_plan(matrix: Matrix, plan: Plan, options: RunOptions,
@@ -108,10 +90,18 @@ def prepare_plan(matrix: Matrix, plan: Plan, options: RunOptions,
     """Make (or find) every selected stack's environment: `repromatrix build`."""
     if options.backend == "local":
         plan = fold_local(plan, options.local_python)
-    engines = Engines(matrix, options, new_run_id(), log)
-    engines.preflight(plan.groups)
+    engines = engines_for(matrix, options, new_run_id(), log)
+    groups = engines.choose(plan.groups)
+    engines.say(log)
     stop = threading.Event()
-    return [engines.for_stack(g.stack).prepare(g.stack, stop) for g in plan.groups]
+    out = []
+    for g in groups:
+        choice = engines.choices[g.stack.id]
+        if choice.engine is None:
+            log(printable(f"[{g.stack.id}] not made: {choice.reason}"))
+            continue
+        out.append(choice.engine.prepare(g.stack, stop))
+    return out
 
 
 def run_plan(matrix: Matrix, plan: Plan, options: RunOptions,
@@ -125,8 +115,9 @@ def run_plan(matrix: Matrix, plan: Plan, options: RunOptions,
     if options.backend == "local":
         plan = fold_local(plan, options.local_python)
     summary = RunSummary(run_id=new_run_id())
-    engines = Engines(matrix, options, summary.run_id, log)
-    engines.preflight(plan.groups)
+    engines = engines_for(matrix, options, summary.run_id, log)
+    plan = Plan(tuple(engines.choose(plan.groups)))
+    engines.say(log)
     with locked(options.results, run_id=summary.run_id, on_wait=log):
         prune_work(options.work, current=summary.run_id)
         _run_locked(matrix, plan, options, engines, summary, log, command, progress)
@@ -143,11 +134,13 @@ def _run_locked(matrix: Matrix, plan: Plan, options: RunOptions, engines: Engine
     def again(stack_id: str, repro: str) -> tuple[str, ...]:
         return tuple(command) if command else tuple(rerun_command(matrix, options, stack_id, repro))
 
-    work = [_stack_work(g, engines.for_stack(g.stack), hashes, summary.run_id, again)
-            for g in plan.groups]
-    latest = recorded_keys(options.results, (cell_id(str(c.stack["id"]), c.repro)
-                                             for w in work for c in w.cells.values()))
+    work = [_stack_work(g, engines.choices[g.stack.id], hashes, summary.run_id, again,
+                        engines.chain) for g in plan.groups]
+    summary.cells = [cell_id(str(c.stack["id"]), c.repro) for w in work for c in w.cells.values()]
+    latest = recorded_keys(options.results, summary.cells)
     work, summary.reused = stale_work(work, latest, options.rerun)
+    unmade = [w for w in work if w.engine is None]
+    work = [w for w in work if w.engine is not None]
     if summary.reused:
         log(f"reusing {summary.reused} recorded cell(s) (unchanged; --rerun to run them again)")
     store = ResultStore(options.results)
@@ -166,6 +159,9 @@ def _run_locked(matrix: Matrix, plan: Plan, options: RunOptions, engines: Engine
             log(printable(f"  {result.cell}: {result.status}" + _why(result)))
 
     try:
+        for w in unmade:  # no engine of the chain can make the stack here: skip, not broken
+            for result in unavailable_results(w.cells.values(), engines.choices[w.group.stack.id].reason):
+                emit(result)
         for attempt in range(1, options.repeat + 1 if work else 1):
             out_root = options.work / "out" / summary.run_id
             if options.repeat > 1:
@@ -196,12 +192,18 @@ def flaky_cells(results: Iterable[Result]) -> dict[str, dict[str, int]]:
     return {c: counts for c, statuses in by_cell.items() if (counts := flaky_counts(statuses))}
 
 
-def _stack_work(group: StackGroup, engine: Engine, hashes: dict[str, str], run_id: str,
-                again: Callable[[str, str], tuple[str, ...]] | None = None) -> StackWork:
-    fp = engine.fingerprint(group.stack)
+def _stack_work(group: StackGroup, choice: Choice, hashes: dict[str, str], run_id: str,
+                again: Callable[[str, str], tuple[str, ...]] | None = None,
+                chain: Sequence[str] = ()) -> StackWork:
+    """A stack's cells as they will run. A stack no engine can make here is keyed on the chain
+    that could not make it: reused while that holds, run once an engine can make it."""
+    engine = choice.engine
+    fp = engine.fingerprint(group.stack) if engine is not None \
+        else UNAVAILABLE_PREFIX + "|".join(chain)
     spec = {**group.stack.spec(), "tags": list(group.stack.tags)}  # the page files bisect probes apart
     cells = {r: CellRun(run_id=run_id, stack=spec, repro=r, repro_sha256=hashes.get(r, ""),
-                        cache_key=cache_key(fp, hashes.get(r, "")), backend=engine.name,
+                        cache_key=cache_key(fp, hashes.get(r, "")), backend=choice.engine_name,
+                        backend_reason=choice.reason,
                         reproduce=again(group.stack.id, r) if again else ())
              for r in group.repros}
     return StackWork(group, engine, cells)

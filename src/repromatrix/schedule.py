@@ -33,7 +33,7 @@ class StackWork:
     """One stack group to run: its engine, and the constant part of each cell's Result."""
 
     group: StackGroup
-    engine: Engine
+    engine: Engine | None  # None: no engine can make the stack here (never scheduled)
     cells: Mapping[str, CellRun]  # repro id -> CellRun
 
 

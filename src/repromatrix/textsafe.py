@@ -92,3 +92,14 @@ def brief(value: Any, limit: int = BRIEF_LIMIT) -> str:
     """A short ``repr`` of ``value`` for an error message: nested and long values are
     elided early (never rendered whole), control characters escaped."""
     return printable(bounded(_REPR.repr(value), limit))
+
+
+def first_line(text: Any, limit: int = 500) -> str:
+    """The first non-blank line of ``text`` (an exception's too), at most ``limit`` characters."""
+    return next((line.strip()[:limit] for line in str(text).splitlines() if line.strip()), "")
+
+
+def listed(items: list[str], shown: int = 3) -> str:
+    """``a, b, c and 4 more``: a few items of a long list, the rest counted."""
+    head = ", ".join(items[:shown])
+    return head + (f" and {len(items) - shown} more" if len(items) > shown else "")

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import UsageError
+from ..errors import UsageError, did_you_mean
 from ..model import Settings, Stack
 from ..options import RunOptions
 from ..result import EngineFacts
@@ -43,9 +43,30 @@ ENGINES: dict[str, str] = {
 }
 
 
+CHAIN_SEPARATOR = "|"
+
+
 def engine_names() -> tuple[str, ...]:
     """The `--backend` choices (the CLI reads them from here)."""
     return tuple(ENGINES)
+
+
+def parse_backend(spec: str, where: str = "--backend") -> tuple[str, ...]:
+    """``docker``, or a fallback chain like ``docker|venv``: each stack gets the first engine
+    of the chain whose preflight passes for it (nox's ``uv|virtualenv``). UsageError names
+    ``where`` and the value when a name is unknown, repeated, or ``local`` is chained."""
+    names = tuple(n.strip() for n in str(spec).split(CHAIN_SEPARATOR))
+    for name in names:
+        if name not in ENGINES:
+            raise UsageError(f"{where} {spec!r}: unknown engine {name!r}"
+                             f"{did_you_mean(name, ENGINES)}; choose from {', '.join(ENGINES)}, "
+                             f"or a fallback chain such as docker|venv")
+    if len(set(names)) != len(names):
+        raise UsageError(f"{where} {spec!r}: an engine appears twice in the chain")
+    if len(names) > 1 and "local" in names:
+        raise UsageError(f"{where} {spec!r}: local folds every stack into one interpreter and "
+                         f"cannot be part of a fallback chain")
+    return names
 
 
 @dataclass(frozen=True)
@@ -126,9 +147,14 @@ class Engine(Protocol):
     def close(self) -> None: ...
 
 
-def load_engine(name: str, ctx: EngineContext) -> Engine:
-    """The engine registered as ``name``, constructed for this run."""
+def engine_class(name: str) -> type:
+    """The class registered as ``name`` (imported on first use)."""
     if name not in ENGINES:
         raise UsageError(f"--backend {name!r}: choose one of {', '.join(ENGINES)}")
     module, _, cls = ENGINES[name].partition(":")
-    return getattr(importlib.import_module(module), cls)(ctx)
+    return getattr(importlib.import_module(module), cls)
+
+
+def load_engine(name: str, ctx: EngineContext) -> Engine:
+    """The engine registered as ``name``, constructed for this run."""
+    return engine_class(name)(ctx)

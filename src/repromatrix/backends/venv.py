@@ -33,7 +33,7 @@ from typing import Any
 
 from .. import envvars
 from ..diagnose import explain
-from ..errors import InfraError, UsageError
+from ..errors import EngineUnavailable, UsageError
 from ..images import index_options, requirements, wheelhouse_listing
 from ..model import Stack
 from ..paths import cache_dir
@@ -81,7 +81,7 @@ class VenvEngine:
                 raise UsageError(f"--backend venv builds pip stacks only; {stack.id} is a "
                                  f"{stack.kind} stack (use --backend docker or local)")
         if not shutil.which("uv"):
-            raise InfraError("--backend venv needs uv on PATH (pip install uv)")
+            raise EngineUnavailable("--backend venv needs uv on PATH (pip install uv)")
         if not (self.ctx.harness_dir / "runner.py").is_file():
             raise UsageError(f"{self.ctx.harness_dir}/runner.py is missing: is this a source checkout?")
 

@@ -1,0 +1,158 @@
+"""Which engine makes each stack's environment: decided here and only here.
+
+Run stage. A ``local`` stack always runs its own interpreter. Other stacks go to
+``--backend`` (or the matrix's ``defaults.backend``), which is one engine or a
+fallback chain such as ``docker|venv`` (nox's ``uv|virtualenv``):
+
+- one engine insists: its preflight failing stops the run (exit 2/3), as always;
+- a chain gives each stack the first engine whose preflight passes *for that
+  stack* (an engine that cannot work here at all, ``EngineUnavailable``, is
+  passed over for every stack at once). A stack whose CUDA wheel index cannot
+  be reached may use PyPI's wheel instead, but only where the compat table
+  says PyPI's wheel is the same CUDA build, and the choice says so. A stack no
+  engine can make is not run: its cells are recorded ``skip`` with every
+  engine's reason (a machine without docker or a registry is not a broken
+  environment).
+
+The choice and its reason are said once per run and recorded in each record
+(``Result.backend``, ``Result.backend_reason``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+
+from .. import compat
+from ..errors import EngineUnavailable, HarnessError, UsageError
+from ..model import Stack, StackGroup
+from ..textsafe import first_line as _first
+from ..textsafe import listed
+from . import Engine, EngineContext, engine_class, load_engine, parse_backend
+
+UNAVAILABLE_PREFIX = "unavailable:"  # the fingerprint of a stack no engine can make here
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One stack's engine (None: no engine of the chain can make it here), the stack as
+    that engine makes it (its index may be PyPI's), and why."""
+
+    stack: Stack
+    engine: Engine | None
+    reason: str = ""
+
+    @property
+    def engine_name(self) -> str:
+        return self.engine.name if self.engine is not None else ""
+
+
+class Engines:
+    """The engines of one run, by name, and which one serves each stack."""
+
+    def __init__(self, ctx: EngineContext, backend: str) -> None:
+        self.ctx = ctx
+        self.chain = parse_backend(backend)
+        self._by_name: dict[str, Engine] = {}
+        self._down: dict[str, str] = {}  # engine name -> why it cannot work here at all
+        self.choices: dict[str, Choice] = {}
+
+    @property
+    def fallback(self) -> bool:
+        return len(self.chain) > 1
+
+    def engine(self, name: str) -> Engine:
+        if name not in self._by_name:
+            self._by_name[name] = load_engine(name, self.ctx)
+        return self._by_name[name]
+
+    def choose(self, groups: Iterable[StackGroup]) -> list[StackGroup]:
+        """Decide every stack's engine (running the preflights) and return the groups with
+        their stacks as they will be made. One engine: a failed preflight raises."""
+        groups = list(groups)
+        for g in groups:
+            if g.stack.kind == "local":
+                self.choices[g.stack.id] = Choice(g.stack, self.engine("local"), "a local stack")
+        rest = [g.stack for g in groups if g.stack.kind != "local"]
+        if rest and self.fallback:
+            for stack in rest:
+                self.choices[stack.id] = self._first_that_works(stack)
+        elif rest:
+            self._insist(self.chain[0], rest)
+        local = [self.choices[g.stack.id].stack for g in groups if g.stack.kind == "local"]
+        if local:
+            self.engine("local").preflight(local)
+        return [replace(g, stack=self.choices[g.stack.id].stack) for g in groups]
+
+    def _insist(self, name: str, stacks: list[Stack]) -> None:
+        engine = self.engine(name)
+        for stack in stacks:
+            if stack.kind not in engine.stack_kinds:
+                raise UsageError(f"--backend {name} cannot run {stack.kind} stacks ({stack.id}); "
+                                 f"it runs {', '.join(engine.stack_kinds)} stacks")
+        engine.preflight(stacks)
+        for stack in stacks:
+            self.choices[stack.id] = Choice(stack, engine, f"--backend {name}")
+
+    def _first_that_works(self, stack: Stack) -> Choice:
+        why_not: list[str] = []  # why each earlier engine of the chain cannot make it
+        for name in self.chain:
+            kinds = engine_class(name).stack_kinds
+            if stack.kind not in kinds:
+                why_not.append(f"{name} makes {'/'.join(kinds)} stacks only")
+                continue
+            if name in self._down:
+                why_not.append(f"{name}: {self._down[name]}")
+                continue
+            ok, why = self._try(name, stack)
+            if ok is None and stack.index not in (None, compat.PYPI_INDEX, "cpu"):
+                same = compat.pypi_same_build(stack.torch or "", stack.index or "")
+                if same:
+                    pypi = replace(stack, index=compat.PYPI_INDEX)
+                    ok, why_pypi = self._try(name, pypi)
+                    if ok is not None:
+                        return Choice(ok, self.engine(name), _said(
+                            name, why_not, f"{stack.index} unreachable: {first_line(why)}; "
+                                           f"torch from PyPI instead ({same})"))
+            if ok is not None:
+                return Choice(ok, self.engine(name), _said(name, why_not))
+            why_not.append(f"{name}: {first_line(why)}")
+        return Choice(stack, None, f"cannot be made here by {'|'.join(self.chain)}: "
+                                   + "; ".join(why_not))
+
+    def _try(self, name: str, stack: Stack) -> tuple[Stack | None, str]:
+        """(the stack, "") when ``name``'s preflight passes for it, else (None, why)."""
+        try:
+            self.engine(name).preflight([stack])
+            return stack, ""
+        except EngineUnavailable as exc:
+            self._down[name] = first_line(exc)
+            return None, str(exc)
+        except HarnessError as exc:
+            return None, str(exc)
+
+    def say(self, log: Callable[[str], None]) -> None:
+        """The engine choice, once per run: how many stacks each engine makes, and why not
+        the earlier engines of the chain; the stacks no engine can make here."""
+        if not self.fallback:
+            return
+        by_reason: dict[tuple[str, str], list[str]] = {}
+        for sid, choice in self.choices.items():
+            if choice.stack.kind != "local":
+                by_reason.setdefault((choice.engine_name, choice.reason), []).append(sid)
+        for (name, reason), sids in by_reason.items():
+            log(f"engine {name or 'none'} for {listed(sids, 4)}: {reason}")
+
+
+def _said(name: str, why_not: list[str], extra: str = "") -> str:
+    notes = [*why_not, *([extra] if extra else [])]
+    return f"{name}, the first of the chain that works here" + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def first_line(text: object) -> str:
+    """An error's first line, with the next one when the first only introduces it ("...:")."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].endswith(":"):
+        return _first(lines[1])
+    return _first(text)
+

@@ -15,7 +15,8 @@ import pytest
 
 from repromatrix.cli import build_parser, main
 
-COMMANDS = ("plan", "build", "run", "report", "matrix", "bisect", "export", "env", "compat", "store")
+COMMANDS = ("plan", "build", "run", "report", "matrix", "bisect", "export", "init", "env",
+            "compat", "store")
 
 
 def repromatrix(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -147,3 +148,17 @@ def test_kill_9_of_the_harness_takes_the_runner_and_its_repro_down(tmp_path):
     while time.monotonic() < deadline and alive():
         time.sleep(0.2)
     assert alive() == b"", "the runner and its repro die with the harness"
+
+
+def test_init_writes_a_starter_that_plans_and_never_overwrites(tmp_path):
+    proc = repromatrix("init", str(tmp_path / "mine"))
+    assert proc.returncode == 0, proc.stderr
+    assert {p.name for p in (tmp_path / "mine").rglob("*") if p.is_file()} == \
+        {"matrix.yaml", "noxfile.py", "my_first_bug.py"}
+    plan = subprocess.run([sys.executable, "-m", "repromatrix.cli", "plan"], cwd=tmp_path / "mine",
+                          capture_output=True, text=True, timeout=120)
+    assert plan.returncode == 0 and "--my_first_bug" in plan.stdout, plan.stderr
+    (tmp_path / "mine" / "matrix.yaml").write_text("# mine\n")
+    again = repromatrix("init", str(tmp_path / "mine"))
+    assert again.returncode == 2 and "already has matrix.yaml" in again.stderr
+    assert (tmp_path / "mine" / "matrix.yaml").read_text() == "# mine\n", "nothing overwritten"

@@ -201,6 +201,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_store(sub)
 
+    p = sub.add_parser("init", help="write a starter matrix.yaml, repros/ (one example repro) and "
+                                    "noxfile.py into a folder")
+    p.add_argument("folder", nargs="?", type=Path, default=Path("."),
+                   help="where to write them (default: the current folder); never overwrites")
+
     p = sub.add_parser("env", help="print the environment probe of an interpreter as JSON")
     p.add_argument("--python", metavar="PATH", default=sys.executable)
     return parser
@@ -397,6 +402,16 @@ def cmd_store(args: argparse.Namespace) -> int:
     return store(args)
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from .starter import write_starter
+
+    for path in write_starter(args.folder):
+        print(printable(f"wrote {path}"))
+    where = "" if args.folder.resolve() == Path.cwd().resolve() else f"cd {args.folder} && "
+    print(printable(f"next: {where}repromatrix plan   (then `repromatrix matrix`, or `nox -s matrix`)"))
+    return 0
+
+
 def cmd_env(args: argparse.Namespace) -> int:
     from .probe import env_probe
 
@@ -406,8 +421,8 @@ def cmd_env(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Any] = {
     "plan": cmd_plan, "build": cmd_build, "run": cmd_run, "report": cmd_report,
-    "matrix": cmd_matrix, "bisect": cmd_bisect, "export": cmd_export, "env": cmd_env,
-    "compat": cmd_compat, "store": cmd_store,
+    "matrix": cmd_matrix, "bisect": cmd_bisect, "export": cmd_export, "init": cmd_init,
+    "env": cmd_env, "compat": cmd_compat, "store": cmd_store,
 }
 
 

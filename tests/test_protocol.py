@@ -49,9 +49,8 @@ def test_pre_release_is_not_the_release():
 
 def test_order_agrees_with_packaging():
     """The stdlib ordering the repros use sorts as packaging does (local parts aside)."""
-    from packaging.version import Version
-
     from _versions import sort_key
+    from packaging.version import Version
 
     texts = ["2.5.0.dev0", "2.5.0a0", "2.5.0a1.dev2", "2.5.0b2", "2.5.0rc1", "2.5", "2.5.0",
              "2.5.0.post1.dev3", "2.5.0.post1", "2.5.0-2", "2.5.1", "2.10.0", "1!0.1", "2.4.9"]

@@ -552,3 +552,21 @@ def test_skipped_cell_with_stand_in_evidence_is_marked(tmp_path):
     cells = dict(re.findall(r'<td class="cell[^"]*" data-cell="([^"]+)"[^>]*>(.*?)</td>', html))
     assert "evidence: fake_export fail" in cells["a--demo"] and '"true">+<' in cells["a--demo"]
     assert "evidence" not in cells["b--demo"] and "+<" not in cells["b--demo"]
+
+
+def test_stack_row_states_a_torchvision_pairing_confidence(tmp_path):
+    """torch 2.15.0 + torchvision 0.29.2 (paired by tv's requirement) says its confidence."""
+    from repromatrix.results import ResultStore
+
+    store = ResultStore(tmp_path / "results")
+    for sid, torch, tv in (("new", "2.15.0", "0.29.2"), ("old", "2.14.1", "0.29.1")):
+        store.append(_result(cell=f"{sid}--demo", repro="demo", status="skip",
+                             stack={"id": sid, "kind": "pip", "torch": torch, "torchvision": tv},
+                             finished_at="2026-11-23T00:00:01+00:00"))
+    render_site([store.root], tmp_path / "site")
+    doc = parse(tmp_path / "site" / "index.html")
+    heads = {th.parent.attrs["data-stack"]: th for th in doc.find_all("th", cls="stack")}
+    pairing = heads["new"].find("small", cls="pairing")
+    assert "pairing confidence M" in pairing.text()
+    assert "pairing confidence M" in heads["new"].attrs["title"]
+    assert heads["old"].find_all("small", cls="pairing") == []

@@ -89,13 +89,19 @@ CASES = [
     # ---- onnx_export_device
     ("onnx_export_device", ["RuntimeError"],
      "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cpu and "
-     "cuda:0!", "legacy_export", "2.8.0", "", "legacy_eager_device_mismatch",
-     "the seed's text (CPU operand first: TensorIterator, pytorch #102947's wording)"),
-    ("onnx_export_device", ["RuntimeError"],
-     "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cpu and "
      "cuda:0! (when checking argument for argument index in method wrapper_CUDA__index_select)",
      "legacy_export", "2.0.0", "", "legacy_eager_device_mismatch",
-     "pytorch #102947 (legacy exporter, cpu first); same mix, another op"),
+     "printed in pytorch #102947 (torch 2.0.0+cu118, legacy exporter): index_select, CPU self first"),
+    ("onnx_export_device", ["RuntimeError"],
+     "Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cpu! "
+     "(when checking argument for argument index in method wrapper_CUDA__index_select)",
+     "legacy_export", "2.6.0", "", None,
+     "near miss, printed in pytorch #154093 (torch 2.6.0): CUDA self, CPU index, the other order"),
+    ("onnx_export_device", ["RuntimeError"],
+     "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
+     "and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)",
+     "legacy_export", "2.6.0", "", None,
+     "near miss, printed in pytorch #159133 (DOSSIER section 0): Linear names its CUDA bias first"),
     ("onnx_export_device", ["RuntimeError"],
      "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
      "and cuda:1!", "legacy_export", "2.6.0", "", None, "near miss: two GPUs, not model vs CPU input"),

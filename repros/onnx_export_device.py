@@ -103,13 +103,15 @@ SIGNATURES = [
     Signature(
         "first_op_fake_mismatch", exc="RuntimeError", stage="fake_first_op", when={"torch": ">=2.13"},
         pattern=_SEED_TEXT,
-        note="torch >= 2.13: fake tensors raise the eager wording (pytorch PR #185412)"),
+        note="torch >= 2.13: fake tensors raise the eager wording without the op suffix (pytorch "
+             "PR #185412; recorded on 2.13.0 and 2.14.1)"),
     Signature(
         "first_op_fake_propagation", exc="RuntimeError", stage=("fake_first_op",) + _DYNAMO_STAGES,
         when={"torch": "<2.13"},
-        pattern=r"Unhandled FakeTensor Device Propagation for aten\.sub\.Tensor, found two different "
-                r"devices cpu, cuda:\d+",
-        note="torch <= 2.12: the fake-tensor text names the first op, aten.sub"),
+        pattern=r"Unhandled FakeTensor Device Propagation for aten\.index_select\.default, found two "
+                r"different devices cpu, cuda:\d+",
+        note="torch <= 2.12: the fake-tensor text names the first op, aten.index_select (recorded "
+             "on torch 2.9.1 and 2.12.1, also wrapped by the dynamo exporter's step 1/3)"),
     Signature(
         "export_fake_mismatch", exc="RuntimeError", stage=_DYNAMO_STAGES,
         pattern=[r"This is step 1/3 of exporting the model to ONNX",

@@ -109,18 +109,36 @@ CASES = [
      _MISMATCH_14 % "cpu and cuda:0",
      "fake_first_op", "2.14.1", "", "first_op_fake_mismatch", "recorded, torch 2.13.0 and 2.14.1"),
     ("onnx_export_device", ["RuntimeError"],
-     "builtins.RuntimeError: Unhandled FakeTensor Device Propagation for aten.sub.Tensor, found two "
-     "different devices cpu, cuda:0", "fake_first_op", "2.12.1", "", "first_op_fake_propagation",
+     "builtins.RuntimeError: Unhandled FakeTensor Device Propagation for aten.index_select.default, found "
+     "two different devices cpu, cuda:0", "fake_first_op", "2.12.1", "", "first_op_fake_propagation",
      "recorded, torch 2.9.1 and 2.12.1"),
+    ("onnx_export_device", ["TorchExportError", "RuntimeError"],
+     _STEP1 + "## Exception summary\n\n<class 'RuntimeError'>: Unhandled FakeTensor Device Propagation "
+     "for aten.index_select.default, found two different devices cpu, cuda:0\n\n(Refer to the full stack "
+     "trace above for more information.)\nbuiltins.RuntimeError: Unhandled FakeTensor Device Propagation "
+     "for aten.index_select.default, found two different devices cpu, cuda:0", "fake_dynamo_export",
+     "2.12.1", "", "first_op_fake_propagation", "recorded, torch 2.12.1 (dynamo exporter, step 1/3)"),
     ("onnx_export_device", ["RuntimeError"],
      "builtins.RuntimeError: Unhandled FakeTensor Device Propagation for aten.sub.Tensor, found two "
-     "different devices cpu, cuda:0", "fake_first_op", "2.14.1", "", None,
+     "different devices cpu, cuda:0", "fake_first_op", "2.12.1", "", None,
+     "near miss: the normalization (aten.sub) is not the first op"),
+    ("onnx_export_device", ["RuntimeError"],
+     "builtins.RuntimeError: Unhandled FakeTensor Device Propagation for aten.index_select.default, found "
+     "two different devices cpu, cuda:0", "fake_first_op", "2.14.1", "", None,
      "near miss: the <= 2.12 text is not claimed for 2.14"),
     ("onnx_export_device", ["TorchExportError", "RuntimeError"],
      _STEP1 + "## Exception summary\n\n<class 'RuntimeError'>: Tensor on device cuda:0 is not on the "
      "expected device cpu!\nbuiltins.RuntimeError: Tensor on device cuda:0 is not on the expected "
      "device cpu!",
-     "fake_dynamo_export", "2.9.1", "", "export_fake_mismatch", "recorded, torch 2.9.1 to 2.14.1"),
+     "fake_dynamo_export", "2.9.1", "", "export_fake_mismatch",
+     "recorded, torch 2.9.1 to 2.14.1, with the earlier (x - mean)-first model and dynamic_axes"),
+    ("onnx_export_device", ["TorchExportError", "FakeTensorDeviceMismatchError", "RuntimeError"],
+     _STEP1 + "## Exception summary\n\n<class 'torch._subclasses.fake_tensor."
+     "FakeTensorDeviceMismatchError'>: Expected all tensors to be on the same device, but found at "
+     "least two devices, cpu and cuda:0!\n\n"
+     "(Refer to the full stack trace above for more information.)\n" + _MISMATCH_14 % "cpu and cuda:0",
+     "fake_dynamo_export", "2.14.1", "", "export_fake_mismatch",
+     "recorded, torch 2.14.1 (index_select first)"),
     ("onnx_export_device", ["TorchExportError", "RuntimeError"],
      _STEP1 + "## Exception summary\n\n<class 'RuntimeError'>: Tensor on device cpu is not on the expected "
      "device meta!", "fake_dynamo_export", "2.9.1", "", None,

@@ -16,15 +16,22 @@ opt=[21,3,300,300], max=[21,3,400,400]`` and
   ((s1//4))". That is the reporter's model, not torch-tensorrt: a skip
   connection adding ``up2x(h//8)`` to ``h//4`` needs ``h//4`` even, and at 300
   eager fails too (74 vs 75). Stage ``reporter_skip_arithmetic`` shows it on
-  the CPU with a two-branch stand-in.
+  the CPU with a two-branch stand-in; on torch 2.2.2 it records the issue's
+  text word for word ("TorchRuntimeError: Failed running call_function
+  <built-in function add>(*(FakeTensor(..., size=(1, 3, 2*((s0//8)),
+  2*((s1//8)))), FakeTensor(..., size=(1, 3, (s0//4), (s1//4)))), **{}): The
+  size of tensor a (2*((s1//8))) must match the size of tensor b ((s1//4)) at
+  non-singleton dimension 3)").
 
 The model here is valid at every size of the range: its decoder upsamples each
 level to the size of its skip (``interpolate(size=skip.shape[-2:])``, the #2332
 form) and its output is RealBasicVSR's upsampler (``pixel_shuffle`` x2 plus a
 bilinear ``interpolate(scale_factor=2.0)`` base), so eager, ``torch.jit.script``,
 ``torch.jit.trace`` and ``torch.export`` with ``Dim(200..400)`` all accept it
-(recorded on CPU torch 2.9.1 to 2.14.1), and the torch-tensorrt stages reach
-its dynamic-shape paths. Version notes from the source:
+(recorded on CPU torch 2.2.2, 2.9.1, 2.12.1, 2.13.0 and 2.14.1; torch-tensorrt
+2.2.0's dynamo tracer makes the same export call, one ``Dim`` per dynamic
+dimension of the named input), and the torch-tensorrt stages reach its
+dynamic-shape paths. Version notes from the source:
 
 - a dynamic ``torch_tensorrt.Input`` needs ``name`` (the forward argument, "x")
   on torch-tensorrt 2.2.0: ``dynamo/_tracer.py`` at v2.2.0 line 66, "Expected a

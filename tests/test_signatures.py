@@ -223,6 +223,10 @@ def test_every_signature_has_a_positive_and_a_near_miss():
 
 # (text, refused as the reporter's skip arithmetic?, source): stage reporter_skip_arithmetic's check
 SKIP_TEXTS = [
+    ("TorchRuntimeError: Failed running call_function <built-in function add>(*(FakeTensor(..., size=(1, 3, "
+     "2*((s0//8)), 2*((s1//8)))), FakeTensor(..., size=(1, 3, (s0//4), (s1//4)))), **{}):\nThe size of "
+     "tensor a (2*((s1//8))) must match the size of tensor b ((s1//4)) at non-singleton dimension 3)",
+     True, "recorded, torch 2.2.2 (the issue's dynamo text, NGC 23.12 has torch 2.2.0a0)"),
     ("RuntimeError: The size of tensor a (2*((s0//8))) must match the size of tensor b ((s0//4)) at "
      "non-singleton dimension 3)", True, "recorded, torch 2.9.1 to 2.14.1 (reporter_skip_arithmetic)"),
     ("RuntimeError: The size of tensor a ((s0//4)) must match the size of tensor b (2*((s0//8))) at "

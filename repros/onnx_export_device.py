@@ -34,7 +34,8 @@ Stages (fake-CUDA ones run isolated):
   which runs the model eagerly and fails with the eager text.
 - dynamo_export (main, GPU): ``dynamo=True`` (torch >= 2.5; the default from
   2.9), which fails in step 1/3 (torch.export). ``torch.onnx.export`` has no
-  ``dynamo=`` argument before torch 2.5, so there the stage is skipped (the
+  ``dynamo=`` argument before torch 2.5 (its signature on torch 2.2.2 ends at
+  ``autograd_inlining``), so there the stage is skipped (the
   requirement ``torch>=2.5.0a0``, pre-releases of 2.5 included), never an error.
 - fake_first_op (info, CPU): the model's forward with fake CUDA parameters and
   buffers and a CPU input: which op refuses and with what text.

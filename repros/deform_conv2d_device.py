@@ -23,8 +23,15 @@ Stages (the fake-CUDA ones run isolated: fake CUDA can abort a process):
   on CUDA, and keeps the reference output.
 - trt_compile, trt_run (main, GPU + TRT): the reporter's torch_tensorrt.compile
   call; the output is checked against eager.
-- trt_compile_cuda1 (info, 2 GPUs + TRT): the same model and call on cuda:1.
-  Expected to fail on every TRT release, 2.5.0 and later included (mask on the
+- trt_compile_cuda1 (info, 2 GPUs + TRT): the same model on cuda:1, compiled
+  with ``device=cuda:1`` while the current device stays cuda:0. The device
+  argument matters: torch-tensorrt builds its example inputs on
+  ``kwargs.get("device", default_device())`` (``dynamo/_tracer.py`` line 59 at
+  v2.3.0/v2.4.0, line 77 at v2.5.0), so without it the inputs land on cuda:0
+  and export fails on "cuda:0, cuda:1" before the decomposition runs. With it,
+  only the decomposition's default device (``default_device()`` =
+  ``torch.cuda.current_device()``, ``dynamo/_defaults.py`` line 45 at v2.5.0)
+  can put the mask on cuda:0. Expected to fail from 2.5.0 on (mask on the
   default device); passes only if TRT starts following the input's device.
 - workaround (GPU + TRT): the seed's torch.export(strict=False), then
   torch_tensorrt.dynamo.compile with min_block_size=1; checked against eager.
@@ -55,6 +62,18 @@ META = {
     ),
     "requires": ["cuda", "torch_tensorrt", "torchvision>=0.17"],
     "expect": [
+        {"when": {"ngc": "<24.07"}, "status": "pass",
+         "note": "release/ngc/23.12 to 24.06 (24.06: 09e5e353e2) register no empty_strided "
+                 "decomposition in py/torch_tensorrt/dynamo/lowering/_decompositions.py: PR #2859 "
+                 "is not on those branches although 24.05/24.06 ship torch_tensorrt 2.4.0.dev0"},
+        {"when": {"ngc": "==24.07"}, "status": "fail",
+         "note": "release/ngc/24.07 (8de3900e90) _decompositions.py:231-236: "
+                 "empty_strided_decomposition builds torch.empty(empty_size) with no device, "
+                 "i.e. PR #2859 without PR #2948 (ships 2.5.0.dev0)"},
+        {"when": {"ngc": ">=24.08"}, "status": "pass",
+         "note": "release/ngc/24.08 (c71ce43f87) _decompositions.py:236-240 passes "
+                 "device=to_torch_device(default_device()) (PR #2948), as does every later "
+                 "release/ngc branch up to 26.09"},
         {"when": {"torch_tensorrt": ">=2.4,<2.5"}, "status": "fail",
          "note": "TRT 2.4.0's empty_strided decomposition drops the device (PR #2859, first in "
                  "v2.4.0); the reporter's traceback matches torch 2.4.1. The workaround "
@@ -242,12 +261,19 @@ def stage_trt_run(s, trt_model, x, ref):
 
 
 def stage_trt_cuda1(s):
-    """The reporter's call with the model and input on cuda:1 (current device stays cuda:0)."""
+    """The reporter's call with the model, the input and ``device=`` on cuda:1; the current
+    device stays cuda:0, so only TRT's default device can put the mask there."""
     import torch
+    import torch_tensorrt
 
     model, x, ref = stage_eager(s, device="cuda:1")
-    s.note("current_device", torch.cuda.current_device())
-    stage_trt_run(s, stage_trt_compile(s, model), x, ref)
+    current = torch.cuda.current_device()
+    s.note("current_device", current)
+    s.check(current == 0, "the current device is cuda:0 (TRT's default device)", current=current)
+    s.note("torch_tensorrt", torch_tensorrt.__version__)
+    inp = torch_tensorrt.Input(min_shape=SHAPE, opt_shape=SHAPE, max_shape=SHAPE, dtype=torch.float32)
+    trt_model = torch_tensorrt.compile(model, inputs=[inp], device=torch_tensorrt.Device("cuda:1"))
+    stage_trt_run(s, trt_model, x, ref)
 
 
 def stage_workaround(s):

@@ -10,18 +10,35 @@ maintainers call mixed devices invalid input (pytorch #84123), so every version
 refuses, with text that depends on the exporter and the torch version. The fix
 is to put everything on one device.
 
-Model: an image classifier whose first op normalizes the input with CUDA
-buffers (``(x - mean) / std``), then conv, pool, linear; input 1x3x224x224.
-That first op gives the seed's text (CPU operand first).
+Model: an image classifier whose first op reorders the input's channels
+(BGR to RGB, ``x.index_select(1, self.rgb)`` with a CUDA index buffer), then
+normalizes (``(x - mean) / std``), conv, pool, linear; input 1x3x224x224.
+The first op gives the seed's text. Which op refuses decides the order of the
+devices in the text:
+
+- a per-argument device check (``index_select``, ``addmm``, ...) keeps the
+  first tensor argument's device and names it first, then the mismatching
+  argument: "Expected all tensors to be on the same device, but found at least
+  two devices, cpu and cuda:0! (when checking argument for argument index in
+  method wrapper_CUDA__index_select)" (printed in pytorch #102947, legacy
+  exporter, torch 2.0.0; the other order, "cuda:1 and cpu! (when checking
+  argument for argument index in method wrapper_CUDA__index_select)", in
+  pytorch #154093 with a CUDA self and a CPU index). With ``self`` the CPU
+  input, this is the seed's "cpu and cuda:0!".
+- a TensorIterator op (``x - mean``) names the first non-CPU device first
+  (``aten/src/ATen/TensorIterator.cpp``, ``compute_types``): "cuda:0 and cpu!"
+  whatever the operand order, so it cannot give the seed's text.
 
 Stages (fake-CUDA ones run isolated):
 - legacy_export (main, GPU): ``dynamo=False``, i.e. the TorchScript exporter,
   which runs the model eagerly and fails with the eager text.
 - dynamo_export (main, GPU): ``dynamo=True`` (torch >= 2.5; the default from
-  2.9), which fails in step 1/3 (torch.export).
+  2.9), which fails in step 1/3 (torch.export). ``torch.onnx.export`` has no
+  ``dynamo=`` argument before torch 2.5 (its signature on torch 2.2.2 ends at
+  ``autograd_inlining``), so there the stage is skipped (the
+  requirement ``torch>=2.5.0a0``, pre-releases of 2.5 included), never an error.
 - fake_first_op (info, CPU): the model's forward with fake CUDA parameters and
-  buffers and a CPU input: which op refuses and with what text (on torch >= 2.13
-  the fake text is the eager one, "cpu and cuda:0!").
+  buffers and a CPU input: which op refuses and with what text.
 - fake_dynamo_export (info, CPU): the dynamo path with the seed's settings and
   fakes; gives the export-stage text without a GPU.
 - fake_export_conv_mixed (info, CPU): a conv-only model, CPU input, fake CUDA
@@ -50,8 +67,8 @@ META = {
     "description": (
         "torch.onnx.export of a CUDA model with a CPU dummy input (the seed's opset 13, "
         "dynamic_axes and do_constant_folding). The legacy exporter runs the model eagerly and "
-        "fails at its first op with 'Expected all tensors to be on the same device, but found "
-        "at least two devices, cpu and cuda:0!'. The dynamo exporter (the default from torch "
+        "fails at its first op (index_select with a CUDA index) with 'Expected all tensors to be "
+        "on the same device, but found at least two devices, cpu and cuda:0!'. The dynamo exporter (the default from torch "
         "2.9, pytorch PR #159646) fails in torch.export (step 1/3) with a fake-tensor device "
         "error. The ONNX maintainers treat mixed devices as invalid input (pytorch #84123): "
         "moving the input to the model's device is the fix."
@@ -65,8 +82,11 @@ META = {
     ],
 }
 
-# The refusing op is the input normalization: the CPU input is its first operand.
+# The refusing op is the channel reorder: index_select's per-argument check keeps self's
+# device (the CPU input) and names the CUDA index second.
 _SEED_TEXT = r"Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:\d+!"
+_INDEX_SELECT = (r" \(when checking argument for argument index in method "
+                 r"wrapper_(?:CUDA_)?_index_select\)")
 _DYNAMO_STAGES = ("dynamo_export", "fake_dynamo_export")
 
 SIGNATURES = [
@@ -77,19 +97,22 @@ SIGNATURES = [
                 r"different from other tensors on cpu",
         note="fake convolution checks devices from torch 2.14 (<= 2.13 it silently exports)"),
     Signature(
-        "legacy_eager_device_mismatch", exc="RuntimeError", stage="legacy_export", pattern=_SEED_TEXT,
-        note="the seed's text: the legacy exporter runs the model eagerly and the first op "
-             "(x - mean) has the CPU input as its first operand (TensorIterator's wording)"),
+        "legacy_eager_device_mismatch", exc="RuntimeError", stage="legacy_export",
+        pattern=_SEED_TEXT + _INDEX_SELECT,
+        note="the seed's text: the legacy exporter runs the model eagerly and the first op, "
+             "index_select, checks self (the CPU input) before index (CUDA); pytorch #102947"),
     Signature(
         "first_op_fake_mismatch", exc="RuntimeError", stage="fake_first_op", when={"torch": ">=2.13"},
         pattern=_SEED_TEXT,
-        note="torch >= 2.13: fake tensors raise the eager wording (pytorch PR #185412)"),
+        note="torch >= 2.13: fake tensors raise the eager wording without the op suffix (pytorch "
+             "PR #185412; recorded on 2.13.0 and 2.14.1)"),
     Signature(
         "first_op_fake_propagation", exc="RuntimeError", stage=("fake_first_op",) + _DYNAMO_STAGES,
         when={"torch": "<2.13"},
-        pattern=r"Unhandled FakeTensor Device Propagation for aten\.sub\.Tensor, found two different "
-                r"devices cpu, cuda:\d+",
-        note="torch <= 2.12: the fake-tensor text names the first op, aten.sub"),
+        pattern=r"Unhandled FakeTensor Device Propagation for aten\.index_select\.default, found two "
+                r"different devices cpu, cuda:\d+",
+        note="torch <= 2.12: the fake-tensor text names the first op, aten.index_select (recorded "
+             "on torch 2.9.1 and 2.12.1, also wrapped by the dynamo exporter's step 1/3)"),
     Signature(
         "export_fake_mismatch", exc="RuntimeError", stage=_DYNAMO_STAGES,
         pattern=[r"This is step 1/3 of exporting the model to ONNX",
@@ -100,6 +123,7 @@ SIGNATURES = [
 ]
 
 SHAPE = (1, 3, 224, 224)
+DYNAMO_TORCH = "torch>=2.5.0a0"  # torch.onnx.export(dynamo=...) first ships in torch 2.5
 # the seed's export settings (its export_to_onnx helper)
 SEED_KWARGS = {"input_names": ["input"], "output_names": ["output"],
                "dynamic_axes": {"input": {0: "batch_size"}, "output": {0: "batch_size"}},
@@ -107,17 +131,18 @@ SEED_KWARGS = {"input_names": ["input"], "output_names": ["output"],
 
 
 def build_model():
-    """An image classifier that normalizes its input first, as deployed classifiers do.
+    """An image classifier that reorders and normalizes its input first, as deployed
+    classifiers fed by OpenCV do.
 
-    Its first op, ``(x - mean)`` with ``x`` on the CPU and ``mean`` on CUDA, is the one
-    that refuses: TensorIterator names the first operand's device first, which gives the
-    seed's "... cpu and cuda:0!".
+    Its first op, ``x.index_select(1, rgb)`` with ``x`` on the CPU and ``rgb`` on CUDA, is
+    the one that refuses, naming self's device (cpu) first: the seed's "cpu and cuda:0!".
     """
     import torch
 
     class Classifier(torch.nn.Module):
         def __init__(self):
             super().__init__()
+            self.register_buffer("rgb", torch.tensor([2, 1, 0]))  # BGR -> RGB
             self.register_buffer("mean", torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1))
             self.register_buffer("std", torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1))
             self.conv = torch.nn.Conv2d(3, 8, kernel_size=3, padding=1)
@@ -125,7 +150,7 @@ def build_model():
             self.fc = torch.nn.Linear(8, 10)
 
         def forward(self, x):
-            x = (x - self.mean) / self.std
+            x = (x.index_select(1, self.rgb) - self.mean) / self.std
             return self.fc(torch.flatten(self.pool(torch.relu(self.conv(x))), 1))
 
     torch.manual_seed(0)
@@ -271,16 +296,17 @@ def stage_workaround(s, tmp, dynamo):
 def main(r):
     tmp = tempfile.mkdtemp(prefix="onnx_export_device-")
     r.stage("legacy_export", stage_export_mixed, tmp, False, requires=["cuda", "onnx"])
-    r.stage("dynamo_export", stage_export_mixed, tmp, True, requires=["cuda", "onnx", "onnxscript"])
+    r.stage("dynamo_export", stage_export_mixed, tmp, True,
+            requires=[DYNAMO_TORCH, "cuda", "onnx", "onnxscript"])
     r.stage("fake_first_op", stage_fake_first_op, role="info", isolate=True, requires=["fake_cuda"])
     r.stage("fake_dynamo_export", stage_fake_dynamo, tmp, role="info", isolate=True,
-            requires=["fake_cuda", "onnx", "onnxscript"])
+            requires=[DYNAMO_TORCH, "fake_cuda", "onnx", "onnxscript"])
     r.stage("fake_export_conv_mixed", stage_fake_conv_mixed, role="info", isolate=True,
             requires=["fake_cuda"])
     r.stage("workaround_legacy", stage_workaround, tmp, False, role="workaround",
             requires=["cuda", "onnx"])
     r.stage("workaround_dynamo", stage_workaround, tmp, True, role="workaround",
-            requires=["cuda", "onnx", "onnxscript"])
+            requires=[DYNAMO_TORCH, "cuda", "onnx", "onnxscript"])
 
 
 if __name__ == "__main__":

@@ -1,24 +1,26 @@
 """open-mmlab/mmsegmentation #3805: a TorchScript export that mixes cuda:0 and cpu when run on CUDA.
 
-The reporter ran a modified mmseg ``pytorch2libtorch(model, input_shape, device,
-save_inputs=True, show=True, output_file=..., verify=True)``: the model from
-``init_model(cfg, ckpt, 'cuda:0')``, traced on cuda:0, saved, run from C++ on
-CUDA, and it failed with "Expected all tensors to be on the same device, but
-found at least two devices, cuda:0 and cpu!". Adding ``torch.jit.freeze`` +
-``torch.jit.run_frozen_optimizations`` after the trace fixed it. The stock
-mmseg tool (``tools/deployment/pytorch2torchscript.py``) has no device
-argument and traces on the CPU (``torch.FloatTensor`` demo input,
-``map_location='cpu'``).
+The seed: a model exported with mmseg's ``pytorch2libtorch`` fails when the
+TorchScript module runs on CUDA (from C++) with "Expected all tensors to be on
+the same device, but found at least two devices, cuda:0 and cpu!". Its causes
+(the seed's analysis): constant tensors fixed on the CPU that did not follow
+the model to the GPU, and tensors made during forward on the CPU. Its fix is
+two changes to the export: the example input moved to the model's device
+(``example_inputs=model_input['imgs'].to(device)``, also its solution 2) and
+``torch.jit.freeze`` + ``torch.jit.run_frozen_optimizations`` after the trace.
 
+So the failing export traced on the CPU, as the stock tool does
+(``tools/deployment/pytorch2torchscript.py``: ``torch.FloatTensor`` demo input,
+checkpoint loaded with ``map_location='cpu'``, no device argument).
 ``torch.jit.trace`` bakes devices: ``arange(..., device=y.device)``,
-``.to(y.device)`` and ``zeros(..., device=x.device)`` become device literals
-of the trace device, and tensors built from Python data become constants on
-it. Traced on CPU, those stay CPU when the module is moved to CUDA: that case
-fails whatever is done afterwards, freezing included (constants never move).
-Traced on cuda:0, they are cuda:0 literals: this model then runs on cuda:0.
-Which component of the reporter's model left a CPU tensor in a cuda:0 trace
-(one that freezing folds away) is not confirmed: the thread's failing frame
-is not retrievable (DOSSIER section 4).
+``.to(y.device)`` and ``zeros(..., device=x.device)`` become device literals of
+the trace device, and tensors built from Python data become constants on it.
+Traced on CPU, those stay CPU when the loaded module is moved to CUDA, and the
+first op that meets one with a CUDA activation refuses (TensorIterator names
+the CUDA device first: "cuda:0 and cpu!"). Freezing alone cannot help
+(constants never move: stage trace_cpu_freeze_run_cuda); traced on the target
+device the literals are that device's, and freezing folds the constant
+subgraphs.
 
 Model: a segmentation head (conv, a buffer, positions from
 ``torch.arange(y.shape[-1], device=y.device)``, class weights from
@@ -28,19 +30,22 @@ Stages (DOSSIER section 4, cases A to E):
 - trace_cpu_inspect, freeze_cpu_inspect, frozen_dtype_standin (info, CPU): the
   device literals in ``traced.code``; what freezing folds and what it keeps; a
   dtype stand-in for "``.to()`` never moves frozen constants".
-- reporter_trace_cuda (main, GPU), the reporter's path: ``pytorch2libtorch``
-  with a device (trace on cuda:0 with verify), save to a file, load it, move it
-  to CUDA, run a CUDA input; checked against eager.
-- trace_cpu_run_cuda (info, GPU), case A, the stock tool's path: trace on CPU,
-  save, load with map_location="cuda", run a CUDA input. Expected to fail on
-  every version (baked cpu literals).
-- trace_cpu_freeze_run_cuda (info, GPU), case C: A plus freezing on CPU. Expected
-  to fail too: freezing cannot move a baked CPU literal.
-- workaround (GPU), case D: the reporter's fix, trace on cuda:0 then freeze +
-  run_frozen_optimizations, save/load, run on cuda:0; checked against eager.
-- frozen_to_other_gpu (info, 2 GPUs), case D continued: ``.to("cuda:1")`` after freezing.
+- export_run_cuda (main, GPU), case A, the reporter's failing path: the stock
+  tool's export (model and demo input on the CPU, trace with verify, save to a
+  file), then the deployment side: load, ``.to("cuda")``, a CUDA input; checked
+  against eager. Expected to fail on every version.
+- workaround (GPU), the seed's fix: model and example input on cuda:0, trace
+  with verify, freeze + run_frozen_optimizations, save, load, run on CUDA;
+  checked against eager.
+- trace_cuda_run_cuda (info, GPU), case B: the cuda:0 trace without freezing,
+  to show which half of the fix this model needs.
+- trace_cpu_freeze_run_cuda (info, GPU), case C: A plus freezing on CPU.
+  Expected to fail too: freezing cannot move a baked CPU literal.
+- frozen_to_other_gpu (info, 2 GPUs), case D: ``.to("cuda:1")`` after freezing.
 - script_freeze_cpu_to_cuda (info, GPU), case E (pytorch #57569): script,
   freeze on CPU, ``.to("cuda")``.
+
+Without a GPU the main stage is skipped: the cell is "cannot tell", never pass.
 """
 
 from __future__ import annotations
@@ -64,24 +69,23 @@ META = {
     ],
     "description": (
         "A traced module carries the trace device as literals (arange, .to, zeros) and "
-        "constants. The reporter traced on cuda:0 with a device-aware pytorch2libtorch and "
-        "still saw 'Expected all tensors to be on the same device ... cuda:0 and cpu' on CUDA; "
-        "torch.jit.freeze + run_frozen_optimizations fixed it. The stock tool traces on the "
-        "CPU, which bakes cpu literals that no later step (freezing included) can move."
+        "constants. The stock mmseg export traces on the CPU; loaded and moved to CUDA, it "
+        "fails with 'Expected all tensors to be on the same device, but found at least two "
+        "devices, cuda:0 and cpu!'. The seed's fix traces with the example input on the "
+        "model's device and adds torch.jit.freeze + run_frozen_optimizations."
     ),
     "requires": ["cuda"],
     "expect": [
-        {"when": {"torch": ">=1.8"}, "status": "pass",
-         "note": "this model traced on cuda:0 bakes cuda:0 literals only, so the reporter's path "
-                 "passes here (inference from trace_cpu_inspect's literals; unverified on a GPU). "
-                 "The CPU-baked tensor in the reporter's own model is unconfirmed; the stock "
-                 "tool's CPU trace (stage trace_cpu_run_cuda) fails on every version"},
+        {"when": {"torch": ">=1.8"}, "status": "fail",
+         "note": "a CPU trace bakes device=cpu literals and CPU constants (trace_cpu_inspect, "
+                 "recorded on CPU torch 2.9.1-2.14.1) that .to('cuda') never moves; the failing "
+                 "op's text on CUDA is inferred from TensorIterator's wording, unverified on a GPU"},
     ],
 }
 
 _DEVICE_TEXT = (r"cuda:\d+ and cpu!|cpu and cuda:\d+!|is on cpu, different from other tensors on "
                 r"cuda:\d+|is on cuda:\d+, different from other tensors on cpu")
-_GPU_STAGES = ("reporter_trace_cuda", "trace_cpu_run_cuda", "trace_cpu_freeze_run_cuda",
+_GPU_STAGES = ("export_run_cuda", "trace_cuda_run_cuda", "trace_cpu_freeze_run_cuda",
                "workaround", "script_freeze_cpu_to_cuda")
 
 SIGNATURES = [
@@ -132,6 +136,9 @@ def build_model():
 
     torch.manual_seed(0)
     return SegHead().eval()
+
+
+SHAPE = (1, 3, 64, 64)
 
 
 def example(device="cpu"):
@@ -205,43 +212,56 @@ def stage_dtype_standin(s):
     s.note("outcome", "frozen.double() ran: constants followed .double()")
 
 
-def stage_trace_cpu_run_cuda(s):
-    model = build_model()
-    loaded = save_load(trace(model, example()), map_location="cuda")
-    s.note("parameter_devices", sorted(set(str(p.device) for p in loaded.parameters())))
-    run_checked(s, loaded, model.cuda(), example("cuda"), "trace on CPU, run on CUDA vs eager")
-
-
-def demo_inputs(input_shape, device):
-    """mmseg's _demo_mm_inputs, images only, on ``device`` (the reporter's change)."""
+def demo_inputs(input_shape, device="cpu"):
+    """mmseg's _demo_mm_inputs, images only: a torch.FloatTensor (CPU) unless moved."""
     import torch
 
     torch.manual_seed(1)
     return torch.rand(*input_shape).to(device)
 
 
-def pytorch2libtorch(model, input_shape, device, output_file, verify=True):
-    """The mmseg tool's export with the reporter's device argument: trace on ``device``, save."""
+def pytorch2libtorch(model, input_shape, output_file, verify=True, device=None, fix=False):
+    """The mmseg tool's export: trace with verify, save. ``device=None`` is the stock tool
+    (model and demo input on the CPU); ``fix=True`` adds the seed's freeze step."""
     import torch
 
-    model = model.to(device).eval()
-    imgs = demo_inputs(input_shape, device)
+    if device is not None:
+        model = model.to(device)
+    imgs = demo_inputs(input_shape, device or "cpu")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        traced = torch.jit.trace(model, example_inputs=imgs, check_trace=verify)
+        traced = torch.jit.trace(model.eval(), example_inputs=imgs, check_trace=verify)
+    if fix:
+        traced = torch.jit.freeze(traced)
+        torch.jit.run_frozen_optimizations(traced)
     traced.save(output_file)
     return traced
 
 
-def stage_reporter_trace_cuda(s, tmp):
+def device_literals(module):
+    return sorted(set(re.findall(r'torch\.device\("([^"]+)"\)', module.code)))
+
+
+def deploy_run(s, path, what):
+    """The deployment side: load the file, move the module to CUDA, run a CUDA input."""
     import torch
 
-    path = os.path.join(tmp, "reporter.pt")
-    traced = pytorch2libtorch(build_model(), (1, 3, 64, 64), "cuda:0", path, verify=True)
-    s.note("device_literals", sorted(set(re.findall(r'torch\.device\("([^"]+)"\)', traced.code))))
-    loaded = torch.jit.load(path).to("cuda")  # what the C++ side does: load, then module.to(kCUDA)
-    model = build_model().cuda()
-    run_checked(s, loaded, model, example("cuda"), "trace on cuda:0 (reporter's path), run on CUDA vs eager")
+    loaded = torch.jit.load(path).to("cuda")  # libtorch: torch::jit::load, then module.to(kCUDA)
+    s.note("parameter_devices", sorted(set(str(p.device) for p in loaded.parameters())))
+    run_checked(s, loaded, build_model().cuda(), example("cuda"), what)
+
+
+def stage_export_run_cuda(s, tmp):
+    path = os.path.join(tmp, "stock.pt")
+    s.note("device_literals", device_literals(pytorch2libtorch(build_model(), SHAPE, path)))
+    deploy_run(s, path, "stock export (CPU trace), run on CUDA vs eager")
+
+
+def stage_trace_cuda_run_cuda(s, tmp):
+    path = os.path.join(tmp, "cuda_trace.pt")
+    traced = pytorch2libtorch(build_model(), SHAPE, path, device="cuda:0")
+    s.note("device_literals", device_literals(traced))
+    deploy_run(s, path, "trace on cuda:0 without freezing, run on CUDA vs eager")
 
 
 def stage_trace_cpu_freeze_run_cuda(s):
@@ -250,12 +270,12 @@ def stage_trace_cpu_freeze_run_cuda(s):
     run_checked(s, loaded, model.cuda(), example("cuda"), "frozen CPU trace on CUDA vs eager")
 
 
-def stage_workaround(s):
-    model = build_model().cuda()
-    frozen = freeze(trace(model, example("cuda")))
+def stage_workaround(s, tmp):
+    """The seed's fix: model and example input on the device, trace, freeze, optimize, save."""
+    path = os.path.join(tmp, "fixed.pt")
+    frozen = pytorch2libtorch(build_model(), SHAPE, path, device="cuda:0", fix=True)
     s.note("cpu_device_literals", len(DEVICE_LITERAL.findall(frozen.code)))
-    loaded = save_load(frozen, map_location="cuda:0")
-    run_checked(s, loaded, model, example("cuda"), "trace + freeze on CUDA, run on cuda:0 vs eager")
+    deploy_run(s, path, "trace on cuda:0 + freeze, run on CUDA vs eager")
 
 
 def stage_frozen_to_other_gpu(s):
@@ -276,11 +296,11 @@ def main(r):
     r.stage("trace_cpu_inspect", stage_trace_inspect, role="info")
     r.stage("freeze_cpu_inspect", stage_freeze_inspect, role="info")
     r.stage("frozen_dtype_standin", stage_dtype_standin, role="info")
-    r.stage("reporter_trace_cuda", stage_reporter_trace_cuda, tmp, requires=["cuda"])
-    r.stage("trace_cpu_run_cuda", stage_trace_cpu_run_cuda, role="info", requires=["cuda"])
+    r.stage("export_run_cuda", stage_export_run_cuda, tmp, requires=["cuda"])
+    r.stage("workaround", stage_workaround, tmp, role="workaround", requires=["cuda"])
+    r.stage("trace_cuda_run_cuda", stage_trace_cuda_run_cuda, tmp, role="info", requires=["cuda"])
     r.stage("trace_cpu_freeze_run_cuda", stage_trace_cpu_freeze_run_cuda, role="info",
             requires=["cuda"])
-    r.stage("workaround", stage_workaround, role="workaround", requires=["cuda"])
     r.stage("frozen_to_other_gpu", stage_frozen_to_other_gpu, role="info", requires=["gpus>=2"])
     r.stage("script_freeze_cpu_to_cuda", stage_script_freeze_to_cuda, role="info",
             requires=["cuda"])

@@ -48,6 +48,14 @@ META = {
     ),
     "requires": ["cuda", "torch_tensorrt"],
     "expect": [
+        {"when": {"ngc": "<24.05"}, "status": "pass",
+         "note": "release/ngc/23.12 to 24.04 still convert a torch.device with "
+                 "Device._from_torch_device (24.04: py/torch_tensorrt/ts/_compile_spec.py:133 in "
+                 "_parse_device) and have no ts/_Device.py, although 24.02-24.04 ship "
+                 "torch_tensorrt 2.3.0.dev0"},
+        {"when": {"ngc": ">=24.05"}, "status": "fail",
+         "note": "release/ngc/24.05 and every later branch up to 26.09: "
+                 "py/torch_tensorrt/ts/_Device.py:64-66, TorchScriptDevice._from reads d.gpu_id"},
         {"when": {"torch_tensorrt": ">=2.3"}, "status": "fail",
          "note": "introduced by PR #2693 (v2.3.0), unchanged up to v2.13.0 and HEAD"},
         {"when": {"torch_tensorrt": "<2.3"}, "status": "pass",

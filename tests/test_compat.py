@@ -73,3 +73,28 @@ def test_table_pairs_are_consistent():
     for v, rel in table.torch.items():
         for index in rel.indexes:
             assert index in table.indexes, (v, index)
+
+
+def test_torch_2_15_gets_torchvision_by_its_requirement_with_a_confidence():
+    """No torchvision was released with torch 2.15; 0.29.2 declares torch>=2.14.0."""
+    pins = resolve_pip({"torch": "2.15.0"}, "3.11")
+    assert pins["torchvision"] == "0.29.2" and pins["torch_tensorrt"] is None
+    note = compat.pairing_note("2.15.0", "0.29.2")
+    assert "pairing confidence M" in note and "torch (>=2.14.0)" in note
+    assert compat.pairing_note("2.14.1", "0.29.1") == ""     # released together: nothing to say
+    assert compat.pairing_note("2.15.0", None) == ""
+
+
+def test_a_bad_confidence_mark_names_the_row():
+    from repromatrix.compat import parse_table
+    from repromatrix.errors import ConfigError
+
+    raw = {"torch": {"2.15.0": {"torchvision": ["0.29.2"], "python": ">=3.11", "pypi_cuda": "13.2",
+                                "indexes": [], "src": "V", "torchvision_src": "maybe"}},
+           "indexes": {"cu130": "13.0"}, "torch_tensorrt": {}, "ngc": {}}
+    raw["torch_tensorrt"] = {"2.14.0": {"torch": ">=2.14", "tensorrt": "11", "python": ">=3.10",
+                                        "index": "cu130", "src": "V"}}
+    raw["ngc"] = {"26.09": {"torch": "2.14.0a0", "python": "3.12"}}
+    with pytest.raises(ConfigError) as info:
+        parse_table(raw, "compat.yaml")
+    assert "torch.2.15.0.torchvision_src" in str(info.value) and "maybe" in str(info.value)

@@ -26,7 +26,9 @@ from repromatrix.yamlfile import load_yaml, read_yaml
 
 RECORDED = ROOT / "tests" / "data" / "pypi"
 TABLE = ROOT / "src" / "repromatrix" / "data" / "compat.yaml"
-ROW_2150 = re.compile(r'^  "2\.15\.0": .*$', re.M)
+ROW_2150 = re.compile(r'^  "2\.15\.0": \{[^}]*\}$', re.M)  # one row, over one or more lines
+BEFORE_2150 = ('  "2.15.0": {torchvision: [], python: ">=3.11", pypi_cuda: "13.2", indexes: [], src: V, '
+               'note: "no torchvision release for 2.15 known"}')
 
 
 def compat(*args: str | Path, check: bool = False) -> subprocess.CompletedProcess[str]:
@@ -38,8 +40,10 @@ def compat(*args: str | Path, check: bool = False) -> subprocess.CompletedProces
 
 
 def table_copy(tmp_path: Path, edit=lambda text: text) -> Path:
-    """Today's table (as on main), edited; its `checked` record dropped (written by --write)."""
+    """The table as it was before torch 2.15.0 got its torchvision by hand (issue 21), edited;
+    its `checked` record dropped (written by --write)."""
     text = re.sub(r"\n# When `repromatrix compat update.*", "\n", TABLE.read_text(), flags=re.S)
+    text = ROW_2150.sub(BEFORE_2150, text)
     path = tmp_path / "compat.yaml"
     path.write_text(edit(text))
     return path
@@ -113,6 +117,7 @@ def test_a_torch_tensorrt_release_missing_gets_a_row_with_a_derived_index(tmp_pa
 def test_stanza_for_a_torch_minor_without_a_stack(tmp_path):
     matrix = tmp_path / "matrix.yaml"
     shutil.copy(ROOT / "matrix.yaml", matrix)
+    matrix.write_text(re.sub(r'^  - \{kind: pip, torch: "2\.15"\}.*\n', "", matrix.read_text(), flags=re.M))
     table = table_copy(tmp_path, with_issue21_row)
     out = compat("--stanza", "--from", RECORDED, "--table", table, "--matrix", matrix, check=True)
     assert out.stdout == '  - {kind: pip, torch: "2.15"}\n'
@@ -120,7 +125,7 @@ def test_stanza_for_a_torch_minor_without_a_stack(tmp_path):
     assert behind.returncode == 1 and "torch 2.15 has no stack in the matrix file" in behind.stdout
     compat("--write", "--from", RECORDED, "--table", table, "--matrix", matrix, check=True)
     text = matrix.read_text()
-    newest = '  - {kind: pip, torch: "2.14", tags: [default]}  # newest release\n'
+    newest = next(line for line in text.splitlines(keepends=True) if 'torch: "2.14"' in line)
     assert newest + '  - {kind: pip, torch: "2.15"}\n' in text
     compat("--check", "--from", RECORDED, "--table", table, "--matrix", matrix, check=True)
     from repromatrix.config import load_matrix
@@ -130,7 +135,8 @@ def test_stanza_for_a_torch_minor_without_a_stack(tmp_path):
 
 
 def test_pairing_rule_pins_first_then_what_pip_picks():
-    table = parse_table(load_yaml(TABLE.read_bytes(), str(TABLE)), str(TABLE))
+    before = ROW_2150.sub(BEFORE_2150, TABLE.read_text()).encode()  # without the issue-21 pairing
+    table = parse_table(load_yaml(before, str(TABLE)), str(TABLE))
     facts = gather(pypi.RecordedIndex(RECORDED), table)
     assert torchvision_pairing("2.9.1", facts) == (["0.24.1"], ["0.24.1"], "V")
     assert torchvision_pairing("2.14.0", facts) == (["0.29.0"], ["0.29.0", "0.29.1", "0.29.2"], "V")

@@ -44,9 +44,11 @@ def test_published_matrix_validates_every_stack():
     m = load_matrix(paths.default_matrix())
     pip = [s for s in m.stacks if s.kind == "pip"]
     ngc = [s for s in m.stacks if s.kind == "ngc"]
-    assert {s.torch.rsplit(".", 1)[0] for s in pip} >= {f"2.{n}" for n in range(2, 15)}
+    assert {s.torch.rsplit(".", 1)[0] for s in pip} >= {f"2.{n}" for n in range(2, 16)}
     assert ngc[0].ngc == "23.12" and ngc[-1].ngc == "26.09"
-    assert all(s.torch_tensorrt and s.torchvision for s in pip)
+    assert all(s.torchvision for s in pip)
+    # torch 2.15 has no torch-tensorrt release yet
+    assert all(s.torch_tensorrt for s in pip if not s.torch.startswith("2.15."))
     assert len({s.id for s in m.stacks}) == len(m.stacks)
     assert any("default" in s.tags for s in m.stacks)
     assert set(m.repros) and all(s.repros == tuple(m.repros) for s in m.stacks)
@@ -165,3 +167,15 @@ def test_check_plain_is_exported_for_command_line_and_environment_values():
         check_plain("a b", "REPROMATRIX_BASE_IMAGES", spaces=False)
     with pytest.raises(ConfigError, match="too long"):
         check_plain("x" * 5000, "--find-links")
+
+
+def test_torch_2_15_stack_is_published_and_plan_states_the_pairing(capsys):
+    """torchvision 0.29.2 comes with torch 2.15.0 by its requirement: plan says how sure that is."""
+    from repromatrix.cli import main
+
+    m = load_matrix(paths.default_matrix())
+    (stack,) = [s for s in m.stacks if s.kind == "pip" and s.torch == "2.15.0"]
+    assert stack.torchvision == "0.29.2"
+    assert main(["plan", "--all", "-k", stack.id]) == 0
+    out = capsys.readouterr().out
+    assert "note: torchvision 0.29.2 with torch 2.15.0: pairing confidence M" in out

@@ -19,7 +19,16 @@ from protocol import Signature  # noqa: E402
 @pytest.mark.parametrize(("version", "spec", "ok"), [
     ("2.4.1+cu121", ">=2.4,<2.5", True),
     ("2.5.0", ">=2.4,<2.5", False),
-    ("2.4.0a0+07cecf4168", ">=2.4", True),  # NGC builds count as their release
+    ("2.4.0a0+07cecf4168", ">=2.4", False),  # PEP 440: an NGC pre-release is not the release
+    ("2.4.0a0+07cecf4168", "<2.4", True),
+    ("2.4.0a0+07cecf4168", "==2.4.*", True),
+    ("2.5.0.dev0", ">=2.4,<2.5", True),
+    ("2.5.0.dev0", "<2.5.0a0", True),      # dev before pre
+    ("2.5.0rc1", ">2.5.0b2", True),
+    ("2.5.0.post1", ">2.5.0", True),
+    ("2.5.0.post1.dev0", "<2.5.0.post1", True),
+    ("2.4.1+cu121", "==2.4.1+cu124", False),
+    ("10.3.0.nv24.05", ">=10.3,<10.4", True),  # not PEP 440: its numeric release
     ("2.13.0", "<2.13", False),
     ("2.12.1", "<2.13", True),
     ("0.29.1+cu130", "==0.29.*", True),
@@ -31,6 +40,22 @@ from protocol import Signature  # noqa: E402
 ])
 def test_version_matches(version, spec, ok):
     assert protocol.version_matches(version, spec) is ok
+
+
+def test_pre_release_is_not_the_release():
+    assert not protocol.when_matches({"torch_tensorrt": ">=2.5"}, {"torch_tensorrt": "2.5.0a0"})
+    assert protocol.when_matches({"torch_tensorrt": "<2.5"}, {"torch_tensorrt": "2.5.0a0"})
+
+
+def test_order_agrees_with_packaging():
+    """The stdlib ordering the repros use sorts as packaging does (local parts aside)."""
+    from _versions import sort_key
+    from packaging.version import Version
+
+    texts = ["2.5.0.dev0", "2.5.0a0", "2.5.0a1.dev2", "2.5.0b2", "2.5.0rc1", "2.5", "2.5.0",
+             "2.5.0.post1.dev3", "2.5.0.post1", "2.5.0-2", "2.5.1", "2.10.0", "1!0.1", "2.4.9"]
+    assert sorted(texts, key=sort_key) == sorted(texts, key=Version)
+    assert sort_key("2.5") == sort_key("2.5.0.0")
 
 
 def test_bad_specifier_is_rejected():

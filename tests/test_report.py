@@ -200,7 +200,9 @@ def test_contradiction_changes_and_drawer_data(tmp_path):
     assert cell["command"] == ("repromatrix run --matrix matrix.yaml -k ngc-24.05--deform_conv2d_device"
                                " --rerun")
     assert [s["name"] for s in cell["stages"]] == ["eager", "compile", "workaround"]
-    assert cell["signature"] == "trt3556-device-mismatch" and cell["expected"] == "fail"
+    # torch_tensorrt 2.4.0.dev0 is before 2.4 (PEP 440): the fixture's ">=2.4,<2.5" rule
+    # does not apply to this NGC record
+    assert cell["signature"] == "trt3556-device-mismatch" and "expected" not in cell
     assert dict(data["envs"][cell["id"]])["torch"] == "2.4.0a0+07cecf4168"
     assert "sha256:" in cell["image"] and cell["duration"] == "12.5 s"
     assert "hidden" in doc.find("aside", id="drawer").attrs
@@ -213,9 +215,11 @@ def test_repro_page_answers_beside_expectation(tmp_path):
     assert page.find("h2", cls="repro-title").text().startswith("deform_conv2d_device")
     rules = [[td.text().strip() for td in tr.find_all("td")] for tr in page.find("table", cls="rules")
              .find("tbody").find_all("tr")]
-    assert [r[0] for r in rules] == ["torch_tensorrt >=2.4,<2.5", "torch_tensorrt >=2.5"]
-    assert [r[3] for r in rules] == ["F fail 2", "P pass 1 F fail 1"]   # records beside each rule
-    assert [r[4] for r in rules] == ["0", "1"]
+    # NGC 24.05's torch_tensorrt 2.4.0.dev0 is before 2.4 (PEP 440): no rule applies to it
+    assert [r[0] for r in rules] == ["torch_tensorrt >=2.4,<2.5", "torch_tensorrt >=2.5",
+                                     "no rule applies"]
+    assert [r[3] for r in rules] == ["F fail 1", "P pass 1 F fail 1", "F fail 1"]   # records beside each rule
+    assert [r[4] for r in rules] == ["0", "1", "0"]
     summary = page.find("p", id="answer-summary").text()
     assert summary.startswith("reproduces on 3 of 4 stacks · first fixed in torch-tensorrt 2.5.0 "
                               "(last bad 2.4.0); bad again in torch-tensorrt 2.10.0")
@@ -456,7 +460,7 @@ def _rec(status="fail", env=None, **stack):
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("2.4.0a0+07cecf4168", "2.4.0"), ("2.4.1+cu124", "2.4.1"), ("2.5.0.dev0", "2.5.0"),
+    ("2.4.0a0+07cecf4168", "2.4.0a0"), ("2.4.1+cu124", "2.4.1"), ("2.5.0.dev0", "2.5.0.dev0"),
     ("10.3.0.nv24.05", "10.3.0"), ("24.05", "24.5"), ("2.10.0", "2.10.0"),
 ])
 def test_normalize_version(text, expected):
@@ -468,13 +472,45 @@ def test_normalize_version_junk():
 
 
 def test_evaluate_uses_probe_then_spec_and_first_rule():
-    ngc = _rec("fail", env={"torch": "2.4.0a0+07cecf4168", "torch_tensorrt": "2.4.0.dev0"}, ngc="24.05")
+    ngc = _rec("fail", env={"torch": "2.4.0a0+07cecf4168", "torch_tensorrt": "2.4.0+cu124"}, ngc="24.05")
     exp = evaluate(DEFORM.expect, ngc)
     assert (exp.status, exp.note, exp.contradicted) == ("fail", "TRT #3556", False)
+    dev0 = _rec("fail", env={"torch_tensorrt": "2.4.0.dev0"}, torch_tensorrt="2.4.0")
+    assert evaluate(DEFORM.expect, dev0) is None   # the probe wins, and 2.4.0.dev0 < 2.4
     assert evaluate(DEFORM.expect, _rec("fail", torch_tensorrt="2.5.0")).contradicted
     assert evaluate([{"when": {"ngc": ">=24.05"}, "status": "pass"}], ngc).status == "pass"
     nested = _rec("pass", env={"packages": {"torch_tensorrt": "2.5.0+cu124"}})
     assert evaluate(DEFORM.expect, nested).status == "pass"
+
+
+def test_pre_release_is_before_its_release():
+    """PEP 440 order: NGC's 2.5.0a0 is not torch-tensorrt 2.5 (it is before it)."""
+    assert evaluate(DEFORM.expect, _rec("fail", torch_tensorrt="2.5.0a0")).status == "fail"
+    assert evaluate(DEFORM.expect, _rec("fail", torch_tensorrt="2.5.0")).status == "pass"
+    post = [{"when": {"torch": ">2.4.1"}, "status": "pass"}]
+    assert evaluate(post, _rec("pass", torch="2.4.1.post1")).status == "pass"
+
+
+# What each release/ngc/* branch of pytorch/TensorRT holds (cited in the repros' META):
+# deform_conv2d: no empty_strided decomposition up to 24.06, the device-dropping one
+# (PR #2859 without #2948) on 24.07, the default-device one from 24.08.
+# gpu_id: Device._from_torch_device up to 24.04, ts/_Device.py reading d.gpu_id from 24.05.
+NGC_DEFORM_FAILS = {"24.07"}
+NGC_GPU_ID_PASSES = {"23.12", "24.01", "24.02", "24.03", "24.04"}
+
+
+def test_ngc_expectations_follow_the_branches():
+    from repromatrix.catalog import load_catalog
+    from repromatrix.compat import load_table
+
+    catalog = load_catalog(Path(__file__).resolve().parents[1] / "repros")
+    for tag, row in load_table().ngc.items():
+        rec = _rec("skip", env={"torch": row.torch, "torch_tensorrt": row.torch_tensorrt,
+                                "ngc": tag}, kind="ngc", ngc=tag)
+        deform = evaluate(catalog["deform_conv2d_device"].expect, rec)
+        gpu_id = evaluate(catalog["ts_device_gpu_id"].expect, rec)
+        assert deform.status == ("fail" if tag in NGC_DEFORM_FAILS else "pass"), tag
+        assert gpu_id.status == ("pass" if tag in NGC_GPU_ID_PASSES else "fail"), tag
 
 
 def test_evaluate_no_rule_or_unknown_version():
@@ -584,6 +620,29 @@ def test_report_command_shows_freshness_and_no_section_without_it(tmp_path):
                           capture_output=True, text=True, env=cli_env(), timeout=300)
     assert proc.returncode == 0, proc.stderr
     doc = parse(tmp_path / "site" / "index.html")
-    assert "torch 2.15.0" in doc.find("p", id="fresh-waiting").text()   # the project's matrix stops at 2.14
+    from packaging.version import Version
+
+    from repromatrix.config import load_matrix
+
+    newest = max((s.torch for s in load_matrix().stacks if s.kind == "pip"), key=Version)
+    assert fresh_rows(doc)["torch"][2] == newest  # the newest torch the project's matrix stacks
     _, plain, _ = render(tmp_path / "plain", "every_status")
     assert not plain.find_all("section", id="freshness")
+
+
+def test_stack_row_states_a_torchvision_pairing_confidence(tmp_path):
+    """torch 2.15.0 + torchvision 0.29.2 (paired by tv's requirement) says its confidence."""
+    from repromatrix.results import ResultStore
+
+    store = ResultStore(tmp_path / "results")
+    for sid, torch, tv in (("new", "2.15.0", "0.29.2"), ("old", "2.14.1", "0.29.1")):
+        store.append(_result(cell=f"{sid}--demo", repro="demo", status="skip",
+                             stack={"id": sid, "kind": "pip", "torch": torch, "torchvision": tv},
+                             finished_at="2026-11-23T00:00:01+00:00"))
+    render_site([store.root], tmp_path / "site")
+    doc = parse(tmp_path / "site" / "index.html")
+    heads = {th.parent.attrs["data-stack"]: th for th in doc.find_all("th", cls="stack")}
+    pairing = heads["new"].find("small", cls="pairing")
+    assert "pairing confidence M" in pairing.text()
+    assert "pairing confidence M" in heads["new"].attrs["title"]
+    assert heads["old"].find_all("small", cls="pairing") == []

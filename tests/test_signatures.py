@@ -72,30 +72,6 @@ CASES = [
      "found two different devices cuda:1, cuda:0" + _DEFORM_NODE, "trt_compile", "2.5.1", "", None,
      "near miss: the cuda:1 mismatch is not the 2.4.0 bug on the main stage"),
     # ---- dynamic_unet_shapes
-    ("dynamic_unet_shapes", ["RuntimeError"],
-     "builtins.RuntimeError: The size of tensor a (2*((s0//8))) must match the size of tensor b ((s0//4)) "
-     "at non-singleton dimension 3)", "symbolic_export", "2.14.1", "", "symbolic_size_mismatch",
-     "recorded, torch 2.9.1 to 2.14.1"),
-    ("dynamic_unet_shapes", ["RuntimeError"],
-     "RuntimeError: The size of tensor a ((s0//4)) must match the size of tensor b (2*((s0//8))) at "
-     "non-singleton dimension 3", "trt_dynamo_compile", "2.14.1", "", "symbolic_size_mismatch",
-     "issue 10: a skip + up model names the operands in the other order"),
-    ("dynamic_unet_shapes", ["RuntimeError"],
-     "RuntimeError: The size of tensor a (2*((s0//8))) must match the size of tensor b (2*((s0//8))) at "
-     "non-singleton dimension 3", "symbolic_export", "2.14.1", "", None,
-     "near miss: the same symbolic term on both sides is not the h//4 vs 2*(h//8) constraint"),
-    ("dynamic_unet_shapes", ["RuntimeError"],
-     "builtins.RuntimeError: The size of tensor a (74) must match the size of tensor b (75) at "
-     "non-singleton dimension 3", "eager_opt_shape", "2.14.1", "", "eager_skip_size_mismatch",
-     "recorded, torch 2.9.1 to 2.14.1 (300x300 in eager)"),
-    ("dynamic_unet_shapes", ["RuntimeError"],
-     "builtins.RuntimeError: The size of tensor a (74) must match the size of tensor b (76) at "
-     "non-singleton dimension 3", "eager_opt_shape", "2.14.1", "", None,
-     "near miss: other sizes are not the 300x300 skip connection"),
-    ("dynamic_unet_shapes", ["ValueError"], "ValueError: ... Eq(2*((s1//8)), (s1//4)) is inconsistent!",
-     "symbolic_export", "2.6.0", "", "symbolic_inconsistent", "DOSSIER section 3, torch 2.6.0"),
-    ("dynamic_unet_shapes", ["ValueError"], "ValueError: ... Eq((s1//4), 2*((s1//8))) is inconsistent!",
-     "symbolic_export", "2.6.0", "", "symbolic_inconsistent", "the same, other operand order"),
     ("dynamic_unet_shapes", ["RuntimeError"], "RuntimeError: " + _WILDCARD, "ts_dynamic_compile", "2.2.0",
      "", "ts_reshape_wildcard", "TRT #2617 (reporter's TorchScript log) and #1568"),
     ("dynamic_unet_shapes", ["RuntimeError"], "RuntimeError: [Shuffle]: output shape can not be computed",
@@ -113,13 +89,19 @@ CASES = [
     # ---- onnx_export_device
     ("onnx_export_device", ["RuntimeError"],
      "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cpu and "
-     "cuda:0!", "legacy_export", "2.8.0", "", "legacy_eager_device_mismatch",
-     "the seed's text (CPU operand first: TensorIterator, pytorch #102947's wording)"),
-    ("onnx_export_device", ["RuntimeError"],
-     "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cpu and "
      "cuda:0! (when checking argument for argument index in method wrapper_CUDA__index_select)",
      "legacy_export", "2.0.0", "", "legacy_eager_device_mismatch",
-     "pytorch #102947 (legacy exporter, cpu first); same mix, another op"),
+     "printed in pytorch #102947 (torch 2.0.0+cu118, legacy exporter): index_select, CPU self first"),
+    ("onnx_export_device", ["RuntimeError"],
+     "Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cpu! "
+     "(when checking argument for argument index in method wrapper_CUDA__index_select)",
+     "legacy_export", "2.6.0", "", None,
+     "near miss, printed in pytorch #154093 (torch 2.6.0): CUDA self, CPU index, the other order"),
+    ("onnx_export_device", ["RuntimeError"],
+     "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
+     "and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)",
+     "legacy_export", "2.6.0", "", None,
+     "near miss, printed in pytorch #159133 (DOSSIER section 0): Linear names its CUDA bias first"),
     ("onnx_export_device", ["RuntimeError"],
      "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
      "and cuda:1!", "legacy_export", "2.6.0", "", None, "near miss: two GPUs, not model vs CPU input"),
@@ -127,18 +109,36 @@ CASES = [
      _MISMATCH_14 % "cpu and cuda:0",
      "fake_first_op", "2.14.1", "", "first_op_fake_mismatch", "recorded, torch 2.13.0 and 2.14.1"),
     ("onnx_export_device", ["RuntimeError"],
-     "builtins.RuntimeError: Unhandled FakeTensor Device Propagation for aten.sub.Tensor, found two "
-     "different devices cpu, cuda:0", "fake_first_op", "2.12.1", "", "first_op_fake_propagation",
+     "builtins.RuntimeError: Unhandled FakeTensor Device Propagation for aten.index_select.default, found "
+     "two different devices cpu, cuda:0", "fake_first_op", "2.12.1", "", "first_op_fake_propagation",
      "recorded, torch 2.9.1 and 2.12.1"),
+    ("onnx_export_device", ["TorchExportError", "RuntimeError"],
+     _STEP1 + "## Exception summary\n\n<class 'RuntimeError'>: Unhandled FakeTensor Device Propagation "
+     "for aten.index_select.default, found two different devices cpu, cuda:0\n\n(Refer to the full stack "
+     "trace above for more information.)\nbuiltins.RuntimeError: Unhandled FakeTensor Device Propagation "
+     "for aten.index_select.default, found two different devices cpu, cuda:0", "fake_dynamo_export",
+     "2.12.1", "", "first_op_fake_propagation", "recorded, torch 2.12.1 (dynamo exporter, step 1/3)"),
     ("onnx_export_device", ["RuntimeError"],
      "builtins.RuntimeError: Unhandled FakeTensor Device Propagation for aten.sub.Tensor, found two "
-     "different devices cpu, cuda:0", "fake_first_op", "2.14.1", "", None,
+     "different devices cpu, cuda:0", "fake_first_op", "2.12.1", "", None,
+     "near miss: the normalization (aten.sub) is not the first op"),
+    ("onnx_export_device", ["RuntimeError"],
+     "builtins.RuntimeError: Unhandled FakeTensor Device Propagation for aten.index_select.default, found "
+     "two different devices cpu, cuda:0", "fake_first_op", "2.14.1", "", None,
      "near miss: the <= 2.12 text is not claimed for 2.14"),
     ("onnx_export_device", ["TorchExportError", "RuntimeError"],
      _STEP1 + "## Exception summary\n\n<class 'RuntimeError'>: Tensor on device cuda:0 is not on the "
      "expected device cpu!\nbuiltins.RuntimeError: Tensor on device cuda:0 is not on the expected "
      "device cpu!",
-     "fake_dynamo_export", "2.9.1", "", "export_fake_mismatch", "recorded, torch 2.9.1 to 2.14.1"),
+     "fake_dynamo_export", "2.9.1", "", "export_fake_mismatch",
+     "recorded, torch 2.9.1 to 2.14.1, with the earlier (x - mean)-first model and dynamic_axes"),
+    ("onnx_export_device", ["TorchExportError", "FakeTensorDeviceMismatchError", "RuntimeError"],
+     _STEP1 + "## Exception summary\n\n<class 'torch._subclasses.fake_tensor."
+     "FakeTensorDeviceMismatchError'>: Expected all tensors to be on the same device, but found at "
+     "least two devices, cpu and cuda:0!\n\n"
+     "(Refer to the full stack trace above for more information.)\n" + _MISMATCH_14 % "cpu and cuda:0",
+     "fake_dynamo_export", "2.14.1", "", "export_fake_mismatch",
+     "recorded, torch 2.14.1 (index_select first)"),
     ("onnx_export_device", ["TorchExportError", "RuntimeError"],
      _STEP1 + "## Exception summary\n\n<class 'RuntimeError'>: Tensor on device cpu is not on the expected "
      "device meta!", "fake_dynamo_export", "2.9.1", "", None,
@@ -155,11 +155,11 @@ CASES = [
     # ---- torchscript_device_mix
     ("torchscript_device_mix", ["torch.jit.Error", "RuntimeError"],
      _TS + "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
-     "cuda:0 and cpu!", "reporter_trace_cuda", "2.4.0", "", "torchscript_device_mismatch",
+     "cuda:0 and cpu!", "export_run_cuda", "2.4.0", "", "torchscript_device_mismatch",
      "mmseg #3805 (DOSSIER section 4)"),
     ("torchscript_device_mix", ["torch.jit.Error", "RuntimeError"],
      _TS + "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
-     "cuda:0 and cuda:1!", "reporter_trace_cuda", "2.4.0", "", None,
+     "cuda:0 and cuda:1!", "export_run_cuda", "2.4.0", "", None,
      "near miss: two GPUs (pytorch #46580) is not the cpu mix"),
     ("torchscript_device_mix", ["torch.jit.Error", "RuntimeError"],
      _TS + "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
@@ -167,11 +167,11 @@ CASES = [
      "pytorch #46580: trace on cuda:0, run on cuda:1"),
     ("torchscript_device_mix", ["torch.jit.Error", "RuntimeError"],
      _TS + "RuntimeError: Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be "
-     "the same", "trace_cpu_run_cuda", "2.4.0", "", "torchscript_conv_device_mismatch",
+     "the same", "export_run_cuda", "2.4.0", "", "torchscript_conv_device_mismatch",
      "the eager conv wording (DOSSIER section 0, libtorch 2.6 and 2.13) inside the interpreter"),
     ("torchscript_device_mix", ["RuntimeError"],
      "RuntimeError: Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be "
-     "the same", "trace_cpu_run_cuda", "2.4.0", "", None,
+     "the same", "export_run_cuda", "2.4.0", "", None,
      "near miss: the same text in eager, outside TorchScript"),
     ("torchscript_device_mix", ["torch.jit.Error", "RuntimeError"],
      _TS + "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
@@ -219,6 +219,32 @@ def test_every_signature_has_a_positive_and_a_near_miss():
                 continue  # signal signatures: test_signal_signatures below
             assert (rid, sig.id) in positives, f"{rid}.{sig.id} has no positive case"
         assert rid in near_misses, f"{rid} has no near-miss case"
+
+
+# (text, refused as the reporter's skip arithmetic?, source): stage reporter_skip_arithmetic's check
+SKIP_TEXTS = [
+    ("TorchRuntimeError: Failed running call_function <built-in function add>(*(FakeTensor(..., size=(1, 3, "
+     "2*((s0//8)), 2*((s1//8)))), FakeTensor(..., size=(1, 3, (s0//4), (s1//4)))), **{}):\nThe size of "
+     "tensor a (2*((s1//8))) must match the size of tensor b ((s1//4)) at non-singleton dimension 3)",
+     True, "recorded, torch 2.2.2 (the issue's dynamo text, NGC 23.12 has torch 2.2.0a0)"),
+    ("RuntimeError: The size of tensor a (2*((s0//8))) must match the size of tensor b ((s0//4)) at "
+     "non-singleton dimension 3)", True, "recorded, torch 2.9.1 to 2.14.1 (reporter_skip_arithmetic)"),
+    ("RuntimeError: The size of tensor a ((s0//4)) must match the size of tensor b (2*((s0//8))) at "
+     "non-singleton dimension 3", True, "issue 10: a skip + up model names the operands the other way"),
+    ("ValueError: ... Eq(2*((s1//8)), (s1//4)) is inconsistent!", True, "DOSSIER section 3, torch 2.6.0"),
+    ("RuntimeError: The size of tensor a (2*((s0//8))) must match the size of tensor b (2*((s0//8))) "
+     "at non-singleton dimension 3", False, "near miss: the same term on both sides"),
+    ("RuntimeError: The size of tensor a (74) must match the size of tensor b (75) at non-singleton "
+     "dimension 3", False, "near miss: the eager text at 300 is not the symbolic refusal"),
+]
+
+
+@pytest.mark.parametrize("text, refused, source", SKIP_TEXTS)
+def test_reporter_skip_arithmetic_texts(text, refused, source):
+    import re
+
+    mod = importlib.import_module("dynamic_unet_shapes")
+    assert any(re.search(p, text) for p in mod.SKIP_REFUSALS) is refused, source
 
 
 def test_signal_signatures():

@@ -259,7 +259,18 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(json.dumps(cells, indent=2))
         return 0
     print(format_plan(plan))
+    for line in pairing_notes(plan):
+        print(printable(f"note: {line}"))
     return 0
+
+
+def pairing_notes(plan: Plan) -> list[str]:
+    """One line per planned stack whose torchvision the compat table pairs with less than
+    checked confidence."""
+    from .compat import pairing_note
+
+    notes = (pairing_note(g.stack.torch, g.stack.torchvision) for g in plan.groups)
+    return list(dict.fromkeys(n for n in notes if n))
 
 
 def format_plan(plan: Plan) -> str:
@@ -304,6 +315,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         plan = shard_plan(plan, shard, args.durations, args.results)
         if not plan.groups:
             return 0
+    for line in pairing_notes(plan):
+        print(printable(f"note: {line}"), file=sys.stderr)
     try:
         with RunProgress() as progress:
             summary = run_plan(matrix, plan, options, log=progress.log, progress=progress)

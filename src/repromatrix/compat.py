@@ -33,6 +33,10 @@ class CompatError(ValueError):
         super().__init__(message)
 
 
+CONFIDENCE = {"V": "checked against package metadata or a primary file",
+              "S": "secondary source", "M": "derived, unconfirmed"}
+
+
 @dataclass(frozen=True)
 class TorchRelease:
     version: str
@@ -40,6 +44,9 @@ class TorchRelease:
     python: SpecifierSet
     pypi_cuda: str
     indexes: tuple[str, ...]
+    src: str = "M"               # confidence of the row (CONFIDENCE)
+    pairing_src: str = "M"       # confidence of the torchvision pairing (defaults to src)
+    pairing_note: str = ""       # how the pairing was made when it is not a joint release
 
 
 @dataclass(frozen=True)
@@ -178,8 +185,29 @@ def _torch_release(v: str, r: dict[str, Any], known: set[str]) -> TorchRelease:
     indexes = _str_tuple(r, "indexes")
     for i in indexes:
         _known_index("indexes", i, known)
+    src = _confidence(r, "src", None)
     return TorchRelease(v, _str_tuple(r, "torchvision"), _spec(r, "python"),
-                        _field(r, "pypi_cuda", str), indexes)
+                        _field(r, "pypi_cuda", str), indexes, src,
+                        _confidence(r, "torchvision_src", src), _field(r, "torchvision_note", str, ""))
+
+
+def _confidence(row: dict[str, Any], name: str, default: str | None) -> str:
+    value = _field(row, name, str) if default is None else _field(row, name, str, default)
+    if value not in CONFIDENCE:
+        raise _BadField(name, f"{brief(value)} is not a confidence mark ({', '.join(CONFIDENCE)})")
+    return value
+
+
+def pairing_note(torch: str | None, torchvision: str | None) -> str:
+    """A line saying how far a torch/torchvision pair can be trusted, when the table pairs
+    them with less than V confidence (e.g. by torchvision's published requirement alone);
+    "" for a checked pairing or a pair the table does not hold."""
+    rel = load_table().torch.get(str(torch)) if torch else None
+    if rel is None or not torchvision or torchvision not in rel.torchvision or rel.pairing_src == "V":
+        return ""
+    how = f": {rel.pairing_note}" if rel.pairing_note else ""
+    return (f"torchvision {torchvision} with torch {torch}: pairing confidence {rel.pairing_src} "
+            f"({CONFIDENCE[rel.pairing_src]}){how}")
 
 
 def _trt_release(v: str, r: dict[str, Any], known: set[str]) -> TrtRelease:

@@ -9,18 +9,22 @@ Flow: results -> **expect** -> report. A repro declares rules such as::
 tensorrt, onnx, ngc) with PEP 440 specifiers. The first rule whose every clause
 matches applies. Versions are taken from the record's environment probe, falling
 back to the stack spec; local parts (``+cu124``, ``.nv24.05``) are dropped and
-pre-/dev-releases (NGC's ``2.4.0a0``) count as their release (``2.4.0``).
+versions compare in PEP 440 order: a pre-/dev-release (NGC's ``2.5.0a0``) comes
+before its release, so ``>=2.5`` does not hold for it and ``<2.5`` does (the
+same order as ``repros/_versions.py``; packaging's rule that ``<V`` excludes
+pre-releases of V is not used, so every version falls on one side of a bound).
 A rule naming a package whose version is unknown does not apply.
 """
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from .model import Status
@@ -48,12 +52,13 @@ class Expectation:
 
 
 def normalize_version(text: Any) -> Version | None:
-    """``2.4.0a0+07cecf4`` -> 2.4.0; ``10.3.0.nv24.05`` -> 10.3.0; junk -> None."""
+    """``2.4.0a0+07cecf4`` -> 2.4.0a0 (local part dropped, pre-release kept);
+    ``10.3.0.nv24.05`` -> 10.3.0; junk -> None."""
     if text is None:
         return None
     raw = str(text).strip()
     try:
-        return Version(Version(raw.split("+", 1)[0]).base_version)
+        return Version(raw.split("+", 1)[0])
     except InvalidVersion:
         pass
     match = _RELEASE.match(raw)
@@ -99,9 +104,17 @@ def rule_matches(when: Mapping[str, Any], result: Result) -> bool:
             specifier = SpecifierSet(str(spec), prereleases=True)
         except InvalidSpecifier:
             return False
-        if version not in specifier:
+        if not all(_holds(version, clause) for clause in specifier):
             return False
     return True
+
+
+def _holds(version: Version, clause: Specifier) -> bool:
+    """One clause in PEP 440 order; ``==``/``!=``/``~=``/``===`` as packaging reads them."""
+    ops = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
+    if clause.operator in ops:
+        return bool(ops[clause.operator](version, Version(clause.version)))
+    return clause.contains(version, prereleases=True)
 
 
 def contradicts(expected: str, status: str) -> bool:

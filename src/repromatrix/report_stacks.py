@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from . import expect as expect_mod
+from .compat import pairing_note
 from .report_answers import stack_scope
 from .result import Result
 
@@ -91,6 +92,10 @@ class StackBook:
             st["full_label"] = " · ".join(f"{short} {versions[k]}" for k, short in LABEL_KEYS
                                           if k in versions)
             st["label"] = short_label(st["kind"], versions)
+            st["pairing"] = pairing_note(_plain(versions.get("torch", "")),
+                                         _plain(versions.get("torchvision", "")))
+            if st["pairing"]:
+                st["full_label"] += f" · {st['pairing']}"
             st["group_key"], st["group"] = stack_group(st["kind"], versions)
         for rank, st in enumerate(sorted(self.stacks.values(), key=stack_sort_key)):
             st["rank"] = rank

@@ -26,7 +26,7 @@ from .config import Matrix, load_matrix
 from .errors import BaseImageMissing, HarnessError, UsageError
 from .hints import base_image_hint
 from .model import Plan
-from .options import DEFAULT_RESULTS, RunOptions, load_matrix_with, run_options
+from .options import DEFAULT_RESULTS, RunOptions, load_matrix_with, run_options, writable_folder
 from .plan import make_plan
 from .shard import parse_shard, shard_plan
 from .textsafe import printable
@@ -315,9 +315,9 @@ def cmd_report(args: argparse.Namespace, results: Sequence[Path] | None = None) 
     from .report import render_site
 
     paths = list(results or args.results or [DEFAULT_RESULTS])
-    missing = [p for p in paths if not p.exists()]
-    if missing:
-        raise UsageError(f"--results {missing[0]}: no such file or folder (run `repromatrix run` first)")
+    for path in paths:
+        check_results_path(path)
+    writable_folder(args.out, "--out")
     matrix = load(args, overrides=False)
     catalog = own_bugs.report_catalog(matrix.repros, paths)
     summary = render_site(paths, args.out, catalog, matrix=str(matrix.path),
@@ -331,6 +331,28 @@ def cmd_report(args: argparse.Namespace, results: Sequence[Path] | None = None) 
             print(printable(f"contradicts its expectation: {cid}"), file=sys.stderr)
         return EXIT_CONTRADICTION
     return 0
+
+
+def check_results_path(path: Path) -> None:
+    """A UsageError unless ``path`` is a folder or a file holding at least one record
+    (checked before the site is written, so a wrong path overwrites nothing)."""
+    from .results import Skipped, scan_lines
+
+    if not path.exists():
+        raise UsageError(f"--results {path}: no such file or folder (run `repromatrix run` first)")
+    if path.is_dir():
+        return
+    if not path.is_file():
+        raise UsageError(f"--results {path}: not a regular file or a folder")
+    first: Skipped | None = None
+    with path.open("rb") as fh:
+        for _, _, _, item in scan_lines(fh, str(path)):
+            if not isinstance(item, Skipped):
+                return
+            first = first or item
+    why = f" ({first.reason} on line {first.line})" if first else " (it is empty)"
+    raise UsageError(printable(f"--results {path}: holds no results record{why}; give a results "
+                               f"folder or one of its .jsonl files"))
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:

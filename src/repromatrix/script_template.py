@@ -2,8 +2,10 @@
 Python 3.8+. Kept as text: the host never runs it, the runner does, in the stack under test.
 
 It writes the user's script (embedded as ``SCRIPT_SOURCE``) to a fresh temporary
-folder, runs it there with the same interpreter, relays its output, and turns how
-it ended into a result like a protocol repro's: exit 0 pass, 125 skip (cannot
+folder (removed afterwards), runs it there with the same interpreter in its own process
+group (ended once the script exits: a background child it leaves is stopped, and the
+outcome comes from the exit status, not from the output closing), relays its output,
+and turns how it ended into a result like a protocol repro's: exit 0 pass, 125 skip (cannot
 tell), any other exit fail, or, with ``BAD_IF_OUTPUT``, fail when the output
 matches and error when it exits non-zero without matching. A death by signal is
 left to the runner (the wrapper exits 128 + the signal, so the runner records a
@@ -14,14 +16,18 @@ BODY = r'''
 import json
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 CANNOT_TELL = 125
 OUTPUT_LIMIT = 4 * 1024 * 1024
 TAIL = 4000
+RELAY_GRACE_S = 2.0
 
 
 def _result_path(argv):
@@ -55,17 +61,46 @@ def _plain_env():
 
 
 def _run(path, folder):
+    """Run the script in its own process group; its exit status decides, not its output
+    closing (a background child it leaves may hold the pipe). The group is ended after."""
     proc = subprocess.Popen([sys.executable, path], cwd=folder, env=_plain_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
     kept = bytearray()
-    for chunk in iter(lambda: proc.stdout.read1(65536) if hasattr(proc.stdout, "read1")
-                      else proc.stdout.readline(), b""):
+    relay = threading.Thread(target=_relay, args=(proc.stdout, kept), daemon=True)
+    relay.start()
+    try:
+        rc = proc.wait()
+    finally:
+        _end_group(proc.pid)
+    relay.join(RELAY_GRACE_S)  # a child that left the group may keep the pipe: not waited on
+    return rc, bytes(kept).decode("utf-8", "replace")
+
+
+def _relay(stream, kept):
+    read = stream.read1 if hasattr(stream, "read1") else stream.readline
+    for chunk in iter(lambda: read(65536), b""):
         sys.stdout.buffer.write(chunk)
         sys.stdout.flush()
         kept += chunk
         if len(kept) > OUTPUT_LIMIT:
             del kept[:len(kept) - OUTPUT_LIMIT]
-    return proc.wait(), kept.decode("utf-8", "replace")
+
+
+def _end_group(pgid):
+    """SIGTERM the script's process group, then SIGKILL what is left after a grace."""
+    for sig, grace in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 0.0)):
+        try:
+            os.killpg(pgid, sig)
+        except OSError:  # the group is empty: everything has exited
+            return
+        deadline = time.time() + grace
+        while time.time() < deadline:
+            try:
+                os.killpg(pgid, 0)
+            except OSError:
+                return
+            time.sleep(0.05)
 
 
 def _verdict(rc, output):
@@ -96,10 +131,13 @@ def main():
               "workaround": None, "stages": [], "traceback": "", "signatures": []}
     _write(result, record)
     folder = tempfile.mkdtemp(prefix="repromatrix-script-")
-    path = os.path.join(folder, SCRIPT_NAME)
-    with open(path, "w") as f:
-        f.write(SCRIPT_SOURCE)
-    rc, output = _run(path, folder)
+    try:
+        path = os.path.join(folder, SCRIPT_NAME)
+        with open(path, "w") as f:
+            f.write(SCRIPT_SOURCE)
+        rc, output = _run(path, folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     if rc < 0:  # a death by signal: the runner records the crash in stage "script"
         sys.exit(128 - rc)
     status, signature, message = _verdict(rc, output)

@@ -1,7 +1,6 @@
 """Fixture: runs after hostile_surrogate on the same stack; a check that holds."""
-import torch
-
 import protocol
+import torch
 
 META = {"id": "hostile_after", "title": "after", "upstream": [], "description": "",
         "requires": [], "expect": []}

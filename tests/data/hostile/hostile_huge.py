@@ -6,7 +6,7 @@ META = {"id": "hostile_huge", "title": "huge", "upstream": [], "description": ""
 
 
 def _huge(s):
-    s.evidence.update({"k%d" % i: "E" * 100000 for i in range(60)})
+    s.evidence.update({f"k{i}": "E" * 100000 for i in range(60)})
     s.check(True, "W" * 20000000)
 
 

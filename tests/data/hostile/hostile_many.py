@@ -7,12 +7,12 @@ META = {"id": "hostile_many", "title": "many", "upstream": [], "description": ""
 
 def _small(s, i):
     s.evidence["x"] = "y" * 300
-    s.check(True, "stage %d" % i)
+    s.check(True, f"stage {i}")
 
 
 def main(r):
     for i in range(600):
-        r.stage("stage_%03d" % i, _small, i, role="info")
+        r.stage(f"stage_{i:03d}", _small, i, role="info")
 
 
 if __name__ == "__main__":

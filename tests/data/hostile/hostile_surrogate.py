@@ -10,7 +10,7 @@ META = {"id": "hostile_surrogate", "title": "surrogate", "upstream": [], "descri
 def _open_image(s):
     name = os.fsdecode(b"/x/image-\xff.png")
     s.evidence["file"] = name
-    raise FileNotFoundError("cannot open %s" % name)
+    raise FileNotFoundError(f"cannot open {name}")
 
 
 def main(r):

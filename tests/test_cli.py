@@ -147,3 +147,24 @@ def test_kill_9_of_the_harness_takes_the_runner_and_its_repro_down(tmp_path):
     while time.monotonic() < deadline and alive():
         time.sleep(0.2)
     assert alive() == b"", "the runner and its repro die with the harness"
+
+
+def _options_without_help(parser, path=()):
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _options_without_help(sub, (*path, name))
+        elif action.option_strings and not action.help:
+            yield " ".join((*path, action.option_strings[-1]))
+
+
+def test_help_describes_the_tool_and_every_option():
+    proc = repromatrix("--help")
+    assert proc.returncode == 0
+    assert "PyTorch deployment stack" in proc.stdout
+    assert "parse arguments" not in proc.stdout, "not the module's internal docstring"
+    assert list(_options_without_help(build_parser())) == []
+    bisect = repromatrix("bisect", "--help").stdout
+    assert "what the releases between --good and --bad are of" in bisect

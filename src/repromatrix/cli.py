@@ -34,6 +34,9 @@ from .textsafe import printable
 EXIT_CONTRADICTION = 4
 EXIT_INFRA = 3
 DEFAULT_SITE = Path("site")
+DESCRIPTION = ("Compatibility matrix and reproduction harness for the PyTorch deployment stack "
+               "(torch / torchvision / torch-tensorrt / NGC): run known bugs' repros on many "
+               "environments, render the matrix as a static site, bisect a regression.")
 
 
 def _add_repros_arg(p: argparse.ArgumentParser) -> None:
@@ -126,13 +129,14 @@ def _add_report_args(p: argparse.ArgumentParser, results: bool = True) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="repromatrix", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="repromatrix", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"repromatrix {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("plan", help="list the selected cells")
     _add_matrix_args(p)
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="a table to read, or JSON (cells with their stacks) for scripts")
     p.add_argument("--shards", type=int, metavar="N",
                    help="split the selected stacks into N shards balanced by expected cost")
     _add_durations_arg(p)
@@ -172,8 +176,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "probe installs the axis package and what the repro's META requires")
     p.add_argument("--good", required=True, help="a version where the repro passes")
     p.add_argument("--bad", required=True, help="a version where it fails")
-    p.add_argument("--axis", default="torch", choices=("torch", "torch_tensorrt", "ngc"))
-    p.add_argument("--matrix", type=Path)
+    p.add_argument("--axis", default="torch", choices=("torch", "torch_tensorrt", "ngc"),
+                   help="what the releases between --good and --bad are of (default: torch)")
+    p.add_argument("--matrix", type=Path,
+                   help="matrix file whose defaults (indexes, CA bundle, mirrors) probes take "
+                        "(default: the project's)")
     p.add_argument("--bad-if", default="fail", help="statuses that count as bad (default: fail)")
     p.add_argument("--find-fix", action="store_true", help="search for the first good instead")
     p.add_argument("--stage", metavar="NAME", help="judge by this stage's status, not the cell's")
@@ -191,7 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_slurm(p.add_subparsers(dest="target", required=True, metavar="TARGET"), _add_matrix_args)
 
     p = sub.add_parser("env", help="print the environment probe of an interpreter as JSON")
-    p.add_argument("--python", metavar="PATH", default=sys.executable)
+    p.add_argument("--python", metavar="PATH", default=sys.executable,
+                   help="the interpreter to probe (default: the one running repromatrix)")
     return parser
 
 
@@ -294,10 +302,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     except BaseImageMissing as exc:
         raise base_image_hint(exc, args, matrix, options, plan) from None
     progress.print_summary(summary.run_id)
+    _say_why_broken(summary.results)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "nothing new"
     print(printable(f"run {summary.run_id}: {summary.ran} cell(s) run ({counts}), {summary.reused} reused; "
           f"results in {options.results}/"))
     return _all_broken(summary)
+
+
+def _say_why_broken(results: Sequence[Any]) -> None:
+    """Each reason cells ended `broken` (nothing tested there), with the stacks it hit."""
+    stacks: dict[str, list[str]] = {}
+    for r in results:
+        if r.status == "broken" and r.stack_id not in stacks.setdefault(r.message, []):
+            stacks[r.message].append(r.stack_id)
+    for reason, ids in stacks.items():
+        more = f" and {len(ids) - 3} more" if len(ids) > 3 else ""
+        print(printable(f"repromatrix: broken on {len(ids)} stack(s) ({', '.join(ids[:3])}{more}): "
+                        f"{reason}"), file=sys.stderr)
 
 
 def _all_broken(summary: Any) -> int:

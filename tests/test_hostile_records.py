@@ -89,3 +89,39 @@ def test_the_store_keeps_a_record_that_was_not_escaped(tmp_path):
     path = store.append(rec)
     assert b"\\udcff" in path.read_bytes()
     assert [r.message for r in load_records([tmp_path]).records] == [rec.message]
+
+
+def test_a_cell_counts_as_recorded_only_once_its_record_is_written(tmp_path):
+    """The store refuses one record (a full disk): that cell gets a `broken` record that says
+    so, instead of being lost while the next cell takes a false reason."""
+    if not PY or not Path(PY).exists():
+        pytest.skip("no torch interpreter: set REPROMATRIX_TEST_PY_T213 or _T214")
+    from repromatrix.config import load_matrix
+    from repromatrix.options import RunOptions
+    from repromatrix.plan import make_plan
+    from repromatrix.run import Engines, _stack_work
+    from repromatrix.schedule import Scheduler
+
+    shutil.copytree(FIXTURES, tmp_path / "repros")
+    (tmp_path / "matrix.yaml").write_text(
+        "repros: [hostile_noisy, hostile_after]\n"
+        f"stacks:\n  - {{kind: local, id: here, interpreter: {PY}, tags: [default]}}\n")
+    matrix = load_matrix(tmp_path / "matrix.yaml")
+    options = RunOptions(results=tmp_path / "results")
+    engines = Engines(matrix, options, "run-1", lambda _: None)
+    (group,) = make_plan(matrix.stacks).groups
+    work = _stack_work(group, engines.for_stack(group.stack), {}, "run-1")
+    written = []
+
+    def emit(result):
+        if result.repro == "hostile_noisy" and result.status != "broken":
+            raise OSError(28, "No space left on device")
+        written.append(result)
+
+    Scheduler([work], emit=emit, out_root=tmp_path / "out", repro_timeout=120, stack_timeout=300,
+              log=lambda _: None).run()
+    by_repro = {r.repro: r for r in written}
+    assert set(by_repro) == {"hostile_noisy", "hostile_after"}
+    assert by_repro["hostile_noisy"].status == "broken"
+    assert "recording hostile_noisy failed" in by_repro["hostile_noisy"].message
+    assert "No space left on device" in by_repro["hostile_noisy"].message

@@ -302,11 +302,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     except BaseImageMissing as exc:
         raise base_image_hint(exc, args, matrix, options, plan) from None
     progress.print_summary(summary.run_id)
-    _say_why_broken(summary.results)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "nothing new"
     print(printable(f"run {summary.run_id}: {summary.ran} cell(s) run ({counts}), {summary.reused} reused; "
           f"results in {options.results}/"))
-    return _all_broken(summary)
+    code = _all_broken(summary)
+    if not code:  # some stacks broken, others tested: say why, the exit stays 0
+        _say_why_broken(summary.results)
+    return code
 
 
 def _say_why_broken(results: Sequence[Any]) -> None:

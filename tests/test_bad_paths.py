@@ -124,3 +124,14 @@ def test_the_published_matrix_environments_are_unchanged_by_repro_needs():
     for stack in loaded.stacks:
         if stack.kind == "pip":
             assert requirements(stack, loaded.settings)[-2:] == ["onnx", "onnxscript"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_matrix_file_that_is_no_regular_file_is_refused_without_reading(tmp_path, kind):
+    matrix = tmp_path / "matrix.yaml"
+    if kind == "fifo":
+        os.mkfifo(matrix)
+    else:
+        matrix.symlink_to("/dev/zero")
+    proc = repromatrix("plan", "--matrix", str(matrix))  # a hang fails on the timeout
+    assert_refused(proc, str(matrix), "not a regular file")

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import os
 import re
-import stat
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,9 +27,10 @@ from typing import Any
 from .errors import ConfigError
 from .model import Repro
 from .textsafe import brief
-from .validate import check_id
+from .validate import check_id, read_regular, regular_file
 
 NOT_REPROS = ("protocol.py", "runner.py")
+REPRO_FILES = "a repro folder holds plain .py files"
 # META `requires` entries that name no package to install, and those the stack pins itself
 NOT_PACKAGES = ("cuda", "cuda-build", "gpus", "python", "ngc")
 STACK_PINS = {"torchvision": "torchvision", "torch-tensorrt": "torch_tensorrt",
@@ -48,32 +47,12 @@ def repro_files(repros_dir: Path) -> list[Path]:
 def plain_file(path: Path) -> Path:
     """``path`` if it is (or links to) a regular file; else a ConfigError naming it, decided
     by ``stat`` alone: a FIFO, a device (``/dev/zero``), a socket or a folder is never opened."""
-    try:
-        mode = path.stat().st_mode
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
-    if not stat.S_ISREG(mode):
-        raise ConfigError(f"not a regular file ({_file_kind(mode)}); a repro folder holds plain "
-                          f".py files", file=str(path))
-    return path
-
-
-def _file_kind(mode: int) -> str:
-    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
-    return next((name for test, name in kinds if test(mode)), "not a plain file")
+    return regular_file(path, REPRO_FILES)
 
 
 def read_plain(path: Path) -> bytes:
-    """The bytes of a regular file, opened without blocking (a FIFO swapped in after
-    ``plain_file`` looked is refused, not waited on)."""
-    plain_file(path)
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ConfigError("not a regular file; a repro folder holds plain .py files",
-                              file=str(path))
-        return fh.read()
+    """The bytes of a regular file of a repro folder (see ``validate.read_regular``)."""
+    return read_regular(path, REPRO_FILES)
 
 
 def load_catalog(repros_dir: Path) -> dict[str, Repro]:

@@ -135,3 +135,11 @@ def test_a_matrix_file_that_is_no_regular_file_is_refused_without_reading(tmp_pa
         matrix.symlink_to("/dev/zero")
     proc = repromatrix("plan", "--matrix", str(matrix))  # a hang fails on the timeout
     assert_refused(proc, str(matrix), "not a regular file")
+
+
+def test_a_script_that_is_a_fifo_is_refused_without_reading(tmp_path, matrix):
+    script = tmp_path / "bug.py"
+    os.mkfifo(script)
+    proc = repromatrix("run", "--matrix", str(matrix), "--backend", "local", "--ca-bundle", "none",
+                       "--script", str(script), "--results", str(tmp_path / "r"))
+    assert_refused(proc, str(script), "not a regular file (a FIFO)")

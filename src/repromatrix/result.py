@@ -289,9 +289,14 @@ def fit_record(result: Result) -> Result:
                          env=_bounded_evidence(result.env, limit))
         if record_size(fitted) <= RECORD_LIMIT - 200:
             break
-    dropped = 0
-    while fitted.stages and record_size(fitted) > RECORD_LIMIT - 200:
-        fitted, dropped = replace(fitted, stages=fitted.stages[:-1]), dropped + 1
+    kept, dropped = len(fitted.stages), 0
+    if record_size(fitted) > RECORD_LIMIT - 200:  # the most leading stages that fit: bisect
+        low, high = 0, kept - 1
+        while low < high:
+            mid = (low + high + 1) // 2
+            fits = record_size(replace(fitted, stages=fitted.stages[:mid])) <= RECORD_LIMIT - 200
+            low, high = (mid, high) if fits else (low, mid - 1)
+        fitted, dropped = replace(fitted, stages=fitted.stages[:low]), kept - low
     what = f"stage texts cut to {limit} characters" + (
         f", the last {dropped} of {len(result.stages)} stages dropped" if dropped else "")
     if record_size(fitted) > RECORD_LIMIT - 200:

@@ -64,3 +64,29 @@ def test_a_script_that_leaves_a_background_child_passes_and_leaves_nothing(tmp_p
         time.sleep(0.1)
     assert not _alive(pid), "the script's background child is ended with its group"
     assert list(scratch.iterdir()) == [], "no repromatrix-script-* folder left behind"
+
+
+def test_a_script_past_the_repro_time_limit_is_ended_with_what_it_started(tmp_path):
+    if not PY or not Path(PY).exists():
+        pytest.skip("no torch interpreter: set REPROMATRIX_TEST_PY_T213 or _T214")
+    (tmp_path / "matrix.yaml").write_text(
+        f"stacks: [{{kind: local, id: here, interpreter: {PY}, tags: [default]}}]\n")
+    pidfile = tmp_path / "child.pid"
+    script = tmp_path / "hang.py"
+    script.write_text(LEAVES_A_CHILD % str(pidfile) + "import time\ntime.sleep(600)\n")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "repromatrix.cli", "run", "--matrix", str(tmp_path / "matrix.yaml"),
+         "--script", str(script), "--results", str(tmp_path / "results"), "--timeout", "5"],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(SRC), "TMPDIR": str(scratch)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (line,) = [ln for f in (tmp_path / "results").rglob("*.jsonl") for ln in f.read_text().splitlines()]
+    assert json.loads(line)["status"] == "timeout"
+    pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pid), "the runner's group kill reaches the script and its children"
+    assert list(scratch.iterdir()) == [], "no repromatrix-script-* folder left behind"

@@ -162,3 +162,24 @@ def test_init_writes_a_starter_that_plans_and_never_overwrites(tmp_path):
     again = repromatrix("init", str(tmp_path / "mine"))
     assert again.returncode == 2 and "already has matrix.yaml" in again.stderr
     assert (tmp_path / "mine" / "matrix.yaml").read_text() == "# mine\n", "nothing overwritten"
+
+
+def _options_without_help(parser, path=()):
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _options_without_help(sub, (*path, name))
+        elif action.option_strings and not action.help:
+            yield " ".join((*path, action.option_strings[-1]))
+
+
+def test_help_describes_the_tool_and_every_option():
+    proc = repromatrix("--help")
+    assert proc.returncode == 0
+    assert "PyTorch deployment stack" in proc.stdout
+    assert "parse arguments" not in proc.stdout, "not the module's internal docstring"
+    assert list(_options_without_help(build_parser())) == []
+    bisect = repromatrix("bisect", "--help").stdout
+    assert "what the releases between --good and --bad are of" in bisect

@@ -25,9 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "data" / "repros"
 RECORD_KEYS = {"schema_version", "run_id", "cell", "stack", "repro", "repro_sha256", "cache_key",
                "attempt", "status", "stages", "signature", "workaround", "message", "traceback",
-               "duration_s", "exit_code", "signal", "env", "image", "backend", "reproduce",
-               "harness_version",
-               "host", "started_at", "finished_at"}
+               "duration_s", "exit_code", "signal", "env", "image", "backend", "backend_reason",
+               "reproduce", "harness_version", "host", "started_at", "finished_at"}
 
 
 def torch_python() -> str:

@@ -123,3 +123,20 @@ def test_a_real_run_feeds_the_progress_and_its_summary(tmp_path):
         "here--fx_garbage:", "here--fx_pass:"]
     assert progress.stacks["here"].state == "done"
     assert progress.counts() == summary.statuses
+
+
+def test_plain_lines_escape_hostile_text_and_cut_reasons_at_a_word():
+    con, out = console(tty=False)
+    with RunProgress(con, clock=Clock()) as progress:
+        progress.start({"a": 2}, reused=0)
+        progress.log("[a] [runner] says \x1b]0;pwned\x07\x1b[2J\x00")
+        reason = "the environment could not be built because " + "dependency " * 30
+        progress.result(result("a", "r1", "broken", reason))
+        progress.result(result("a", "r2", "error", "bad \x1b[2J"))
+    text = out.getvalue()
+    assert "\x1b" not in text and "\x07" not in text and "\x00" not in text
+    assert "says \\x1b]0;pwned\\x07\\x1b[2J\\x00" in text
+    line = next(ln for ln in text.splitlines() if "a--r1" in ln)
+    shown = line.split("(", 1)[1].rsplit(")", 1)[0]
+    assert shown.endswith("dependency…") and len(shown) <= 120, shown
+    assert "a--r2: error  (bad \\x1b[2J)" in text

@@ -388,3 +388,44 @@ def test_fifty_by_ten_matrix_is_interactive_and_compact(tmp_path, tabs, artifact
     assert page.locator("#matrix tr.group:visible").count() == 5   # torch 2.0 .. 2.4
     page.screenshot(path=str(artifacts / "report-50x10-compact.png"))
     assert tab.problems == []
+
+
+def test_picked_bugs_stay_in_the_url_and_counts_follow_the_stacks_in_view(tmp_path, tabs):
+    store = ResultStore(tmp_path / "results")
+    store.append(record("pip-a", "bug_a", "fail"))
+    store.append(record("pip-a", "bug_b", "pass"))
+    store.append(record("pip-probe", "bug_a", "pass", torch="2.5.0", tags=["bisect"]))
+    store.append(record("pip-probe", "bug_b", "pass", torch="2.5.0", tags=["bisect"]))
+    render_site([store.root], tmp_path / "site", published={"pip-a", "pip-probe"})
+    tab = tabs().open(tmp_path / "site" / "index.html")
+    page = tab.page
+
+    def count(status: str) -> str:
+        return page.locator(f"label.f-status:has(input[value={status}]) .count").inner_text()
+
+    assert (count("pass"), count("fail")) == ("1", "1")  # the probe stack is hidden by default
+    page.select_option("#f-scope", "all")
+    assert (count("pass"), count("fail")) == ("3", "1")
+    page.select_option("#f-scope", "published")
+    page.check("#advisor input[value=bug_b]")
+    assert "bugs=bug_b" in page.url
+    again = tabs().open(tmp_path / "site" / "index.html", "#" + page.url.split("#", 1)[1])
+    assert again.page.locator("#advisor input[value=bug_b]").is_checked()
+    assert not again.page.locator("#advisor input[value=bug_a]").is_checked()
+    assert again.page.locator(".advice-clear li .ver").all_inner_texts() == [" pip-a"]
+    again.page.locator(".advice-clear li a").first.click()  # filtering by the stack keeps them
+    assert again.page.locator("#advisor input[value=bug_b]").is_checked()
+    assert tab.problems == [] and again.problems == []
+
+
+def test_a_repro_no_stack_can_tell_says_so(tmp_path, tabs):
+    store = ResultStore(tmp_path / "results")
+    store.append(record("pip-a", "bug", "skip"))
+    store.append(record("pip-b", "bug", "error", torch="2.5.1"))
+    render_site([store.root], tmp_path / "site")
+    tab = tabs().open(tmp_path / "site" / "index.html")
+    answer = tab.page.locator('#matrix td.answer[data-repro="bug"]')
+    assert answer.inner_text() == "cannot tell on 2"
+    assert answer.get_attribute("title").startswith("cannot tell on 2 stacks")
+    assert "reproduces on 0" not in tab.page.locator("#answers").inner_text()
+    assert tab.problems == []

@@ -268,6 +268,7 @@
       compact: p.get("compact") === "1",
       stage: p.get("stage") || "",
       scope: scope === null ? defaultScope : scope,
+      bugs: (p.get("bugs") || "").split(",").filter(function (b) { return b; }),
       cell: p.get("cell")
     };
   }
@@ -281,6 +282,7 @@
     if (state.compact) { p.set("compact", "1"); }
     if (state.stage) { p.set("stage", state.stage); }
     if (state.scope !== defaultScope) { p.set("scope", state.scope); }
+    if (state.bugs && state.bugs.length) { p.set("bugs", state.bugs.join(",")); }
     if (state.cell) { p.set("cell", state.cell); }
     var hash = p.toString();
     history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
@@ -295,8 +297,14 @@
     return {
       status: statusBoxes.filter(function (b) { return b.checked; }).map(function (b) { return b.value; }),
       repro: reproSelect.value, q: textInput.value.trim(), contra: contraBox.checked,
-      compact: compactBox.checked, stage: stageName(), scope: scopeSelect.value, cell: selected
+      compact: compactBox.checked, stage: stageName(), scope: scopeSelect.value, bugs: pickedBugs(),
+      cell: selected
     };
+  }
+
+  /* the bugs ticked in "Which stack should I use?" (kept in the URL like the filters) */
+  function pickedBugs() {
+    return slice(document.querySelectorAll("#advisor input[name=bug]:checked")).map(function (b) { return b.value; });
   }
 
   function selectValue(select, value, fallback) {
@@ -312,6 +320,11 @@
     textInput.value = state.q;
     contraBox.checked = state.contra;
     compactBox.checked = state.compact;
+    if (state.bugs) {
+      slice(document.querySelectorAll("#advisor input[name=bug]")).forEach(function (b) {
+        b.checked = state.bugs.indexOf(b.value) >= 0;
+      });
+    }
   }
 
   /* colour every cell by one stage's status (letter and class change together: never colour alone) */
@@ -346,6 +359,7 @@
     var q = state.q.toLowerCase();
     var shown = 0;
     var total = 0;
+    var counts = {};
     var groupsOn = new Set();
     document.body.classList.toggle("compact", state.compact);
     colourByStage(state.stage ? data.stages.indexOf(state.stage) : -1);
@@ -367,7 +381,7 @@
         } else {
           visible = wanted.has(status) && (!state.contra || td.classList.contains("contra")) &&
                     (rowMatches || titles.get(td).indexOf(q) >= 0);
-          if (inScope) { total += 1; }
+          if (inScope) { total += 1; counts[status] = (counts[status] || 0) + 1; }
           if (visible && !colOff && inScope) { any = true; shown += 1; }
         }
         td.classList.toggle("off", !visible);
@@ -377,6 +391,10 @@
     });
     groupRows.forEach(function (g) { g.classList.toggle("row-off", !groupsOn.has(g.getAttribute("data-group"))); });
     byId("shown").textContent = shown + " of " + total + " cells";
+    statusBoxes.forEach(function (b) {  /* the counts are of the stacks in view, as the grid */
+      var count = b.parentNode.querySelector(".count");
+      if (count) { count.textContent = String(counts[b.value] || 0); }
+    });
   }
 
   /* ---------------------------------------------------------------- the drawer */
@@ -424,6 +442,7 @@
     showState(state);
     applyFilters(state);
     openCell(state.cell, false);
+    advise();
   }
 
   /* ---------------------------------------------------------------- keyboard: arrows move in the grid */
@@ -475,7 +494,7 @@
 
   /* ---------------------------------------------------------------- which stack should I use? */
   function advise() {
-    var picked = slice(document.querySelectorAll("#advisor input[name=bug]:checked")).map(function (b) { return b.value; });
+    var picked = pickedBugs();
     var out = byId("advice");
     out.textContent = "";
     if (!picked.length) { out.appendChild(el("p", "none", "Pick one or more bugs.")); return; }
@@ -507,7 +526,8 @@
       items.slice(0, 5).forEach(function (row) {
         var li = ul.appendChild(el("li"));
         var a = li.appendChild(el("a", null, row.label));
-        a.setAttribute("href", "#q=" + encodeURIComponent(row.tr.getAttribute("data-stack")));
+        a.setAttribute("href", "#q=" + encodeURIComponent(row.tr.getAttribute("data-stack")) +
+                       "&bugs=" + encodeURIComponent(picked.join(",")));
         li.appendChild(el("small", "ver", " " + row.tr.getAttribute("data-stack")));
       });
       if (items.length > 5) { out.appendChild(el("p", "muted", (items.length - 5) + " older")); }
@@ -521,7 +541,7 @@
   form.addEventListener("submit", function (ev) { ev.preventDefault(); });
   form.addEventListener("change", update);
   textInput.addEventListener("input", update);
-  byId("advisor").addEventListener("change", advise);
+  byId("advisor").addEventListener("change", update);
   byId("f-reset").addEventListener("click", function () {
     showState({status: allStatuses.slice(), repro: "", q: "", contra: false, compact: false, stage: "",
                scope: defaultScope});
@@ -549,5 +569,4 @@
   });
   window.addEventListener("hashchange", fromHash);
   fromHash();
-  advise();
 }());

@@ -19,27 +19,59 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
 from .model import Repro
 from .textsafe import brief
-from .validate import check_id
+from .validate import check_id, read_regular, regular_file
 
 NOT_REPROS = ("protocol.py", "runner.py")
+REPRO_FILES = "a repro folder holds plain .py files"
+# META `requires` entries that name no package to install, and those the stack pins itself
+NOT_PACKAGES = ("cuda", "cuda-build", "gpus", "python", "ngc")
+STACK_PINS = {"torchvision": "torchvision", "torch-tensorrt": "torch_tensorrt",
+              "tensorrt": "torch_tensorrt"}  # TensorRT comes with torch-tensorrt
 META_KEYS = {"id", "title", "upstream", "description", "requires", "expect"}
 
 
 def repro_files(repros_dir: Path) -> list[Path]:
-    return sorted(p for p in repros_dir.glob("*.py")
+    """The folder's repro scripts; one that is not a regular file is a ConfigError."""
+    return sorted(plain_file(p) for p in repros_dir.glob("*.py")
                   if p.name not in NOT_REPROS and not p.name.startswith("_"))
+
+
+def plain_file(path: Path) -> Path:
+    """``path`` if it is (or links to) a regular file; else a ConfigError naming it, decided
+    by ``stat`` alone: a FIFO, a device (``/dev/zero``), a socket or a folder is never opened."""
+    return regular_file(path, REPRO_FILES)
+
+
+def read_plain(path: Path) -> bytes:
+    """The bytes of a regular file of a repro folder (see ``validate.read_regular``)."""
+    return read_regular(path, REPRO_FILES)
 
 
 def load_catalog(repros_dir: Path) -> dict[str, Repro]:
     """All repros in `repros_dir`, by id; a malformed META is a ConfigError."""
     return {r.id: r for r in (read_repro(p) for p in repro_files(repros_dir))}
+
+
+def package_name(req: str) -> str:
+    """The normalised project name a requirement starts with (the text itself if none)."""
+    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
+    return re.sub(r"[-_.]+", "-", m.group(1)).lower() if m else req
+
+
+def needed_packages(repros: Iterable[Repro]) -> tuple[str, ...]:
+    """What the repros' META ``requires`` names that pip installs beside the torch family
+    (``onnx``, ``onnxscript``, ...): not ``cuda``/``gpus``/``python``, not the pinned stack."""
+    out = [req.strip() for r in repros for req in r.requires
+           if package_name(req) not in (*NOT_PACKAGES, *STACK_PINS, "torch")]
+    return tuple(dict.fromkeys(out))
 
 
 def join_catalogs(dirs: Sequence[Path]) -> dict[str, Repro]:
@@ -102,7 +134,7 @@ def _check_meta_types(meta: dict[Any, Any], file: str) -> None:
 
 def _read_source(path: Path) -> str:
     try:
-        data = path.read_bytes()
+        data = read_plain(path)
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
     try:
@@ -150,11 +182,11 @@ def source_hashes(repros_dir: Path, harness_dir: Path | None = None) -> dict[str
     """sha256 of each repro's source plus every shared source (see shared_sources)."""
     shared = hashlib.sha256()
     for p in shared_sources(harness_dir or repros_dir, repros_dir):
-        shared.update(p.name.encode() + b"\0" + p.read_bytes())
+        shared.update(p.name.encode() + b"\0" + read_plain(p))
     out = {}
     for p in repro_files(repros_dir):
         h = shared.copy()
-        h.update(p.read_bytes())
+        h.update(read_plain(p))
         out[p.stem] = h.hexdigest()
     return out
 
@@ -165,7 +197,7 @@ def user_helpers(folder: Path, harness_dir: Path) -> list[Path]:
     if folder.resolve() == harness_dir.resolve():
         return []
     taken = {p.name for p in shared_sources(harness_dir)}
-    return sorted(p for p in folder.glob("_*.py") if p.name not in taken)
+    return sorted(plain_file(p) for p in folder.glob("_*.py") if p.name not in taken)
 
 
 def catalog_hashes(repros: Mapping[str, Repro], harness_dir: Path) -> dict[str, str]:
@@ -173,13 +205,13 @@ def catalog_hashes(repros: Mapping[str, Repro], harness_dir: Path) -> dict[str, 
     ``_*.py`` helpers of the repro's own folder, and the repro's source."""
     shared = hashlib.sha256()
     for p in shared_sources(harness_dir):
-        shared.update(p.name.encode() + b"\0" + p.read_bytes())
+        shared.update(p.name.encode() + b"\0" + read_plain(p))
     out = {}
     for rid, repro in repros.items():
         path = Path(repro.path)
         h = shared.copy()
         for helper in user_helpers(path.parent, harness_dir):
-            h.update(helper.name.encode() + b"\0" + helper.read_bytes())
-        h.update(path.read_bytes())
+            h.update(helper.name.encode() + b"\0" + read_plain(helper))
+        h.update(read_plain(path))
         out[rid] = h.hexdigest()
     return out

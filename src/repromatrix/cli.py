@@ -26,16 +26,19 @@ from .config import Matrix, load_matrix
 from .errors import BaseImageMissing, HarnessError, UsageError
 from .hints import base_image_hint
 from .model import Plan
-from .options import DEFAULT_RESULTS, RunOptions, load_matrix_with, run_options
+from .options import DEFAULT_RESULTS, RunOptions, load_matrix_with, run_options, writable_folder
 from .outlook import outlook
 from .plan import make_plan
 from .shard import parse_shard, shard_plan
 from .store_index import recorded_latest
-from .textsafe import printable
+from .textsafe import listed, printable
 
 EXIT_CONTRADICTION = 4
 EXIT_INFRA = 3
 DEFAULT_SITE = Path("site")
+DESCRIPTION = ("Compatibility matrix and reproduction harness for the PyTorch deployment stack "
+               "(torch / torchvision / torch-tensorrt / NGC): run known bugs' repros on many "
+               "environments, render the matrix as a static site, bisect a regression.")
 
 
 def _add_repros_arg(p: argparse.ArgumentParser) -> None:
@@ -130,13 +133,14 @@ def _add_report_args(p: argparse.ArgumentParser, results: bool = True) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="repromatrix", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="repromatrix", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"repromatrix {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("plan", help="list the selected cells")
     _add_matrix_args(p)
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="a table to read, or JSON (cells with their stacks) for scripts")
     p.add_argument("--shards", type=int, metavar="N",
                    help="split the selected stacks into N shards balanced by expected cost")
     _add_durations_arg(p)
@@ -176,8 +180,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "probe installs the axis package and what the repro's META requires")
     p.add_argument("--good", required=True, help="a version where the repro passes")
     p.add_argument("--bad", required=True, help="a version where it fails")
-    p.add_argument("--axis", default="torch", choices=("torch", "torch_tensorrt", "ngc"))
-    p.add_argument("--matrix", type=Path)
+    p.add_argument("--axis", default="torch", choices=("torch", "torch_tensorrt", "ngc"),
+                   help="what the releases between --good and --bad are of (default: torch)")
+    p.add_argument("--matrix", type=Path,
+                   help="matrix file whose defaults (indexes, CA bundle, mirrors) probes take "
+                        "(default: the project's)")
     p.add_argument("--bad-if", default="fail", help="statuses that count as bad (default: fail)")
     p.add_argument("--find-fix", action="store_true", help="search for the first good instead")
     p.add_argument("--stage", metavar="NAME", help="judge by this stage's status, not the cell's")
@@ -207,7 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where to write them (default: the current folder); never overwrites")
 
     p = sub.add_parser("env", help="print the environment probe of an interpreter as JSON")
-    p.add_argument("--python", metavar="PATH", default=sys.executable)
+    p.add_argument("--python", metavar="PATH", default=sys.executable,
+                   help="the interpreter to probe (default: the one running repromatrix)")
     return parser
 
 
@@ -328,7 +336,21 @@ def cmd_run(args: argparse.Namespace) -> int:
           f"results in {options.results}/"))
     for line in outlook(recorded_latest(options.results, summary.cells).values()).lines():
         print(printable(line))
-    return _all_broken(summary)
+    code = _all_broken(summary)
+    if not code:  # some stacks broken, others tested: say why, the exit stays 0
+        _say_why_broken(summary.results)
+    return code
+
+
+def _say_why_broken(results: Sequence[Any]) -> None:
+    """Each reason cells ended `broken` (nothing tested there), with the stacks it hit."""
+    stacks: dict[str, list[str]] = {}
+    for r in results:
+        if r.status == "broken" and r.stack_id not in stacks.setdefault(r.message, []):
+            stacks[r.message].append(r.stack_id)
+    for reason, ids in stacks.items():
+        print(printable(f"repromatrix: broken on {len(ids)} stack(s) ({listed(ids)}): {reason}"),
+              file=sys.stderr)
 
 
 def _all_broken(summary: Any) -> int:
@@ -346,9 +368,9 @@ def cmd_report(args: argparse.Namespace, results: Sequence[Path] | None = None) 
     from .report import render_site
 
     paths = list(results or args.results or [DEFAULT_RESULTS])
-    missing = [p for p in paths if not p.exists()]
-    if missing:
-        raise UsageError(f"--results {missing[0]}: no such file or folder (run `repromatrix run` first)")
+    for path in paths:
+        check_results_path(path)
+    writable_folder(args.out, "--out")
     matrix = load(args, overrides=False)
     catalog = own_bugs.report_catalog(matrix.repros, paths)
     summary = render_site(paths, args.out, catalog, matrix=str(matrix.path),
@@ -370,6 +392,28 @@ def page_freshness(matrix: Matrix) -> dict[str, Any]:
     from .report_fresh import freshness, table_checked
 
     return freshness(load_table(), table_checked(), matrix.stacks)
+
+
+def check_results_path(path: Path) -> None:
+    """A UsageError unless ``path`` is a folder or a file holding at least one record
+    (checked before the site is written, so a wrong path overwrites nothing)."""
+    from .results import Skipped, scan_lines
+
+    if not path.exists():
+        raise UsageError(f"--results {path}: no such file or folder (run `repromatrix run` first)")
+    if path.is_dir():
+        return
+    if not path.is_file():
+        raise UsageError(f"--results {path}: not a regular file or a folder")
+    first: Skipped | None = None
+    with path.open("rb") as fh:
+        for _, _, _, item in scan_lines(fh, str(path)):
+            if not isinstance(item, Skipped):
+                return
+            first = first or item
+    why = f" ({first.reason} on line {first.line})" if first else " (it is empty)"
+    raise UsageError(printable(f"--results {path}: holds no results record{why}; give a results "
+                               f"folder or one of its .jsonl files"))
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import compat, envvars, paths
-from .catalog import join_catalogs
+from .catalog import join_catalogs, needed_packages
 from .errors import ConfigError, did_you_mean
 from .model import STACK_KINDS, Repro, Settings, Stack
 from .textsafe import brief
@@ -266,6 +266,8 @@ def parse_stack(entry: Any, settings: Settings, catalog: Mapping[str, Repro],
             raise
         raise ConfigError(exc.detail, file=f, key=f"{where}.{exc.key}") from None
     stack = Stack(kind=kind, **fields, **common)
+    if kind == "pip":  # a pip environment meets its repros' needs (an NGC image has its own)
+        stack = replace(stack, repro_packages=needed_packages(catalog[r] for r in stack.repros))
     if common["packages"]:  # extra packages change the environment, so the derived id
         digest = hashlib.sha256("\n".join(sorted(common["packages"])).encode()).hexdigest()
         stack = replace(stack, id=f"{stack.id}-pkgs{digest[:8]}")

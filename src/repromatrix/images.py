@@ -28,6 +28,7 @@ from typing import Any
 import jinja2
 
 from . import __version__, paths
+from .catalog import package_name
 from .errors import ConfigError
 from .model import Settings, Stack
 
@@ -138,8 +139,9 @@ def index_options(stack: Stack, settings: Settings) -> list[str]:
 
 
 def requirements(stack: Stack, settings: Settings) -> list[str]:
-    """What pip installs: for pip stacks the pinned torch family and ``settings.packages``;
-    for every stack its own ``packages`` (NGC images keep NVIDIA's pins)."""
+    """What pip installs: for pip stacks the pinned torch family, ``settings.packages`` and
+    what the stack's repros require; for every stack its own ``packages`` (NGC images keep
+    NVIDIA's pins)."""
     reqs: list[str] = []
     defaults: tuple[str, ...] = ()
     if stack.kind == "pip":
@@ -151,8 +153,10 @@ def requirements(stack: Stack, settings: Settings) -> list[str]:
         defaults = settings.packages
     extras: dict[str, str] = {}
     for req in (*defaults, *stack.packages):  # the stack's own pin wins
-        extras[_project(req)] = req
-    taken = {_project(r) for r in reqs}
+        extras[package_name(req)] = req
+    for req in stack.repro_packages:  # what the repros need, unless pinned above
+        extras.setdefault(package_name(req), req)
+    taken = {package_name(r) for r in reqs}
     reqs += [r for name, r in extras.items() if name not in taken]
     return reqs
 
@@ -253,11 +257,6 @@ def _spec_json(stack: Stack) -> str:
 def _requirement(name: str, spec: str) -> str:
     spec = spec.strip()
     return f"{name}{spec}" if spec[:1] in "<>=!~" else f"{name}=={spec}"
-
-
-def _project(req: str) -> str:
-    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
-    return re.sub(r"[-_.]+", "-", m.group(1)).lower() if m else req
 
 
 def _ca_path(settings: Settings) -> Path | None:

@@ -55,6 +55,7 @@ class Stack:
     packages: tuple[str, ...] = ()
     repros: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
+    repro_packages: tuple[str, ...] = ()  # pip: what its repros' META `requires` names (not in id)
 
     def spec(self) -> dict[str, Any]:
         """The stack as recorded in results and image labels (no repro list)."""

@@ -126,8 +126,8 @@ def run_options(matrix: Matrix, args: Mapping[str, Any] | Any) -> RunOptions:
     options = RunOptions(
         backend=_backend(get("backend"), matrix),
         python=get("python"),
-        results=Path(get("results") or DEFAULT_RESULTS),
-        work_dir=Path(get("work_dir")) if get("work_dir") else None,
+        results=writable_folder(Path(get("results") or DEFAULT_RESULTS), "--results"),
+        work_dir=writable_folder(Path(get("work_dir")), "--work-dir") if get("work_dir") else None,
         rerun=bool(get("rerun", False)),
         repro_timeout=_seconds(get("timeout") or s.repro_timeout, "--timeout"),
         stack_timeout=_seconds(get("stack_timeout") or s.stack_timeout, "--stack-timeout"),
@@ -162,6 +162,21 @@ def _backend(flag: Any, matrix: Matrix) -> str:
         return "|".join(parse_backend(spec, "defaults.backend"))
     except UsageError as exc:
         raise ConfigError(str(exc), file=str(matrix.path), key="defaults.backend") from None
+
+
+def writable_folder(path: Path, flag: str) -> Path:
+    """``path`` if it is a folder or can be made one (every existing part of it a folder);
+    else a UsageError naming it: a file, a dangling symlink, a FIFO, ..."""
+    for part in (path, *path.parents):
+        if part.is_symlink() and not part.exists():
+            raise UsageError(f"{flag} {path}: {part} is a symlink to {os.readlink(part)}, "
+                             f"which does not exist")
+        if part.exists():
+            if not part.is_dir():
+                raise UsageError(f"{flag} {path}: {part} is not a folder (give a folder, or a "
+                                 f"path where one can be made)")
+            return path
+    return path
 
 
 def _registry(value: Any, flag: str) -> str | None:

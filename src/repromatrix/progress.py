@@ -24,7 +24,8 @@ from rich.table import Table
 from rich.text import Text
 
 from .model import Status
-from .result import Result
+from .result import Result, shorten
+from .textsafe import printable
 
 STATUS_STYLE = {"pass": "green", "fail": "red", "error": "dark_orange", "crash": "magenta",
                 "timeout": "yellow", "skip": "bright_black", "broken": "bold"}
@@ -108,7 +109,7 @@ class RunProgress:
     def _stack_line(self, stack: StackProgress, rest: str) -> bool:
         """Update ``stack`` from one of its log lines; True when the live table shows it."""
         if rest.startswith("[runner]"):
-            stack.now = rest[len("[runner]"):].strip()[:80]
+            stack.now = shorten(printable(rest[len("[runner]"):].strip()), 80)
             return True
         if rest.startswith("running "):
             stack.state, stack.started = "running", self.clock()
@@ -130,7 +131,8 @@ class RunProgress:
                 stack.seconds = self.clock() - (stack.started or self.t0)
             done, total = self.done_total()
             line = (f"[{done}/{total}] {result.cell}: {result.status}"
-                    + (f"  ({result.message[:120]})" if result.message and result.status != "pass" else "")
+                    + (f"  ({shorten(result.message, 120)})"
+                       if result.message and result.status != "pass" else "")
                     + f"  [{self.timing()}]")
         if self._live is None:
             self._print(line)
@@ -200,7 +202,7 @@ class RunProgress:
 
     def _print(self, text: str) -> None:
         target = self._live.console if self._live is not None else self.console
-        target.print(Text(text), soft_wrap=True)
+        target.print(Text(printable(text)), soft_wrap=True)
 
 
 def _styled(statuses: Mapping[str, int]) -> Text:

@@ -218,7 +218,7 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
         "title": title,
         "generated_at": (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC"),
         "cells": cells, "stacks": stacks, "repro_ids": repro_ids, "rows": rows,
-        "repro_views": views, "changes": changes(in_scope), "counts": status_counts(cells),
+        "repro_views": views, "changes": changes(in_scope), "counts": status_counts(in_scope),
         "skipped": reduced.skipped, "conflicts": reduced.conflicts,
         "records": reduced.records, "envs": envs.items, "stage_names": stage_names.names,
         "shown_scope": shown_scope, "scope_counts": _scope_counts(stacks),

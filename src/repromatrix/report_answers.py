@@ -89,9 +89,12 @@ def repro_answers(entries: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[
     tried = [e for e in entries if e["cell"]["status"] == "fail" and e["cell"]["workaround"]]
     works = sum(e["cell"]["workaround"] == "pass" for e in tried)
     axes = [a for a in (axis_answer(entries, k, label) for k, label in AXES) if a]
-    parts = [f"reproduces on {reproduces} of {len(entries)} stack{'' if len(entries) == 1 else 's'}"]
+    plural = "" if len(entries) == 1 else "s"
+    parts = [f"reproduces on {reproduces} of {len(entries)} stack{plural}"]
     undecided = len(entries) - reproduces - passes
-    if undecided:
+    if undecided == len(entries):  # no verdict anywhere: "0 of N" would read as "never"
+        parts = [f"cannot tell on {len(entries)} stack{plural} (no pass or fail recorded)"]
+    elif undecided:
         parts[0] += f" ({undecided} cannot tell)"
     # torch and torch-tensorrt move together on pip stacks: say the first of them, and NGC
     said = [a for a in axes if a["axis"] != "torch" or not any(b["axis"] == "torch_tensorrt" for b in axes)]
@@ -101,7 +104,9 @@ def repro_answers(entries: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[
     return {
         "reproduces": reproduces, "passes": passes, "stacks": len(entries), "undecided": undecided,
         "workaround_works": works, "workaround_tried": len(tried), "axes": axes,
-        "summary": " · ".join(parts), "short": f"{reproduces}/{len(entries)}",
+        "summary": " · ".join(parts),
+        "short": f"cannot tell on {len(entries)}" if entries and undecided == len(entries)
+        else f"{reproduces}/{len(entries)}",
         "rules": rule_rows(entries, rules),
     }
 

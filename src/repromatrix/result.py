@@ -18,7 +18,7 @@ import dataclasses
 import json
 import socket
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -30,8 +30,11 @@ SCHEMA_VERSION = 2
 STATUSES = frozenset(s.value for s in Status)
 ROLES = ("main", "workaround", "info")
 MESSAGE_LIMIT = 500
-STAGE_TEXT_LIMIT = 4000  # a stage's message, and each text value of its evidence
+STAGE_TEXT_LIMIT = 4000  # a stage's message, and each text value of its evidence and checks
 EVIDENCE_KEYS_LIMIT = 50
+CHECKS_LIMIT = 50
+NAME_LIMIT = 200  # stage names, signature ids, workaround status, signal names
+RECORD_LIMIT = 64 * 1024  # bytes of one record's JSON line, whatever the repro writes
 
 
 def now_iso() -> str:
@@ -59,12 +62,18 @@ class StageResult:
             return None
         role = raw.get("role") if raw.get("role") in ROLES else "main"
         checks = raw.get("checks") if isinstance(raw.get("checks"), list) else []
-        sig = raw.get("signature")
-        return cls(name=bounded(raw["name"], 200), status=raw["status"], role=role,
+        return cls(name=bounded(raw["name"], NAME_LIMIT), status=raw["status"], role=role,
                    duration_s=_float(raw.get("duration_s")),
                    message=bounded(str(raw.get("message") or ""), STAGE_TEXT_LIMIT),
                    evidence=_bounded_evidence(raw.get("evidence")),
-                   signature=sig if isinstance(sig, str) else None, checks=tuple(checks[:50]))
+                   signature=_name(raw.get("signature")),
+                   checks=tuple(_bounded_check(c, STAGE_TEXT_LIMIT) for c in checks[:CHECKS_LIMIT]))
+
+    def shrunk(self, limit: int) -> StageResult:
+        """This stage with every text cut to ``limit`` characters (head and tail kept)."""
+        return replace(self, message=bounded(self.message, limit),
+                       evidence=_bounded_evidence(self.evidence, limit),
+                       checks=tuple(_bounded_check(c, limit) for c in self.checks))
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -238,27 +247,85 @@ def make_result(cell: CellRun, runner: Any, env: Mapping[str, Any] | None,
                              f"{fields.get('message', '')}"}
     fields["message"] = _one_line(fields.get("message", ""))
     fields["traceback"] = bounded(str(fields.get("traceback") or ""), TRACEBACK_LIMIT)
-    return Result(
+    return fit_record(Result(
         run_id=cell.run_id, cell=cell_id(str(cell.stack["id"]), cell.repro), stack=dict(cell.stack),
         repro=cell.repro, repro_sha256=cell.repro_sha256, cache_key=cell.cache_key,
-        attempt=cell.attempt, env=env, image=cell.image, backend=cell.backend,
+        attempt=cell.attempt, env=escaped(env), image=cell.image, backend=cell.backend,
         backend_reason=bounded(cell.backend_reason, MESSAGE_LIMIT * 4),
         reproduce=tuple(cell.reproduce), host=socket.gethostname(), started_at=cell.started_at,
-        finished_at=now_iso(), **fields)
+        finished_at=now_iso(), **escaped(fields)))
+
+
+def escaped(value: Any) -> Any:
+    """``value`` with every string that cannot be UTF-8 (lone surrogates, e.g. a file name
+    decoded with ``os.fsdecode``) written with visible escapes (``\\udcff``): kept, not lost."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {escaped(k): escaped(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(escaped(v) for v in value)
+    if isinstance(value, StageResult):
+        return StageResult(**{f.name: escaped(getattr(value, f.name))
+                              for f in dataclasses.fields(value)})
+    return value
+
+
+def record_size(result: Result) -> int:
+    """Bytes of the record's JSON line (as ``ResultStore.append`` writes it)."""
+    line = json.dumps(result.to_dict(), ensure_ascii=False, sort_keys=True, default=str)
+    return len(line.encode("utf-8", "backslashreplace")) + 1
+
+
+def fit_record(result: Result) -> Result:
+    """``result`` cut to RECORD_LIMIT bytes: stage texts, then the traceback and the
+    environment probe, then trailing stages; the traceback's first line says what was cut."""
+    if record_size(result) <= RECORD_LIMIT:
+        return result
+    fitted = result
+    for limit in (1000, 200, 40):
+        fitted = replace(result, stages=tuple(s.shrunk(limit) for s in result.stages),
+                         traceback=bounded(result.traceback, limit * 4),
+                         env=_bounded_evidence(result.env, limit))
+        if record_size(fitted) <= RECORD_LIMIT - 200:
+            break
+    kept, dropped = len(fitted.stages), 0
+    if record_size(fitted) > RECORD_LIMIT - 200:  # the most leading stages that fit: bisect
+        low, high = 0, kept - 1
+        while low < high:
+            mid = (low + high + 1) // 2
+            fits = record_size(replace(fitted, stages=fitted.stages[:mid])) <= RECORD_LIMIT - 200
+            low, high = (mid, high) if fits else (low, mid - 1)
+        fitted, dropped = replace(fitted, stages=fitted.stages[:low]), kept - low
+    what = f"stage texts cut to {limit} characters" + (
+        f", the last {dropped} of {len(result.stages)} stages dropped" if dropped else "")
+    if record_size(fitted) > RECORD_LIMIT - 200:
+        fitted, what = replace(fitted, env={}), what + ", the environment probe dropped"
+    note = f"[record cut to fit {RECORD_LIMIT // 1024} KB ({record_size(result):,} bytes): {what}]"
+    return replace(fitted, traceback=f"{note}\n{fitted.traceback}")
 
 
 def _from_runner(raw: Mapping[str, Any]) -> dict[str, Any]:
-    sig, workaround = raw.get("signature"), raw.get("workaround")
+    stages = raw.get("stages") if isinstance(raw.get("stages"), list) else []
     return {
         "status": raw["status"], "message": str(raw.get("message") or ""),
-        "stages": tuple(s for s in map(StageResult.from_raw, raw.get("stages") or []) if s),
-        "signature": sig if isinstance(sig, str) else None,
-        "workaround": workaround if isinstance(workaround, str) else None,
+        "stages": tuple(s for s in map(StageResult.from_raw, stages) if s),
+        "signature": _name(raw.get("signature")),
+        "workaround": _name(raw.get("workaround")),
         "traceback": str(raw.get("traceback") or raw.get("log_tail") or ""),
         "duration_s": _float(raw.get("duration_s")),
         "exit_code": raw.get("exit_code") if isinstance(raw.get("exit_code"), int) else None,
-        "signal": raw.get("signal") if isinstance(raw.get("signal"), str) else None,
+        "signal": _name(raw.get("signal")),
     }
+
+
+def _name(value: Any) -> str | None:
+    """A short text field of the runner's (signature id, workaround status, signal), bounded."""
+    return bounded(value, NAME_LIMIT) if isinstance(value, str) else None
 
 
 def _without_runner(env: Mapping[str, Any], facts: EngineFacts) -> dict[str, Any]:
@@ -295,19 +362,29 @@ def unavailable_results(cells: Iterable[CellRun], reason: str) -> list[Result]:
     return [make_result(c, None, None, facts) for c in cells]
 
 
-def _bounded_evidence(raw: Any) -> dict[str, Any]:
-    """A stage's evidence with every text bounded (head and tail kept, the cut said)."""
-    if not isinstance(raw, dict):
+def _bounded_evidence(raw: Any, limit: int = STAGE_TEXT_LIMIT) -> dict[str, Any]:
+    """A mapping (a stage's evidence, a check, the environment probe) with every text bounded
+    to ``limit`` (head and tail kept, the cut said); nested values as bounded JSON text."""
+    if not isinstance(raw, Mapping):
         return {}
     out: dict[str, Any] = {}
     for key, value in list(raw.items())[:EVIDENCE_KEYS_LIMIT]:
         if isinstance(value, str):
-            value = bounded(value, STAGE_TEXT_LIMIT)
+            value = bounded(value, limit)
+        elif isinstance(value, int) and not isinstance(value, bool) and len(str(value)) > limit:
+            value = bounded(str(value), limit)
         elif not isinstance(value, (int, float, bool, type(None))):
-            text = json.dumps(value, default=str)
-            value = value if len(text) <= STAGE_TEXT_LIMIT else bounded(text, STAGE_TEXT_LIMIT)
-        out[bounded(str(key), 200)] = value
+            text = json.dumps(value, default=str, ensure_ascii=False)
+            value = value if len(text) <= limit else bounded(text, limit)
+        out[bounded(str(key), NAME_LIMIT)] = value
     return out
+
+
+def _bounded_check(raw: Any, limit: int) -> Any:
+    """One check entry (a mapping from the protocol) with its texts bounded."""
+    if isinstance(raw, Mapping):
+        return _bounded_evidence(raw, limit)
+    return bounded(json.dumps(raw, default=str, ensure_ascii=False), limit)
 
 
 def _one_line(message: Any) -> str:

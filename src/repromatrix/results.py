@@ -116,8 +116,12 @@ class ResultStore:
 
     def append(self, result: Result) -> Path:
         """Append one record as a single line; flush and fsync before returning."""
-        line = json.dumps(result.to_dict(), ensure_ascii=False, sort_keys=True, default=str)
-        data = (line + "\n").encode("utf-8")
+        record = result.to_dict()
+        try:
+            data = (json.dumps(record, ensure_ascii=False, sort_keys=True, default=str)
+                    + "\n").encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: JSON escapes keep it, valid UTF-8
+            data = (json.dumps(record, sort_keys=True, default=str) + "\n").encode("utf-8")
         path = self.path_for(result)
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "ab") as fh:

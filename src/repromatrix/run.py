@@ -85,8 +85,13 @@ def engines_for(matrix: Matrix, options: RunOptions, run_id: str,
     return Engines(ctx, options.backend)
 
 
+def print_line(line: str) -> None:
+    """The default log: one line on stdout, its control characters escaped."""
+    print(printable(line), flush=True)
+
+
 def prepare_plan(matrix: Matrix, plan: Plan, options: RunOptions,
-                 log: Callable[[str], None] = print) -> list[Prepared]:
+                 log: Callable[[str], None] = print_line) -> list[Prepared]:
     """Make (or find) every selected stack's environment: `repromatrix build`."""
     if options.backend == "local":
         plan = fold_local(plan, options.local_python)
@@ -105,7 +110,7 @@ def prepare_plan(matrix: Matrix, plan: Plan, options: RunOptions,
 
 
 def run_plan(matrix: Matrix, plan: Plan, options: RunOptions,
-             log: Callable[[str], None] = print, command: Sequence[str] | None = None,
+             log: Callable[[str], None] = print_line, command: Sequence[str] | None = None,
              progress: RunProgress | None = None) -> RunSummary:
     """Run the stale cells of ``plan``; every Result is appended to the store as it arrives
     (and shown by ``progress`` when given, instead of a log line per cell).

@@ -28,6 +28,10 @@ from .watch import Interrupted, watch
 JOIN_GRACE_S = 10.0
 
 
+class RecordFailed(Exception):
+    """A finished cell's record could not be appended to the store."""
+
+
 @dataclass(frozen=True)
 class StackWork:
     """One stack group to run: its engine, and the constant part of each cell's Result."""
@@ -155,8 +159,11 @@ class Scheduler:
         emitted: set[str] = set()
 
         def emit(result: Result) -> None:
-            emitted.add(result.repro)
-            self.emit(result)
+            try:
+                self.emit(result)
+            except Exception as exc:
+                raise RecordFailed(f"recording {result.repro} failed: {exc!r}") from exc
+            emitted.add(result.repro)  # recorded only once its record is on disk
 
         try:
             with work.engine.start(prepared, job) as proc:
@@ -167,8 +174,10 @@ class Scheduler:
             raise
         except Exception as exc:  # noqa: BLE001 - an engine failure breaks this stack only
             left = [c for r, c in cells.items() if r not in emitted]
-            self.log(f"[{sid}] broken: could not start or watch the runner: {exc}")
-            for result in broken_results(left, f"the runner could not be started: {exc}"):
+            why = (f"the run stopped watching this stack: {exc}" if isinstance(exc, RecordFailed)
+                   else f"the runner could not be started: {exc}")
+            self.log(f"[{sid}] broken: {why}")
+            for result in broken_results(left, why):
                 self.emit(result)
 
 

@@ -25,6 +25,7 @@ from .config import Matrix
 from .errors import ConfigError, UsageError
 from .model import Plan, Repro, StackGroup
 from .script_template import BODY
+from .validate import regular_file
 
 SCRIPTS_DIR = "scripts"
 MARK = "# repromatrix: generated from a plain script"
@@ -72,8 +73,9 @@ def script_id(path: Path) -> str:
 
 def check_spec(spec: ScriptSpec) -> None:
     """Bad input before anything runs: a missing or unreadable script, a broken regex."""
-    if not spec.path.is_file():
+    if not spec.path.exists():
         raise UsageError(f"--script {spec.path}: no such file")
+    regular_file(spec.path, "--script takes a Python file")  # a FIFO or a device is never read
     try:
         ast.parse(spec.path.read_text(), filename=str(spec.path))
     except (OSError, UnicodeDecodeError) as exc:

@@ -2,8 +2,10 @@
 Python 3.8+. Kept as text: the host never runs it, the runner does, in the stack under test.
 
 It writes the user's script (embedded as ``SCRIPT_SOURCE``) to a fresh temporary
-folder, runs it there with the same interpreter, relays its output, and turns how
-it ended into a result like a protocol repro's: exit 0 pass, 125 skip (cannot
+folder (removed afterwards), runs it there with the same interpreter in the wrapper's
+process group (the outcome comes from its exit status, not from its output closing; what
+it leaves running in the group is ended then), relays its output,
+and turns how it ended into a result like a protocol repro's: exit 0 pass, 125 skip (cannot
 tell), any other exit fail, or, with ``BAD_IF_OUTPUT``, fail when the output
 matches and error when it exits non-zero without matching. A death by signal is
 left to the runner (the wrapper exits 128 + the signal, so the runner records a
@@ -14,14 +16,18 @@ BODY = r'''
 import json
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 CANNOT_TELL = 125
 OUTPUT_LIMIT = 4 * 1024 * 1024
 TAIL = 4000
+RELAY_GRACE_S = 2.0
 
 
 def _result_path(argv):
@@ -55,17 +61,75 @@ def _plain_env():
 
 
 def _run(path, folder):
+    """Run the script in this wrapper's process group (so the runner's group kill at a time
+    limit reaches it and all it started); its exit status decides, not its output closing
+    (a background child it leaves may hold the pipe). What it leaves is ended after."""
     proc = subprocess.Popen([sys.executable, path], cwd=folder, env=_plain_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     kept = bytearray()
-    for chunk in iter(lambda: proc.stdout.read1(65536) if hasattr(proc.stdout, "read1")
-                      else proc.stdout.readline(), b""):
+    relay = threading.Thread(target=_relay, args=(proc.stdout, kept), daemon=True)
+    relay.start()
+    try:
+        rc = proc.wait()
+    finally:
+        _end_leftovers()
+    relay.join(RELAY_GRACE_S)  # a child that left the group may keep the pipe: not waited on
+    return rc, bytes(kept).decode("utf-8", "replace")
+
+
+def _relay(stream, kept):
+    read = stream.read1 if hasattr(stream, "read1") else stream.readline
+    for chunk in iter(lambda: read(65536), b""):
         sys.stdout.buffer.write(chunk)
         sys.stdout.flush()
         kept += chunk
         if len(kept) > OUTPUT_LIMIT:
             del kept[:len(kept) - OUTPUT_LIMIT]
-    return proc.wait(), kept.decode("utf-8", "replace")
+
+
+def _group_members():
+    """The other live processes of this process group (Linux: read from /proc); none when
+    this wrapper does not lead its group (the runner starts it so: then the group is ours)."""
+    me, group = os.getpid(), os.getpgid(0)
+    if me != group:
+        return []
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+    out = []
+    for pid in pids:
+        try:
+            if pid != me and os.getpgid(pid) == group and not _zombie(pid):
+                out.append(pid)
+        except OSError:
+            continue
+    return out
+
+
+def _zombie(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _end_leftovers():
+    """SIGTERM what the script left running in this group, SIGKILL it after a grace."""
+    for sig, grace in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 1.0)):
+        members = _group_members()
+        for pid in members:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        deadline = time.time() + grace
+        while members and time.time() < deadline:
+            time.sleep(0.05)
+            members = _group_members()
+        if not members:
+            return
 
 
 def _verdict(rc, output):
@@ -88,7 +152,13 @@ def _verdict(rc, output):
     return "pass", None, "exit 0: the script's own check passed"
 
 
+def _stopped(signum, frame):
+    """The runner's time limit (SIGTERM to this group): unwind, so the folder is removed."""
+    sys.exit(128 + signum)
+
+
 def main():
+    signal.signal(signal.SIGTERM, _stopped)
     result = _result_path(sys.argv[1:])
     started = time.time()
     record = {"protocol_version": 1, "repro": META["id"], "complete": False, "running": "script",
@@ -96,10 +166,13 @@ def main():
               "workaround": None, "stages": [], "traceback": "", "signatures": []}
     _write(result, record)
     folder = tempfile.mkdtemp(prefix="repromatrix-script-")
-    path = os.path.join(folder, SCRIPT_NAME)
-    with open(path, "w") as f:
-        f.write(SCRIPT_SOURCE)
-    rc, output = _run(path, folder)
+    try:
+        path = os.path.join(folder, SCRIPT_NAME)
+        with open(path, "w") as f:
+            f.write(SCRIPT_SOURCE)
+        rc, output = _run(path, folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     if rc < 0:  # a death by signal: the runner records the crash in stage "script"
         sys.exit(128 - rc)
     status, signature, message = _verdict(rc, output)

@@ -19,7 +19,7 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from .catalog import user_helpers
+from .catalog import read_plain, user_helpers
 from .errors import ConfigError
 from .model import Repro
 
@@ -48,7 +48,7 @@ def staged_dir(repros: Mapping[str, Repro], harness_dir: Path, work: Path) -> Pa
     files = staged_files(repros, harness_dir)
     h = hashlib.sha256()
     for name in sorted(files):
-        h.update(name.encode() + b"\0" + files[name].read_bytes() + b"\0")
+        h.update(name.encode() + b"\0" + read_plain(files[name]) + b"\0")
     return work / STAGE_DIR / h.hexdigest()[:16]
 
 

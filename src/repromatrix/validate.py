@@ -8,6 +8,9 @@ there is one), the key and a short, escaped rendering of the value.
 from __future__ import annotations
 
 import math
+import os
+import stat
+from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
@@ -79,3 +82,33 @@ def check_version(value: Any, key: str, file: str | None = None) -> Any:
     if not isinstance(value, str):
         raise ConfigError(f"expected a version string, got {brief(value)}", file=file, key=key)
     return check_plain(value, key, file, spaces=False, limit=MAX_VERSION_LEN)
+
+
+def regular_file(path: Path, hint: str) -> Path:
+    """``path`` if it is (or links to) a regular file; else a ConfigError naming it and
+    ending with ``hint``, decided by ``stat`` alone: a FIFO, a device (``/dev/zero``), a
+    socket or a folder is never opened."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+    if not stat.S_ISREG(mode):
+        raise ConfigError(f"not a regular file ({_file_kind(mode)}); {hint}", file=str(path))
+    return path
+
+
+def _file_kind(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
+    return next((name for test, name in kinds if test(mode)), "not a plain file")
+
+
+def read_regular(path: Path, hint: str) -> bytes:
+    """The bytes of a regular file (``regular_file``), opened without blocking: a FIFO
+    swapped in after the check is refused, not waited on."""
+    regular_file(path, hint)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(f"not a regular file; {hint}", file=str(path))
+        return fh.read()

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from .errors import ConfigError
+from .validate import read_regular, regular_file
 
 LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MAX_BYTES = 4 * 1024 * 1024
@@ -26,11 +27,11 @@ def read_yaml(path: Path | str) -> Any:
     """Read and parse a YAML file; ConfigError naming the file for any problem."""
     path = Path(path)
     try:
-        size = path.stat().st_size
+        size = regular_file(path, "give a YAML file").stat().st_size
         if size > MAX_BYTES:
             raise ConfigError(f"{size:,} bytes: too large for a YAML config "
                               f"(limit {MAX_BYTES:,} bytes)", file=str(path))
-        data = path.read_bytes()
+        data = read_regular(path, "give a YAML file")
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
     return load_yaml(data, str(path))

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO
 
 from ..result import EngineFacts
+from ..textsafe import printable
 from . import EngineContext, Prepared, RunnerJob
 
 KILL_GRACE_S = 5.0
@@ -83,7 +84,7 @@ def _relay(stream: IO[bytes] | None, log_path: Path, log: Callable[[str], None],
         for line in stream:
             fh.write(line)
             fh.flush()
-            log(prefix + line.decode("utf-8", "replace").rstrip())
+            log(prefix + printable(line.decode("utf-8", "replace").rstrip()))
 
 
 def die_with_parent() -> None:

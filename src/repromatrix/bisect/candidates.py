@@ -17,6 +17,7 @@ from typing import Any
 from packaging.version import Version
 
 from .. import compat
+from ..catalog import NOT_PACKAGES, STACK_PINS
 from ..config import parse_stack
 from ..errors import ConfigError, UsageError, did_you_mean
 from ..model import Repro, Settings, Stack
@@ -77,9 +78,6 @@ def parse_base(items: Sequence[str], axis: str) -> dict[str, Any]:
     return base
 
 
-STACK_PINS = {"torchvision": "torchvision", "torch-tensorrt": "torch_tensorrt",
-              "tensorrt": "torch_tensorrt"}  # TensorRT comes with torch-tensorrt
-NOT_PACKAGES = ("cuda", "cuda-build", "gpus", "python", "ngc")
 
 
 def _name_spec(req: str, flag: str) -> tuple[str, str]:

@@ -35,6 +35,7 @@ from .. import envvars
 from ..diagnose import explain
 from ..errors import InfraError, UsageError
 from ..images import index_options, requirements, wheelhouse_listing
+from ..indexes import check_indexes
 from ..model import Stack
 from ..paths import cache_dir
 from . import EngineContext, Prepared, RunnerJob
@@ -84,6 +85,9 @@ class VenvEngine:
             raise InfraError("--backend venv needs uv on PATH (pip install uv)")
         if not (self.ctx.harness_dir / "runner.py").is_file():
             raise UsageError(f"{self.ctx.harness_dir}/runner.py is missing: is this a source checkout?")
+        to_build = [s for s in stacks if not self._built(self.fingerprint(s)[len("venv:"):])]
+        check_indexes(to_build, self.ctx.settings, where="this machine (where the venvs are built)",
+                      optional_extras=True, log=self.ctx.log)
 
     def fingerprint(self, stack: Stack) -> str:
         """What the environment is built from: known before (and without) building it."""
@@ -100,7 +104,7 @@ class VenvEngine:
         t0 = time.monotonic()
         with (self.root / f"{key}.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            if (target / MARKER).is_file() and exe.exists():
+            if self._built(key):
                 self.ctx.log(f"[{stack.id}] reusing environment {target}")
                 return Prepared(stack, ok=True, handle=str(exe), image=image, cached=True)
             self.ctx.log(f"[{stack.id}] building environment {target} "
@@ -116,6 +120,11 @@ class VenvEngine:
             (target / MARKER).write_text(json.dumps({"stack": stack.spec(), **spec}, indent=2))
         return Prepared(stack, ok=True, handle=str(exe), image=image, log_path=log_path,
                         duration_s=elapsed)
+
+    def _built(self, key: str) -> bool:
+        """Whether the environment ``key`` is finished (its marker written after the install)."""
+        target = self.root / key
+        return (target / MARKER).is_file() and (target / "bin" / "python").exists()
 
     def start(self, prepared: Prepared, job: RunnerJob) -> AbstractContextManager[LocalProcess]:
         return local_process(self.ctx, prepared, job)

@@ -14,10 +14,10 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from test_bisect_cli import _pypi_reachable
 
 from repromatrix.backends import EngineContext
 from repromatrix.backends.venv import VenvEngine
@@ -33,21 +33,12 @@ SMALL = {name: Stack(id=f"pip-{name}", kind="pip", python="3.11", packages=(pin,
 pytestmark = pytest.mark.slow
 
 
-def _pypi() -> bool:
-    try:
-        urllib.request.urlopen(urllib.request.Request("https://pypi.org/simple/six/", method="HEAD"),
-                               timeout=10).close()
-    except OSError:
-        return False
-    return True
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A venv root with three finished small environments, used in the order a, b, c."""
     if not shutil.which("uv"):
         pytest.skip("uv is not on PATH (pip install uv)")
-    if not _pypi():
+    if not _pypi_reachable():
         pytest.skip("PyPI is not reachable from here")
     root = tmp_path_factory.mktemp("venvs")
     eng = engine(root, budget_gb=100.0)

@@ -214,3 +214,12 @@ def test_nox_passes_repromatrix_exit_code_through(tmp_path: Path) -> None:
     _assert_names_the_pytorch_index(proc, elapsed)
     assert "repromatrix exited 3 (infrastructure unavailable)" in proc.stdout + proc.stderr
 
+
+
+def test_a_ca_bundle_that_is_no_pem_is_bad_input(tmp_path: Path) -> None:
+    from repromatrix.errors import UsageError
+
+    bad = tmp_path / "ca.pem"
+    bad.write_text("not a certificate\n")
+    with pytest.raises(UsageError, match=f"CA bundle {bad}: not a readable PEM bundle"):
+        check_indexes([PYPI], Settings(ca_bundle=str(bad)), where="here", timeout=1.0)

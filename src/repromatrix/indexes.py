@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from .errors import InfraError
+from .errors import InfraError, UsageError
 from .images import PYPI_INDEX, TORCH_INDEX, index_options, requirements
 from .model import Settings, Stack
 
@@ -159,7 +159,10 @@ def _check_all(hosts: Sequence[HostCheck], ca_bundle: str | None, timeout: float
     """Check every host in its own daemon thread (a stuck resolver never holds the run)."""
     context = ssl.create_default_context()
     if ca_bundle:
-        context.load_verify_locations(cafile=ca_bundle)
+        try:
+            context.load_verify_locations(cafile=ca_bundle)
+        except (ssl.SSLError, OSError) as exc:
+            raise UsageError(f"CA bundle {ca_bundle}: not a readable PEM bundle ({exc})") from None
     threads = [threading.Thread(target=_check_one, args=(h, context, timeout), daemon=True)
                for h in hosts]
     for t in threads:

@@ -124,13 +124,10 @@ def test_readme_cpu_example_second_run_builds_and_runs_nothing(cpu_example: dict
     assert cpu_example["first"].returncode == 0, "see the test above"
     cwd = cpu_example["cwd"]
     before = records(cwd / "results")
-    t0 = time.monotonic()
     again = run_as_written(cpu_example["argv"], cwd, timeout=600)
-    elapsed = time.monotonic() - t0
     assert again.returncode == 0, again.stderr[-3000:]
     assert records(cwd / "results") == before, "every cell is current: nothing re-ran"
     assert "building" not in again.stdout + again.stderr
-    assert elapsed < 120, f"a no-op run of the CPU example took {elapsed:.0f}s"
 
 
 @pytest.mark.torch

@@ -47,6 +47,26 @@ def test_a_stack_uses_exactly_the_indexes_its_install_gets() -> None:
         ("extra", "https://pypi.nvidia.com")]
     assert [u.role for u in stack_indexes(PYPI, settings)] == ["pypi", "extra"]
     assert stack_indexes(BARE_NGC, settings) == []  # an NGC image with no packages installs nothing
+    mirror = "https://mirror.example/simple"
+    assert [u.url for u in stack_indexes(PYPI, Settings(), default_index=mirror)] == [mirror]
+
+
+def test_venv_checks_uvs_own_default_index_instead_of_pypi(tmp_path: Path, monkeypatch,
+                                                          closed_port: int) -> None:
+    """A machine whose uv installs from a mirror (UV_DEFAULT_INDEX) is judged by that mirror."""
+    from repromatrix.backends import EngineContext
+    from repromatrix.backends.venv import VenvEngine
+    from repromatrix.options import RunOptions
+    from repromatrix.paths import repros_dir
+
+    if not shutil.which("uv"):
+        pytest.skip("uv is not on PATH (pip install uv)")
+    monkeypatch.setenv("UV_DEFAULT_INDEX", f"http://127.0.0.1:{closed_port}/simple")
+    ctx = EngineContext(settings=Settings(), options=RunOptions(backend="venv"),
+                        harness_dir=repros_dir(), repros_dir=repros_dir(), run_id="t",
+                        log=lambda line: None)
+    with pytest.raises(IndexUnreachable, match=f"127.0.0.1:{closed_port}: TCP.*\n.*uv's default index"):
+        VenvEngine(ctx, tmp_path / "venvs").preflight([PYPI])
 
 
 @pytest.fixture

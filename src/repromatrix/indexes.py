@@ -14,6 +14,7 @@ need it and the fixes that apply.
 
 from __future__ import annotations
 
+import os
 import shlex
 import socket
 import ssl
@@ -68,8 +69,9 @@ class HostCheck:
     problem: str | None = "no answer"
 
 
-def stack_indexes(stack: Stack, settings: Settings) -> list[IndexUse]:
-    """The remote indexes the stack's install command uses (none when it installs nothing)."""
+def stack_indexes(stack: Stack, settings: Settings, default_index: str = PYPI_INDEX) -> list[IndexUse]:
+    """The remote indexes the stack's install command uses (none when it installs nothing);
+    ``default_index`` is what the installer uses when no ``--index-url`` is given."""
     if stack.kind not in ("pip", "ngc") or not requirements(stack, settings):
         return []
     words = [w for opt in index_options(stack, settings) for w in shlex.split(opt)]
@@ -84,20 +86,20 @@ def stack_indexes(stack: Stack, settings: Settings) -> list[IndexUse]:
         elif flag == "--find-links" and "://" in value and not value.startswith("file://"):
             uses.append(IndexUse(value, "find-links"))
     if not replaced:
-        uses.insert(0, IndexUse(PYPI_INDEX, "pypi"))
+        uses.insert(0, IndexUse(default_index, "pypi"))
     return [u for u in uses if u.host]
 
 
 def check_indexes(stacks: Sequence[Stack], settings: Settings, *, where: str,
-                  optional_extras: bool = False, log: Callable[[str], None] = print,
-                  timeout: float = CHECK_TIMEOUT_S) -> None:
+                  optional_extras: bool = False, default_index: str = PYPI_INDEX,
+                  log: Callable[[str], None] = print, timeout: float = CHECK_TIMEOUT_S) -> None:
     """Raise IndexUnreachable naming each unreachable host, its stacks and the fixes.
 
     ``optional_extras``: an unreachable ``--extra-index-url`` is only said (the venv
     engine leaves such an index out of its install); every other use is required."""
     hosts: dict[tuple[str, int], HostCheck] = {}
     for stack in stacks:
-        for use in stack_indexes(stack, settings):
+        for use in stack_indexes(stack, settings, default_index):
             check = hosts.setdefault((use.host, use.port), HostCheck(use.host, use.port, use.tls))
             check.uses.setdefault(use.url, []).append(stack.id)
             check.roles.add(use.role)
@@ -129,6 +131,8 @@ def describe(url: str, host: str) -> str:
         return "the PyTorch wheel index"
     if url == PYPI_INDEX:
         return "PyPI"
+    if url == uv_default_index():
+        return "uv's default index (UV_DEFAULT_INDEX / UV_INDEX_URL)"
     if host == NVIDIA_INDEX_HOST:
         return "NVIDIA's index"
     return "the index"
@@ -147,6 +151,11 @@ def fixes(h: HostCheck) -> list[str]:
                    "`index: <mirror url>`")
     out.append("the wheels in a folder: --find-links DIR (or REPROMATRIX_FIND_LINKS)")
     return out
+
+
+def uv_default_index() -> str:
+    """The index uv installs from when none is given: its own setting, else PyPI."""
+    return os.environ.get("UV_DEFAULT_INDEX") or os.environ.get("UV_INDEX_URL") or PYPI_INDEX
 
 
 def _stacks(ids: Sequence[str], limit: int = 4) -> str:

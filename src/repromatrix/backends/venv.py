@@ -36,7 +36,7 @@ from .. import envvars
 from ..diagnose import explain
 from ..errors import InfraError, UsageError
 from ..images import index_options, requirements, wheelhouse_listing
-from ..indexes import check_indexes
+from ..indexes import check_indexes, uv_default_index
 from ..model import Stack
 from ..paths import cache_dir
 from . import EngineContext, Prepared, RunnerJob
@@ -97,7 +97,7 @@ class VenvEngine:
         to_build = [s for s in stacks if not self._built(self.fingerprint(s)[len("venv:"):])]
         self.disk.check_fits(to_build)
         check_indexes(to_build, self.ctx.settings, where="this machine (where the venvs are built)",
-                      optional_extras=True, log=self.ctx.log)
+                      optional_extras=True, default_index=uv_default_index(), log=self.ctx.log)
 
     def fingerprint(self, stack: Stack) -> str:
         """What the environment is built from: known before (and without) building it."""

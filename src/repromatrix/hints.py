@@ -48,7 +48,8 @@ def base_image_hint(exc: BaseImageMissing, args: argparse.Namespace, matrix: Mat
     verb = str(args.command)
     sel = selection(args)
     lines = [str(exc)]
-    mapped = {public: LOCAL_BASES[public] for public in exc.missing if public in LOCAL_BASES}
+    makeable = LOCAL_BASES if MAKE_BASE_IMAGE.is_file() else {}  # the script: a checkout's
+    mapped = {public: makeable[public] for public in exc.missing if public in makeable}
     unmapped = {sid for public, ids in exc.missing.items() if public not in mapped for sid in ids}
     planned = [g.stack for g in plan.groups]
     rest = [s for s in planned if s.id not in unmapped]

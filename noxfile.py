@@ -2,6 +2,8 @@
 
 `nox -s matrix` builds what is missing, runs what is stale and renders the page;
 arguments after `--` pass through (`nox -s matrix -- --all -k deform`).
+When repromatrix fails, nox exits with repromatrix's own code (3: infrastructure
+unavailable, 2: bad input...), not nox's 1.
 One `stack(<id>)` session per stack in matrix.yaml runs that stack alone.
 """
 
@@ -11,6 +13,7 @@ import sys
 from pathlib import Path
 
 import nox
+import nox.command
 
 ROOT = Path(__file__).parent
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -33,13 +36,32 @@ def _stack_ids() -> list[str]:
 
 
 def _install(session: nox.Session, *extras: str) -> None:
+    if session.venv_backend == "none":  # `nox --no-venv`: the interpreter nox runs in has it
+        return
     spec = f".[{','.join(extras)}]" if extras else "."
     session.install("-e", spec)
 
 
+# repromatrix's exit codes (README "Exit codes"): nox itself only knows 0 and 1.
+EXIT_MEANINGS = {1: "a harness fault", 2: "bad input", 3: "infrastructure unavailable",
+                 4: "a cell contradicts its expectation", 130: "interrupted"}
+
+
+def _repromatrix(session: nox.Session, *args: str) -> None:
+    """Run repromatrix; when it fails, say its exit code and end nox with that same code
+    (nox would exit 1 for any failure, hiding a 3 "infrastructure unavailable")."""
+    try:
+        session.run("repromatrix", *args)
+    except nox.command.CommandFailed as exc:
+        code = exc.return_code if exc.return_code is not None else 1
+        session.log(f"repromatrix exited {code} ({EXIT_MEANINGS.get(code, 'failed')}): "
+                    "its message is above; nox exits with the same code")
+        raise SystemExit(code) from None
+
+
 def _cli(session: nox.Session, command: str) -> None:
     _install(session)
-    session.run("repromatrix", command, *session.posargs)
+    _repromatrix(session, command, *session.posargs)
 
 
 @nox.session
@@ -77,7 +99,7 @@ def bisect(session: nox.Session) -> None:
 def stack(session: nox.Session, stack_id: str) -> None:
     """Run one stack of matrix.yaml and render the page."""
     _install(session)
-    session.run("repromatrix", "matrix", "-k", stack_id, *session.posargs)
+    _repromatrix(session, "matrix", "-k", stack_id, *session.posargs)
 
 
 @nox.session

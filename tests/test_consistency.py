@@ -106,6 +106,29 @@ def test_every_environment_variable_is_documented_and_read_in_one_place():
             assert name in envvars.VARIABLES
 
 
+# Variables read in src/ that are no user setting: REPROMATRIX_RESULT is the protocol's own
+# (set by the runner for a generated script wrapper, container side).
+NOT_SETTINGS = {"REPROMATRIX_RESULT"}
+
+
+def test_every_variable_the_host_side_reads_is_in_the_readme():
+    """Any ``os.environ.get("X")`` / ``os.environ["X"]`` / ``os.getenv("X")`` / ``envvars.read``
+    / ``envvars.host`` name in src/ (XDG_CACHE_HOME was read and not listed once)."""
+    from repromatrix import envvars
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### Environment variables"):]
+    section = section[:section.index("\n### ", 1)]
+    pattern = re.compile(r"(?:environ\.get\(|environ\[|getenv\(|envvars\.(?:read|host)\()"
+                         r"\s*[\"']([A-Z][A-Z0-9_]+)[\"']")
+    read: set[str] = set(envvars.HOST_CA_VARIABLES)
+    for path in (ROOT / "src" / "repromatrix").rglob("*.py"):
+        read |= set(pattern.findall(path.read_text()))
+    assert {"XDG_CACHE_HOME", "REPROMATRIX_VENV_DIR"} <= read, "the scan finds the reads"
+    missing = sorted(n for n in read - NOT_SETTINGS if f"`{n}`" not in section)
+    assert not missing, f"README.md's environment-variable section does not list {missing}"
+
+
 def test_architecture_names_every_record_field_and_engine():
     import dataclasses
 

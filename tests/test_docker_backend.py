@@ -11,6 +11,7 @@ machine's CA bundle.
 from __future__ import annotations
 
 import _thread
+import hashlib
 import json
 import shutil
 import threading
@@ -22,6 +23,7 @@ import pytest
 from docker_fixtures import *  # noqa: F403 - fixtures: docker_client, docker_settings, ...
 from docker_fixtures import PUBLIC_BASE
 
+from repromatrix.backends.docker_build import LABEL_CA
 from repromatrix.backends.docker_daemon import LABEL_RUN, check_base_images, cleanup, connect
 from repromatrix.catalog import load_catalog
 from repromatrix.config import Matrix
@@ -154,6 +156,19 @@ def test_pip_stack_builds_runs_and_records_every_repro(first_run: dict[str, Any]
     print(f"first run (build + run): {first_run['elapsed']:.1f}s")
 
 
+def test_built_in_catalog_is_the_harness_folder_and_runs(first_run: dict[str, Any],
+                                                         docker_settings: Settings,
+                                                         tmp_path: Path) -> None:
+    """Only built-in repros (the default path): nothing is staged, the catalog folder is the
+    harness folder, and the runner still finds both (one mount, not two on one host path)."""
+    group = StackGroup(CPU, ("torchscript_device_mix",))
+    summary = drive(docker_settings, ROOT / "repros", tmp_path, [group])
+    [result] = summary.results
+    assert result.status in STATUSES - {Status.BROKEN.value}, result
+    assert result.env["torch"].startswith("2.13.0") and result.stages
+    assert not (tmp_path / "work" / "repros").exists(), "nothing was staged"
+
+
 def test_image_carries_labels_and_ca_bundle(first_run: dict[str, Any], docker_client: Any,
                                             docker_settings: Settings) -> None:
     spec = first_run["spec"]
@@ -161,11 +176,18 @@ def test_image_carries_labels_and_ca_bundle(first_run: dict[str, Any], docker_cl
     assert json.loads(labels["repromatrix.stack"]) == CPU.spec()
     assert labels["repromatrix.harness_version"] == spec.labels["repromatrix.harness_version"]
     assert labels["repromatrix.inputs_hash"] == spec.inputs_hash
-    if docker_settings.ca_bundle:
-        last_cert = Path(docker_settings.ca_bundle).read_text().strip().splitlines()[-2]
-        out = docker_client.containers.run(spec.tag, ["sh", "-c", "cat $PIP_CERT"], remove=True,
-                                           network_mode="none")
-        assert last_cert in out.decode()
+    # The CA bundle is part of the image's identity (its bytes are hashed into the tag), so
+    # whichever process built this tag built it with exactly these bytes; the label says so.
+    bundle = Path(docker_settings.ca_bundle).read_bytes() if docker_settings.ca_bundle else None
+    assert spec.ca_sha256 == (hashlib.sha256(bundle).hexdigest() if bundle else None)
+    assert labels[LABEL_CA] == (spec.ca_sha256 or "none")
+    if bundle:
+        out = docker_client.containers.run(
+            spec.tag, ["sh", "-c", "cat /usr/local/share/ca-certificates/repromatrix-extra.crt; "
+                       "echo ---; cat $PIP_CERT"], remove=True, network_mode="none")
+        extra, _, trusted = out.partition(b"\n---\n")
+        assert extra + b"\n" == bundle or extra == bundle
+        assert trusted.rstrip().endswith(bundle.rstrip())
 
 
 def test_second_run_reuses_the_image(first_run: dict[str, Any], docker_settings: Settings,

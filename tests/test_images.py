@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -215,6 +216,17 @@ def test_ca_bundle_goes_into_the_system_store_and_pip(ca: Path, tmp_path: Path) 
     ctx = build_context(spec, tmp_path / "ctx")
     assert (ctx / "ca-bundle.crt").read_bytes() == ca.read_bytes()
     assert "ca-bundle.crt" not in image_spec(CPU, Settings(), version="1").dockerfile
+
+
+def test_the_context_holds_only_the_ca_bytes_the_tag_names(ca: Path, tmp_path: Path) -> None:
+    """The bundle is part of the image's identity: one changed between computing the tag
+    and building is refused, so a tag never holds another bundle than the one it hashes."""
+    spec = image_spec(CPU, Settings(ca_bundle=str(ca)), version="1")
+    assert spec.ca_sha256 == hashlib.sha256(ca.read_bytes()).hexdigest()
+    ca.write_text(ca.read_text() + "# another cert\n")
+    with pytest.raises(OSError, match="changed after the image tag was computed"):
+        build_context(spec, tmp_path / "ctx")
+    assert image_spec(CPU, Settings(ca_bundle=str(ca)), version="1").tag != spec.tag
 
 
 def test_missing_ca_bundle_or_wheelhouse_is_a_config_error(tmp_path: Path) -> None:

@@ -265,15 +265,28 @@ def test_base_image_hint_leaves_out_only_stacks_the_selection_has(tmp_path: Path
     exc = BaseImageMissing("missing")
     exc.missing = {"nvcr.io/nvidia/pytorch:26.09-py3": [ngc.id]}
     both = Plan((StackGroup(pip, ("user",)), StackGroup(ngc, ("user",))))
-    text = str(base_image_hint(exc, args, m, RunOptions(), both))
-    assert "-k '(default) and not ngc'" in text and f"--matrix {matrix.resolve()}" in text
-    assert "--base-image nvcr.io/nvidia/pytorch:26.09-py3=LOCAL" in text
+
+    def commands(text: str) -> list[str]:
+        return [line.strip() for line in text.splitlines() if "repromatrix run" in line]
+
+    [cmd] = commands(str(base_image_hint(exc, args, m, RunOptions(), both)))  # ONE command
+    assert "-k '(default) and not ngc'" in cmd and f"--matrix {matrix.resolve()}" in cmd
+    assert "LOCAL" not in cmd and "--base-image" not in cmd
 
     exc.missing = {"python:3.11-slim": [pip.id]}
-    text = str(base_image_hint(exc, args, m, RunOptions(), both))
-    assert "not ngc" not in text and f"-k '(default) and not ({pip.id})'" in text
-    alone = Plan((StackGroup(pip, ("user",)),))
-    assert "leave them out" not in str(base_image_hint(exc, args, m, RunOptions(), alone))
+    [cmd] = commands(str(base_image_hint(exc, args, m, RunOptions(), both)))
+    local = "repromatrix-local/bookworm-python:3.11"
+    assert cmd.startswith(f"{paths.PROJECT_ROOT / 'scripts' / 'make-base-image.sh'} {local} && ")
+    assert f"--base-image python:3.11-slim={local}" in cmd and " not " not in cmd
+
+    exc.missing = {"python:3.11-slim": [pip.id], "nvcr.io/nvidia/pytorch:26.09-py3": [ngc.id]}
+    [cmd] = commands(str(base_image_hint(exc, args, m, RunOptions(), both)))
+    assert f"--base-image python:3.11-slim={local}" in cmd and "-k '(default) and not ngc'" in cmd
+
+    exc.missing = {"nvcr.io/nvidia/pytorch:26.09-py3": [ngc.id]}
+    alone = Plan((StackGroup(ngc, ("user",)),))
+    text = str(base_image_hint(exc, args, m, RunOptions(), alone))
+    assert not commands(text) and "no selected stack can be built here" in text
 
 
 def test_a_plain_script_is_inlined_as_the_user_wrote_it(tmp_path: Path) -> None:

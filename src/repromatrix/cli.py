@@ -87,6 +87,9 @@ def _add_backend_arg(p: argparse.ArgumentParser) -> None:
                    help="interpreter for --backend local (default: $REPROMATRIX_PYTHON, python3)")
     p.add_argument("--build-timeout", type=float, metavar="S",
                    help="time limit for making one environment (default: matrix build_timeout)")
+    p.add_argument("--env-budget", type=float, metavar="GB",
+                   help="venv: disk for environments and their uv cache; finished ones are removed "
+                        "least recently used first past it (default: half of free disk + theirs)")
 
 
 def _add_run_args(p: argparse.ArgumentParser) -> None:

@@ -59,6 +59,7 @@ class ImageSpec:
     labels: dict[str, str]
     ca_bundle: Path | None = None
     wheelhouses: tuple[Path, ...] = ()
+    ca_sha256: str | None = None  # the CA bundle bytes the tag was computed from
 
 
 @dataclass
@@ -173,13 +174,14 @@ def image_spec(stack: Stack, settings: Settings, *, version: str | None = None) 
             raise ConfigError(f"wheelhouse folder {wh} does not exist", key="defaults.find_links")
     template = TEMPLATES[stack.kind]
     dockerfile = render(template, _template_vars(stack, settings, public, base, ca, wheelhouses, version))
-    digest = inputs_hash(dockerfile, ca, wheelhouses, settings, version)
+    ca_sha = hashlib.sha256(ca.read_bytes()).hexdigest() if ca else None
+    digest = inputs_hash(dockerfile, ca_sha, wheelhouses, settings, version)
     labels = {"repromatrix.managed": "1", "repromatrix.stack_id": stack.id,
               "repromatrix.stack": _spec_json(stack), "repromatrix.harness_version": version,
               "repromatrix.base_image": public, "repromatrix.inputs_hash": digest}
     return ImageSpec(stack=stack, template=template, public_base=public, base_image=base,
                      dockerfile=dockerfile, tag=image_tag(stack.id, digest), inputs_hash=digest,
-                     labels=labels, ca_bundle=ca, wheelhouses=wheelhouses)
+                     labels=labels, ca_bundle=ca, wheelhouses=wheelhouses, ca_sha256=ca_sha)
 
 
 def render(template: str, variables: dict[str, Any]) -> str:
@@ -200,14 +202,15 @@ def _template_env(folder: str) -> jinja2.Environment:
     return env
 
 
-def inputs_hash(dockerfile: str, ca: Path | None, wheelhouses: tuple[Path, ...],
+def inputs_hash(dockerfile: str, ca_sha: str | None, wheelhouses: tuple[Path, ...],
                 settings: Settings, version: str) -> str:
-    """sha256 over the rendered Dockerfile and every input that goes into the build context."""
+    """sha256 over the rendered Dockerfile and every input that goes into the build context:
+    the CA bundle by its bytes (``ca_sha``), since it changes what the image trusts."""
     h = hashlib.sha256()
     parts: dict[str, Any] = {
         "dockerfile": dockerfile, "harness_version": version,
         "extra_index_urls": list(settings.extra_index_urls), "find_links": list(settings.find_links),
-        "ca_bundle": hashlib.sha256(ca.read_bytes()).hexdigest() if ca else None,
+        "ca_bundle": ca_sha,
         "wheelhouses": [wheelhouse_listing(wh) for wh in wheelhouses],
     }
     h.update(json.dumps(parts, sort_keys=True).encode())
@@ -228,7 +231,11 @@ def build_context(spec: ImageSpec, dest: Path) -> Path:
     dest.mkdir(parents=True)
     (dest / "Dockerfile").write_text(spec.dockerfile)
     if spec.ca_bundle:
-        shutil.copyfile(spec.ca_bundle, dest / CA_NAME)
+        data = spec.ca_bundle.read_bytes()
+        if hashlib.sha256(data).hexdigest() != spec.ca_sha256:  # the tag names these bytes only
+            raise OSError(f"the CA bundle {spec.ca_bundle} changed after the image tag was "
+                          "computed: run again")
+        (dest / CA_NAME).write_bytes(data)
     for i, wh in enumerate(spec.wheelhouses):
         target = dest / WHEELS_DIR / str(i)
         target.mkdir(parents=True)

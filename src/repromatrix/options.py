@@ -45,6 +45,7 @@ class RunOptions:
     registry: str | None = None  # pull missing images from here before building
     push: str | None = None  # push prepared images here (repromatrix build --push)
     image_budget_gb: float | None = None  # remove this run's finished images past this size
+    env_budget_gb: float | None = None  # venv: environments + uv cache (None: from free disk)
 
     @property
     def work(self) -> Path:
@@ -141,11 +142,13 @@ def run_options(matrix: Matrix, args: Mapping[str, Any] | Any) -> RunOptions:
     repeat = get("repeat") or 1
     if not 1 <= int(repeat) <= MAX_REPEAT:
         raise UsageError(f"--repeat {repeat}: run each cell 1 to {MAX_REPEAT} times")
-    budget = get("image_budget")
-    if budget is not None and not (isinstance(budget, (int, float)) and budget >= 0):
-        raise UsageError(f"--image-budget {budget}: a size in GB, 0 or more")
+    budget, env_budget = get("image_budget"), get("env_budget")
+    for flag, value in (("--image-budget", budget), ("--env-budget", env_budget)):
+        if value is not None and not (isinstance(value, (int, float)) and value >= 0):
+            raise UsageError(f"{flag} {value}: a size in GB, 0 or more")
     return replace(options, repeat=int(repeat), registry=_registry(get("registry"), "--registry"),
-                   push=_registry(get("push"), "--push"), image_budget_gb=budget)
+                   push=_registry(get("push"), "--push"), image_budget_gb=budget,
+                   env_budget_gb=env_budget)
 
 
 def _backend(flag: Any, matrix: Matrix) -> str:

@@ -77,6 +77,7 @@ class Engines:
         if rest and self.fallback:
             for stack in rest:
                 self.choices[stack.id] = self._first_that_works(stack)
+            self._together(rest)
         elif rest:
             self._insist(self.chain[0], rest)
         local = [self.choices[g.stack.id].stack for g in groups if g.stack.kind == "local"]
@@ -93,6 +94,19 @@ class Engines:
         engine.preflight(stacks)
         for stack in stacks:
             self.choices[stack.id] = Choice(stack, engine, f"--backend {name}")
+
+    def _together(self, stacks: list[Stack]) -> None:
+        """Each engine's preflight once more over all the stacks it was given: what holds
+        stack by stack may not hold for all of them at once (the disk their environments
+        take together); that fails the run before anything is built."""
+        by_engine: dict[str, list[Stack]] = {}
+        for stack in stacks:
+            choice = self.choices[stack.id]
+            if choice.engine is not None:
+                by_engine.setdefault(choice.engine_name, []).append(choice.stack)
+        for name, chosen in by_engine.items():
+            if len(chosen) > 1:
+                self.engine(name).preflight(chosen)
 
     def _first_that_works(self, stack: Stack) -> Choice:
         why_not: list[str] = []  # why each earlier engine of the chain cannot make it

@@ -3,7 +3,8 @@
 ``prepare`` builds the stack's image unless its tag exists (``docker_build``);
 ``start`` owns one container's whole life (cibuildwheel's ``OCIContainer``
 idea): create it with the harness mounted read-only at ``/repromatrix``, the
-repros at ``/repros`` and a result folder at ``/out``, no network, GPUs only
+repros at ``/repros`` (unless they are the harness folder: ``container_mounts``) and
+a result folder at ``/out``, no network, GPUs only
 when the daemon has the NVIDIA runtime; start it; and always remove it on
 exit unless ``--keep`` (then it is kept for debugging and its name is logged).
 Containers carry ``repromatrix.managed=1`` and ``repromatrix.run=<run id>``,
@@ -17,6 +18,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import docker
@@ -25,6 +27,7 @@ import docker.types
 
 from ..diagnose import explain
 from ..images import image_spec
+from ..indexes import check_indexes
 from ..lock import hold
 from ..model import Stack
 from ..paths import cache_dir
@@ -51,6 +54,7 @@ from .docker_daemon import (
 
 HARNESS_MOUNT = "/repromatrix"
 REPROS_MOUNT = "/repros"
+OUT_MOUNT = "/out"
 KILL_GRACE_S = 30.0
 
 
@@ -74,10 +78,16 @@ class DockerEngine:
         return self._client
 
     def preflight(self, stacks: Sequence[Stack]) -> None:
-        """Ping the daemon; remove containers of dead runs; check the base images still needed."""
+        """Ping the daemon; remove containers of dead runs; check the base images and the
+        package indexes of the images still to build (``indexes.check_indexes``)."""
         for name in reap_orphans(self.client):
             self.ctx.log(f"removed {name}: its run is no longer alive")
-        check_base_images(self.client, [image_spec(s, self.ctx.settings) for s in stacks])
+        specs = [image_spec(s, self.ctx.settings) for s in stacks]
+        check_base_images(self.client, specs)
+        to_build = [spec.stack for spec in specs if find_image(self.client, spec.tag) is None]
+        if not self.ctx.options.registry:  # with a registry, a missing image may be pulled instead
+            check_indexes(to_build, self.ctx.settings, where="this machine (docker builds use its "
+                          "network)", log=self.ctx.log)
         if self.ctx.options.gpus and not self.nvidia:
             self.ctx.log("warning: --gpus given but the daemon has no NVIDIA runtime; "
                          "running without GPUs (GPU stages will be skipped)")
@@ -157,13 +167,11 @@ class DockerEngine:
         ctx, settings = self.ctx, self.ctx.settings
         job.outdir.mkdir(parents=True, exist_ok=True)
         job.outdir.chmod(0o777)
-        cmd = ["python", *job.runner_args(f"{HARNESS_MOUNT}/runner.py", "/out", REPROS_MOUNT)]
+        volumes, repros_at = container_mounts(ctx.harness_dir, ctx.repros_dir, job.outdir)
+        cmd = ["python", *job.runner_args(f"{HARNESS_MOUNT}/runner.py", OUT_MOUNT, repros_at)]
         sid = prepared.stack.id
         labels = {LABEL_MANAGED: "1", LABEL_RUN: ctx.run_id, LABEL_STACK: sid,
                   LABEL_OWNER: owner_label()}
-        volumes = {str(ctx.harness_dir.resolve()): {"bind": HARNESS_MOUNT, "mode": "ro"},
-                   str(ctx.repros_dir.resolve()): {"bind": REPROS_MOUNT, "mode": "ro"},
-                   str(job.outdir.resolve()): {"bind": "/out", "mode": "rw"}}
         env = {"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", **job.env}
         return self.client.containers.create(
             prepared.handle, cmd, name=container_name(ctx.run_id, sid), labels=labels,
@@ -246,6 +254,23 @@ def enforce_budget(client: docker.DockerClient, made: list[str], done: set[str],
             total -= sizes[tag]
             removed.append(tag)
     return removed
+
+
+def container_mounts(harness: Path, repros: Path, outdir: Path) -> tuple[dict[str, Any], str]:
+    """The container's bind mounts (host path -> bind) and where the runner finds the repros.
+
+    The harness is mounted at ``/repromatrix``, the catalog at ``/repros``, the result
+    folder at ``/out``. docker-py keys mounts by host path, so a catalog that *is* the
+    harness folder (only built-in repros: nothing staged) is not mounted twice: the
+    runner reads it at ``/repromatrix``."""
+    harness_host, repros_host = str(harness.resolve()), str(repros.resolve())
+    volumes: dict[str, Any] = {harness_host: {"bind": HARNESS_MOUNT, "mode": "ro"}}
+    repros_at = HARNESS_MOUNT
+    if repros_host != harness_host:
+        volumes[repros_host] = {"bind": REPROS_MOUNT, "mode": "ro"}
+        repros_at = REPROS_MOUNT
+    volumes[str(outdir.resolve())] = {"bind": OUT_MOUNT, "mode": "rw"}
+    return volumes, repros_at
 
 
 def container_logs(container: Any) -> str:

@@ -24,6 +24,7 @@ from .docker_daemon import ENGINE_ERRORS, find_image, first_line
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 LOG_TAIL_LINES = 60
+LABEL_CA = "repromatrix.ca_bundle_sha256"  # which CA bundle the image trusts (part of its tag)
 
 
 def build_image(client: docker.DockerClient, spec: ImageSpec, work_dir: Path, *,
@@ -70,7 +71,8 @@ def _stream_build(client: docker.DockerClient, spec: ImageSpec, ctx_dir: Path, f
     try:
         stream = client.api.build(path=str(ctx_dir), tag=spec.tag, rm=True, forcerm=True,
                                   network_mode="host", decode=True, pull=False,
-                                  labels={"repromatrix.inputs_hash": spec.inputs_hash})
+                                  labels={"repromatrix.inputs_hash": spec.inputs_hash,
+                                          LABEL_CA: spec.ca_sha256 or "none"})
         for chunk in stream:
             if stop is not None and stop.is_set():
                 stream.close()

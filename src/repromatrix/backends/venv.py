@@ -9,7 +9,8 @@ records the stack's cells `broken` with the log's tail); a missing ``uv`` is
 an InfraError.
 
 The cache folder is ``$REPROMATRIX_VENV_DIR``, else
-``$XDG_CACHE_HOME/repromatrix/venvs`` (``~/.cache/repromatrix/venvs``).
+``$XDG_CACHE_HOME/repromatrix/venvs`` (``~/.cache/repromatrix/venvs``); uv installs
+from its own cache inside it, and ``venv_disk`` keeps both within ``--env-budget``.
 An environment whose build did not finish is rebuilt, never used.
 """
 
@@ -35,12 +36,13 @@ from .. import envvars
 from ..diagnose import explain
 from ..errors import EngineUnavailable, UsageError
 from ..images import index_options, requirements, wheelhouse_listing
+from ..indexes import check_indexes, uv_default_index
 from ..model import Stack
 from ..paths import cache_dir
 from . import EngineContext, Prepared, RunnerJob
 from .process import LocalProcess, local_process
+from .venv_disk import MARKER, EnvDisk, estimate_bytes
 
-MARKER = "repromatrix-venv.json"
 INDEX_PROBE_TIMEOUT = 10.0
 LOG_TAIL = 3000
 
@@ -74,6 +76,14 @@ class VenvEngine:
     def __init__(self, ctx: EngineContext, root: Path | None = None) -> None:
         self.ctx = ctx
         self.root = root or venv_root()
+        self._disk: EnvDisk | None = None
+
+    @property
+    def disk(self) -> EnvDisk:
+        """The root's environments and uv cache within --env-budget (measured when first needed)."""
+        if self._disk is None:
+            self._disk = EnvDisk(self.root, self.ctx.options.env_budget_gb, self.ctx.log)
+        return self._disk
 
     def preflight(self, stacks: Sequence[Stack]) -> None:
         for stack in stacks:
@@ -84,13 +94,18 @@ class VenvEngine:
             raise EngineUnavailable("--backend venv needs uv on PATH (pip install uv)")
         if not (self.ctx.harness_dir / "runner.py").is_file():
             raise UsageError(f"{self.ctx.harness_dir}/runner.py is missing: is this a source checkout?")
+        to_build = [s for s in stacks if not self._built(self.fingerprint(s)[len("venv:"):])]
+        self.disk.check_fits(to_build)
+        check_indexes(to_build, self.ctx.settings, where="this machine (where the venvs are built)",
+                      optional_extras=True, default_index=uv_default_index(), log=self.ctx.log)
 
     def fingerprint(self, stack: Stack) -> str:
         """What the environment is built from: known before (and without) building it."""
         return "venv:" + spec_key(install_spec(stack, self.ctx.settings))
 
     def prepare(self, stack: Stack, stop: threading.Event) -> Prepared:
-        """The stack's environment, built unless a finished one exists."""
+        """The stack's environment, built unless a finished one exists; held (never removed
+        by a run) until ``release``."""
         spec = install_spec(stack, self.ctx.settings)
         key = spec_key(spec)
         self.root.mkdir(parents=True, exist_ok=True)
@@ -98,33 +113,51 @@ class VenvEngine:
         exe = target / "bin" / "python"
         image = {"tag": f"venv:{key}", "id": str(exe)}
         t0 = time.monotonic()
-        with (self.root / f"{key}.lock").open("w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if (target / MARKER).is_file() and exe.exists():
-                self.ctx.log(f"[{stack.id}] reusing environment {target}")
-                return Prepared(stack, ok=True, handle=str(exe), image=image, cached=True)
-            self.ctx.log(f"[{stack.id}] building environment {target} "
-                         f"({' '.join(spec['requirements'])})")
-            log_path = self.root / f"{key}.log"
+        lock = self.disk.lock_path(key).open("a")
+        fcntl.flock(lock, fcntl.LOCK_SH)  # a finished environment: shared with other runs
+        if self._built(key):
+            self.disk.hold(key, lock)
+            self.ctx.log(f"[{stack.id}] reusing environment {target}")
+            return Prepared(stack, ok=True, handle=str(exe), image=image, cached=True)
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one build per environment at a time
+        if self._built(key):  # built meanwhile by another run
+            self.disk.hold(key, lock)
+            return Prepared(stack, ok=True, handle=str(exe), image=image, cached=True)
+        self.disk.make_room(estimate_bytes(stack))
+        self.ctx.log(f"[{stack.id}] building environment {target} "
+                     f"({' '.join(spec['requirements'])})")
+        log_path = self.root / f"{key}.log"
+        with self.disk.installing():
             failure = self._build(target, spec, log_path)
-            elapsed = time.monotonic() - t0
-            if failure:
-                reason = explain(failure[0], failure[1], log_path)
-                self.ctx.log(f"[{stack.id}] environment build FAILED: {reason}")
-                return Prepared(stack, ok=False, image=image, reason=reason,
-                                log_tail=failure[1], log_path=log_path, duration_s=elapsed)
-            (target / MARKER).write_text(json.dumps({"stack": stack.spec(), **spec}, indent=2))
+        elapsed = time.monotonic() - t0
+        if failure:
+            lock.close()
+            reason = explain(failure[0], failure[1], log_path)
+            self.ctx.log(f"[{stack.id}] environment build FAILED: {reason}")
+            return Prepared(stack, ok=False, image=image, reason=reason,
+                            log_tail=failure[1], log_path=log_path, duration_s=elapsed)
+        (target / MARKER).write_text(json.dumps({"stack": stack.spec(), **spec}, indent=2))
+        self.disk.hold(key, lock)
         return Prepared(stack, ok=True, handle=str(exe), image=image, log_path=log_path,
                         duration_s=elapsed)
+
+    def _built(self, key: str) -> bool:
+        """Whether the environment ``key`` is finished (its marker written after the install)."""
+        target = self.root / key
+        return (target / MARKER).is_file() and (target / "bin" / "python").exists()
 
     def start(self, prepared: Prepared, job: RunnerJob) -> AbstractContextManager[LocalProcess]:
         return local_process(self.ctx, prepared, job)
 
     def release(self, prepared: Prepared) -> None:
-        """Nothing to free: environments are the cache."""
+        """A stack is done with its environment: keep the root within --env-budget."""
+        self.disk.release(str((prepared.image or {}).get("tag", "")).removeprefix("venv:"))
+        self.disk.make_room()
 
     def close(self) -> None:
-        """Environments are kept (they are the cache); runners end with their contexts."""
+        """Environments are kept (they are the cache, within the budget); holds end."""
+        self.disk.close()
 
     def _build(self, target: Path, spec: dict[str, Any], log_path: Path) -> tuple[str, str] | None:
         uv = shutil.which("uv") or "uv"
@@ -132,8 +165,10 @@ class VenvEngine:
         options = _reachable(spec["index_options"], self.ctx.log)
         links = [a for p in spec["find_links"] for a in ("--find-links", p)]
         steps = [
-            [uv, "venv", "--quiet", "--python", spec["python"], str(target)],
-            [uv, "pip", "install", "--python", str(target / "bin" / "python"),
+            [uv, "venv", "--quiet", "--cache-dir", str(self.disk.cache), "--python", spec["python"],
+             str(target)],
+            [uv, "pip", "install", "--cache-dir", str(self.disk.cache),
+             "--python", str(target / "bin" / "python"),
              "--index-strategy", "unsafe-best-match", *options, *links, *spec["requirements"]],
         ]
         timeout = self.ctx.options.build_timeout

@@ -137,3 +137,36 @@ def test_no_daemon_passes_docker_over_for_every_stack(empty_wheelhouse, tmp_path
     assert all("cannot reach the docker daemon" in r.backend_reason for r in summary.results)
     said = [line for line in lines if line.startswith("engine venv")]
     assert len(said) == 1 and "pip-a, pip-b" in said[0], "said once for both stacks"
+
+
+@pytest.mark.pypi
+def test_an_unreachable_cuda_index_falls_back_to_pypi_only_for_the_same_build(tmp_path, monkeypatch):
+    """The PyTorch index does not answer (a closed loopback port stands for it): a cu130 pin
+    takes PyPI's torch 2.14.1 (the same CUDA 13.0 build, per the table) and says so; a
+    cu126 pin is not the same build and cannot be made here."""
+    needs_uv()
+    from repromatrix import images, indexes
+    from repromatrix.run import engines_for
+
+    monkeypatch.setattr(images, "TORCH_INDEX", "http://127.0.0.1:9/whl")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-daemon.sock")
+    monkeypatch.setenv("REPROMATRIX_VENV_DIR", str(tmp_path / "venvs"))
+    try:
+        indexes.check_indexes([Stack(id="pypi-probe", kind="pip", python="3.11", torch="2.14.1",
+                                     index="pypi")], Settings(), where="here")
+    except indexes.IndexUnreachable as exc:
+        pytest.skip(f"PyPI is not reachable here: {str(exc).splitlines()[1]}")
+    same = Stack(id="s130", kind="pip", python="3.11", torch="2.14.1", index="cu130", cuda="13.0")
+    other = Stack(id="s126", kind="pip", python="3.11", torch="2.14.1", index="cu126", cuda="12.6")
+    engines = engines_for(matrix_with(Settings()), RunOptions(backend="docker|venv",
+                                                             results=tmp_path / "r"), "r1", print)
+    groups = engines.choose([StackGroup(same, ("onnx_export_device",)),
+                             StackGroup(other, ("onnx_export_device",))])
+    made = engines.choices["s130"]
+    assert made.engine_name == "venv" and made.stack.index == "pypi" and made.stack.id == "s130"
+    assert "cu130 unreachable" in made.reason and "the same as cu130" in made.reason
+    assert groups[0].stack.index == "pypi", "the run makes the PyPI build it chose"
+    skipped = engines.choices["s126"]
+    assert skipped.engine is None and "127.0.0.1" in skipped.reason
+    assert not (tmp_path / "venvs").exists() or not any((tmp_path / "venvs").iterdir()), \
+        "choosing builds nothing"

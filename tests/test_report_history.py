@@ -13,9 +13,10 @@ from pathlib import Path
 
 from repromatrix.report import render_site
 from repromatrix.report_answers import axis_answer, stack_scope
-from repromatrix.report_load import Seen, cell_history, reduce_records
+from repromatrix.report_load import reduce_records
 from repromatrix.result import SCHEMA_VERSION, Result
 from repromatrix.results import ResultStore
+from repromatrix.store import Entry, history
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 
@@ -42,13 +43,13 @@ def chunks(out: Path) -> dict[str, dict]:
 
 
 def test_timeline_collapses_runs_and_keeps_the_newest_changes():
-    seen = [Seen((f"2026-11-{d:02d}", "", f"r{d}"), f"r{d}", s)
+    seen = [Entry(f"r{d}", "c", 1, s, None, f"2026-11-{d:02d}", "", "", "")
             for d, s in enumerate(["fail", "fail", "pass", "pass", "pass", "fail"], start=1)]
-    segments, dropped = cell_history(reversed(seen))   # order of arrival does not matter
+    segments, dropped = history(reversed(seen))   # order of arrival does not matter
     assert [(s.status, s.first_run, s.last_run, s.runs) for s in segments] == [
         ("fail", "r1", "r2", 2), ("pass", "r3", "r5", 3), ("fail", "r6", "r6", 1)]
     assert dropped == 0
-    segments, dropped = cell_history(seen, limit=2)
+    segments, dropped = history(seen, limit=2)
     assert [s.status for s in segments] == ["pass", "fail"] and dropped == 1
 
 

@@ -46,12 +46,12 @@ from .model import TRACEBACK_LIMIT, Repro, Status
 from .report_answers import SCOPES, repro_answers
 from .report_data import DATA_DIR, assign_chunks, detail_json, write_chunks
 from .report_feed import write_feed
-from .report_load import Reduced, cell_history, reduce_records, status_changes
+from .report_load import Reduced, reduce_records, status_changes
 from .report_markup import STATUS_INFO, add_markup, badge_html, fragment, safe_url, script_json
 from .report_raw import RawSink, write_csv
 from .report_stacks import StackBook, matrix_rows, pivot
 from .result import Result, StageResult
-from .results import Conflict, Skipped, flaky_counts
+from .store import Conflict, Skipped, flaky_counts, history
 
 __all__ = ["STATUS_INFO", "ReportSummary", "fragment", "page_name", "render_site",
            "report_assets_dir", "reproduce_command", "safe_url", "script_json"]
@@ -189,7 +189,7 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
         seen_repros.add(rec.repro)
         view = cell_view(rec, repros.get(rec.repro), reduced.previous(cid), cid in conflicted,
                          matrix, envs, stage_names)
-        view["history"], view["history_dropped"] = cell_history(reduced.seen.get(cid, ()))
+        view["history"], view["history_dropped"] = history(reduced.seen.get(cid, ()))
         attempts = flaky_counts(s.status for s in reduced.seen.get(cid, ()) if s.run_id == rec.run_id)
         view["flaky"] = ", ".join(f"{n} {s}" for s, n in sorted(attempts.items())) if attempts else ""
         view["detail"] = detail_json(view)

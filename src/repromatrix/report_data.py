@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .report_load import Segment
 from .report_markup import script_json
+from .store import Span
 
 CHUNK_CELLS = 50
 SEARCH_LIMIT = 300
@@ -42,7 +42,7 @@ def assign_chunks(columns: Sequence[Sequence[str]], leftover: Sequence[str],
     return chunk
 
 
-def history_rows(segments: Sequence[Segment]) -> list[list[Any]]:
+def history_rows(segments: Sequence[Span]) -> list[list[Any]]:
     """A timeline as compact rows: [status, first run, first at, last run, last at, runs]."""
     return [[s.status, s.first_run, s.first_at, s.last_run, s.last_at, s.runs] for s in segments]
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from .results import Conflict, Skipped
+from .store import Conflict, Skipped
 
 _CSV_FORMULA = ("=", "+", "@", "\t", "\r")
 CSV_COLUMNS = ["cell", "stack", "repro", "status", "expected", "contradicted", "signature",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
+from datetime import datetime, timezone
 from pathlib import Path
 
 from repromatrix.report import render_site
@@ -190,3 +191,49 @@ def test_changes_list_is_capped_on_the_page_but_complete_in_the_summary(tmp_path
     html = (tmp_path / "site" / "index.html").read_text()
     assert len(summary.changes["newly failing"]) == 120
     assert html.count('class="permalink"') == 100 and "… and 20 more" in html
+
+
+def site_files(out: Path) -> dict[str, bytes]:
+    """Every file of a rendered site but the render state (which is not part of the page)."""
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.name != ".render-state.json"}
+
+
+def test_an_incremental_render_leaves_what_a_cold_render_writes(tmp_path):
+    """Render into one folder after each change; render cold into a new folder; every file
+    equal. One new record rewrites one detail chunk, never the unchanged ones or static/."""
+    now = datetime(2026, 11, 24, 1, 2, tzinfo=timezone.utc)
+    store = ResultStore(tmp_path / "results")
+    for run, status in enumerate(["fail", "pass"]):
+        for s in range(120):
+            store.append(record(f"pip-s{s:03d}", "bug", run, status if s % 3 else "skip"))
+            store.append(record(f"pip-s{s:03d}", "other", run, "pass"))
+    inc = tmp_path / "inc"
+    steps = 0
+
+    def both(paths: list[Path]) -> list[str]:
+        nonlocal steps
+        steps += 1
+        rewritten = render_site(paths, inc, now=now).rewritten
+        cold = render_site(paths, tmp_path / f"cold-{steps}", now=now)
+        assert site_files(inc) == site_files(tmp_path / f"cold-{steps}"), f"step {steps}"
+        assert sorted(cold.rewritten) == sorted(site_files(tmp_path / f"cold-{steps}"))
+        return rewritten
+
+    both([store.root])
+    assert both([store.root]) == []  # nothing changed: nothing written
+    store.append(record("pip-s005", "bug", 2, "error"))  # one new record
+    rewritten = both([store.root])
+    assert len([n for n in rewritten if n.startswith("data/")]) == 1
+    assert not [n for n in rewritten if n.startswith("static/")]
+    assert "changes.atom" in rewritten and "results.json" in rewritten
+    assert json.loads((inc / "results.json").read_text())["records"][-1]["status"] == "error"
+    damaged = tmp_path / "results" / "h" / "zz-damaged.jsonl"  # a line path, not a whole file
+    old = {**record("pip-s007", "bug", 3, "fail").to_dict(), "schema_version": 1}
+    damaged.write_text("{bad\n" + json.dumps(old) + "\n")
+    both([store.root])
+    shard = ResultStore(tmp_path / "shard")  # merged stores: a conflict for one cache key
+    shard.append(Result.from_dict({**record("pip-s009", "bug", 1, "fail").to_dict(), "host": "n2"}))
+    both([store.root, tmp_path / "shard"])
+    both([store.root, damaged])  # a file given on its own beside the folder that holds it
+    both([store.root])

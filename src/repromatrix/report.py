@@ -27,7 +27,6 @@ import hashlib
 import json
 import re
 import shlex
-import shutil
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -50,6 +49,7 @@ from .report_load import Reduced, reduce_records, status_changes
 from .report_markup import STATUS_INFO, add_markup, badge_html, fragment, safe_url, script_json
 from .report_raw import RawSink, write_csv
 from .report_stacks import StackBook, matrix_rows, pivot
+from .report_state import RenderState
 from .result import Result, StageResult
 from .store import Conflict, Skipped, flaky_counts, history
 
@@ -79,6 +79,7 @@ class ReportSummary:
     contradictions: list[str] = field(default_factory=list)
     changes: dict[str, list[str]] = field(default_factory=dict)
     chunks: int = 0
+    rewritten: list[str] = field(default_factory=list)  # files (under out) this render wrote
 
 
 def report_assets_dir() -> Path:
@@ -90,34 +91,40 @@ def report_assets_dir() -> Path:
 
 def render_site(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro] | None = None,
                 *, matrix: str = "matrix.yaml", title: str = "repromatrix compatibility",
-                published: Collection[str] | None = None) -> ReportSummary:
+                published: Collection[str] | None = None,
+                now: datetime | None = None) -> ReportSummary:
     """Load results from ``paths`` and write the static site into ``out``.
 
     ``published``: the stack ids of the matrix file; stacks outside it are one-off runs
-    (None: every stack but bisect probes counts as published)."""
+    (None: every stack but bisect probes counts as published). ``now``: the generation time
+    shown (default: the clock).
+
+    A render into a folder an earlier render wrote rewrites only the files whose bytes
+    changed (``report_state``); what it leaves is what a render into an empty folder writes."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    now = datetime.now(timezone.utc)
+    now = now or datetime.now(timezone.utc)
+    state = RenderState(out)
     with _gc_paused():
-        with open(out / "results.json", "w", encoding="utf-8") as fh:
-            sink = RawSink(fh, now.strftime("%Y-%m-%d %H:%M UTC"))
-            reduced = reduce_records(paths, sink)
-            sink.close(reduced.skipped, reduced.conflicts)
+        sink = RawSink(out / "results.json", now.strftime("%Y-%m-%d %H:%M UTC"), state)
+        reduced = reduce_records(paths, sink)
         site = build_site(reduced, repros or {}, matrix=matrix, title=title, published=published,
                           now=now)
-        write_pages(out, site)
-        chunks = write_chunks(out, site["cells"], site["envs"])
-        write_csv(out, site)
+        write_pages(out, site, state)
+        chunks = write_chunks(out, site["cells"], site["envs"], state)
+        write_csv(out, site, state)
         shown = {c["id"] for c in site["cells"].values() if c["in_scope"]}
         write_feed(out / "changes.atom", title, now.isoformat(timespec="seconds"),
-                   status_changes(reduced, shown.__contains__, FEED_ENTRIES))
-        copy_static(out)
+                   status_changes(reduced, shown.__contains__, FEED_ENTRIES), state)
+        copy_static(out, state)
+        state.save()
     return ReportSummary(
         out=out, index=out / "index.html", records=reduced.records,
         cells=len(site["cells"]), stacks=len(site["stacks"]), repros=len(site["repro_ids"]),
         skipped=list(reduced.skipped), conflicts=list(reduced.conflicts),
         contradictions=[c["id"] for c in site["cells"].values() if c["contradicted"]],
         changes={k: [c["id"] for c in v] for k, v in site["changes"].items()}, chunks=chunks,
+        rewritten=list(state.rewritten),
     )
 
 
@@ -134,19 +141,20 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def write_pages(out: Path, site: Mapping[str, Any]) -> None:
+def write_pages(out: Path, site: Mapping[str, Any], state: RenderState) -> None:
     """index.html and one page per repro, each with its (small) inline data."""
     env = template_env()
     common = {"pages": {r: page_name(r) for r in site["repro_ids"]},
               "letters": {k: v[0] for k, v in STATUS_INFO.items()},
               "stages": site["stage_names"], "data": DATA_DIR}
     index = env.get_template("index.html.j2").render(site=site, data=script_json(common))
-    (out / "index.html").write_text(index, encoding="utf-8")
+    state.write(out / "index.html", index)
     page = env.get_template("repro.html.j2")
     data = script_json(common)
     for rv in site["repro_views"]:
         html = page.render(site=site, repro=rv, data=data)
-        (out / rv["page"]).write_text(html, encoding="utf-8")
+        state.write(out / rv["page"], html)
+    state.remove_others(out, "repro-*.html")
 
 
 def template_env() -> jinja2.Environment:
@@ -166,12 +174,12 @@ def template_env() -> jinja2.Environment:
     return env
 
 
-def copy_static(out: Path) -> None:
+def copy_static(out: Path, state: RenderState) -> None:
     dest = out / "static"
     dest.mkdir(exist_ok=True)
     for src in sorted((report_assets_dir() / "static").iterdir()):
         if src.is_file():
-            shutil.copyfile(src, dest / src.name)
+            state.write(dest / src.name, src.read_bytes())
 
 
 # ----------------------------------------------------------------- the model

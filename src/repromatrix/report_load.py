@@ -15,6 +15,7 @@ stream past (``report_raw.RawSink``), so the published data stays complete.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,19 +29,23 @@ from .store import (
     Skipped,
     Span,
     TimeKey,
+    digest,
     entry,
     history,
     iter_result_files,
     loads,
+    parse,
     parse_upgraded,
     time_key,
 )
+from .store_index import StaleIndex, StoreIndex, Where
 
 
 @dataclass
 class _Latest:
     time: TimeKey
     raw: bytes
+    where: tuple[StoreIndex, Where] | None = None  # read back at the end of the load
 
 
 @dataclass
@@ -72,23 +77,119 @@ class Reduced:
 
 
 class Sink(Protocol):
-    """Where usable records go as they stream past (report_raw.RawSink)."""
+    """Where usable records go as they stream past (report_raw.RawSink): a stored line,
+    lines read back later, or a whole file's lines; closed at the end of the load."""
 
-    def add(self, raw: str | None, data: dict[str, Any]) -> None: ...
+    def add(self, raw: bytes | None, data: dict[str, Any], digest: str) -> None: ...
+
+    def add_lines(self, digests: list[str], read: Callable[[], Iterable[bytes]]) -> None: ...
+
+    def add_block(self, digests: list[str], read: Callable[[], bytes]) -> None: ...
+
+    def close(self, skipped: list[Skipped], conflicts: list[Conflict]) -> None: ...
 
 
 def reduce_records(paths: Iterable[Path | str], sink: Sink | None = None) -> Reduced:
-    """Stream every record under ``paths``; keep the latest per cell and what history needs."""
+    """Every record under ``paths``: the latest per cell and what history needs.
+
+    A folder is read through its index (``store_index``: the key fields of every record
+    come from SQLite, and only the latest line of each cell is read back from the files);
+    a file given on its own, or one no index covers, is streamed."""
     files, missing = iter_result_files(paths)
     out = Reduced(skipped=list(missing))
     settler = Settler()
-    for path in files:
-        _read(path, out, settler, sink)
-    kept, out.conflicts = settler.finish()
-    out.records = len(kept)
-    for e in kept:
-        out.seen.setdefault(e.cell, []).append(e)
+    with contextlib.ExitStack() as stack:
+        covered: dict[Path, tuple[StoreIndex, str, int]] = {}
+        for p in paths:
+            if Path(p).is_dir():
+                index = stack.enter_context(StoreIndex.open(p))
+                for name, (_, lines) in index.files().items():
+                    covered.setdefault(Path(name).resolve(), (index, name, lines))
+        indexed = _IndexedFiles()
+        for path in files:
+            found = covered.get(path.resolve())
+            if found is None:
+                _read(path, out, settler, sink)
+            else:
+                indexed.read(*found, out, settler, sink)
+        _fill_latest(out)
+        kept, out.conflicts = settler.finish()
+        out.records = len(kept)
+        for e in kept:
+            out.seen.setdefault(e.cell, []).append(e)
+        if sink is not None:
+            sink.close(out.skipped, out.conflicts)
     return out
+
+
+class _IndexedFiles:
+    """The files an index covers, read from its tables; latest lines read back at the end."""
+
+    def __init__(self) -> None:
+        self.entries: dict[StoreIndex, dict[str, list[tuple[Entry, Where]]]] = {}
+        self.skipped: dict[StoreIndex, dict[str, list[Skipped]]] = {}
+
+    def _of(self, index: StoreIndex) -> dict[str, list[tuple[Entry, Where]]]:
+        if index not in self.entries:
+            by_file: dict[str, list[tuple[Entry, Where]]] = {}
+            for e, where in index.entries():
+                by_file.setdefault(e.source.rpartition(":")[0], []).append((e, where))
+            self.entries[index] = by_file
+            skipped: dict[str, list[Skipped]] = {}
+            for item in index.skipped():
+                skipped.setdefault(item.file, []).append(item)
+            self.skipped[index] = skipped
+        return self.entries[index]
+
+    def read(self, index: StoreIndex, name: str, lines: int, out: Reduced, settler: Settler,
+             sink: Sink | None) -> None:
+        rows = self._of(index).get(name, [])
+        out.skipped.extend(self.skipped[index].get(name, []))
+        new = [(e, where) for e, where in rows if settler.add(e)]
+        for e, where in new:
+            current = out.latest.get(e.cell)
+            if current is None or time_key(e) > current.time:
+                out.latest[e.cell] = _Latest(time_key(e), b"", (index, where))
+        if sink is None or not new:
+            return
+        digests = [e.digest for e, _ in new]
+        if len(new) == len(rows) == lines and not any(w.upgraded for _, w in new):
+            sink.add_block(digests, lambda: _whole(Path(name), rows[-1][1]))
+            return
+        run: list[tuple[Entry, Where]] = []  # consecutive lines stored in the current schema
+        for e, where in [*new, (None, None)]:
+            if where is not None and not where.upgraded:
+                run.append((e, where))
+                continue
+            if run:
+                sink.add_lines([r.digest for r, _ in run],
+                               lambda rows=run: [raw for _, raw in index.read_lines(rows)])
+                run = []
+            if where is not None:
+                (_, raw), = index.read_lines([(None, where)])
+                sink.add(None, parse(raw, name, where.line), e.digest)  # type: ignore[arg-type]
+
+
+def _fill_latest(out: Reduced) -> None:
+    """Read back the latest line of each cell whose latest record an index holds."""
+    wanted: dict[StoreIndex, list[tuple[str, Where]]] = {}
+    for cell, found in out.latest.items():
+        if found.where is not None:
+            wanted.setdefault(found.where[0], []).append((cell, found.where[1]))
+    for index, rows in wanted.items():
+        for cell, raw in index.read_lines(rows):
+            out.latest[cell].raw, out.latest[cell].where = raw, None
+
+
+def _whole(path: Path, last: Where) -> bytes:
+    """The lines of a file whose every line is a distinct current record, up to the last
+    indexed one; StaleIndex when the file is no longer as indexed."""
+    end = last.offset + last.length
+    with path.open("rb") as fh:
+        data = fh.read(end)
+    if len(data) != end or not data.endswith(b"\n") or digest(data[last.offset:]) != last.digest:
+        raise StaleIndex(f"{path} changed since it was indexed: render again")
+    return data
 
 
 def _read(path: Path, out: Reduced, settler: Settler, sink: Sink | None) -> None:
@@ -109,7 +210,7 @@ def _read(path: Path, out: Reduced, settler: Settler, sink: Sink | None) -> None
                 if not settler.add(e):
                     continue  # the same record shipped twice counts once
                 if sink is not None:
-                    sink.add(None if upgraded else raw.strip().decode("utf-8"), data)
+                    sink.add(None if upgraded else raw.rstrip(b"\n"), data, e.digest)
                 current = out.latest.get(e.cell)
                 if current is None or time_key(e) > current.time:
                     out.latest[e.cell] = _Latest(time_key(e), raw)

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .result import Result
-from .store import LATER_SQL, Entry, Skipped, digest, entry, parse, parse_line, walk_jsonl
+from .store import LATER_SQL, Entry, Skipped, digest, entry, parse_line, parse_upgraded, walk_jsonl
 
 INDEX_NAME = ".index.sqlite"
 FORMAT = "repromatrix-index-4"  # another value in `meta`: the index is rebuilt
@@ -53,7 +53,7 @@ CREATE TABLE IF NOT EXISTS files (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT N
 CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY, file INTEGER NOT NULL,
     line INTEGER, offset INTEGER, length INTEGER, run_id TEXT, cell TEXT, attempt INTEGER,
     stack_id TEXT, repro TEXT, status TEXT, cache_key TEXT, started_at TEXT, finished_at TEXT, signature TEXT,
-    workaround TEXT, digest TEXT);
+    workaround TEXT, digest TEXT, upgraded INTEGER);
 CREATE INDEX IF NOT EXISTS records_by_cell
     ON records (cell, finished_at DESC, started_at DESC, run_id DESC);  -- LATER_SQL
 CREATE INDEX IF NOT EXISTS records_by_file ON records (file, offset);
@@ -64,7 +64,7 @@ CREATE TABLE IF NOT EXISTS cells (cell TEXT PRIMARY KEY, record INTEGER, stack_i
     signature TEXT, workaround TEXT, digest TEXT) WITHOUT ROWID;
 """
 _RECORD_COLS = ("file, line, offset, length, run_id, cell, attempt, stack_id, repro, status, cache_key, "
-                "started_at, finished_at, signature, workaround, digest")
+                "started_at, finished_at, signature, workaround, digest, upgraded")
 _KEY_COLS = "stack_id, repro, status, cache_key, run_id, finished_at, signature, workaround, digest"
 _CELL_COLS = "cell, record, started_at, " + _KEY_COLS
 
@@ -85,6 +85,18 @@ class CellKey(NamedTuple):
     signature: str | None = None
     workaround: str | None = None
     digest: str = ""  # a hash of the record's line: the same digest, the same record
+
+
+class Where(NamedTuple):
+    """Where an indexed record line is: file id, byte offset and length, line number, digest,
+    and whether it was written under an older schema (upgraded when read)."""
+
+    file: int
+    offset: int
+    length: int
+    line: int
+    digest: str
+    upgraded: bool
 
 
 class StoreIndex:
@@ -247,15 +259,15 @@ class StoreIndex:
                         continue
                 if raw.strip():
                     read += 1
-                    item = parse(raw, str(path), lines + 1)
+                    item = parse_upgraded(raw, str(path), lines + 1)
                     if isinstance(item, Skipped):
                         conn.execute("INSERT OR REPLACE INTO skipped VALUES (?, ?, ?)",
                                      (fid, lines + 1, item.reason))
                         if not complete:
                             break  # maybe a record still being written: read it again next time
                     else:
-                        _insert(conn, fid, lines + 1, offset, raw, item)
-                        touched.add(item["cell"])
+                        _insert(conn, fid, lines + 1, offset, raw, *item)
+                        touched.add(item[0]["cell"])
                 elif not complete:
                     break
                 offset, lines = offset + len(raw), lines + 1
@@ -352,29 +364,33 @@ class StoreIndex:
         return self._execute(sql + f" WHERE {alias}cell IN (SELECT cell FROM wanted) "
                              f"ORDER BY {alias}cell", (), list(cells)).fetchall()
 
-    def entries(self) -> list[tuple[Entry, tuple[int, int, int, int, str]]]:
+    def entries(self) -> list[tuple[Entry, Where]]:
         """Every record line the files hold, in file and line order: its Entry (source
-        ``file:line``) and where it is, as ``read_lines`` takes it (file, offset, length,
-        line, digest)."""
+        ``file:line``) and where it is (``read_lines`` reads it back)."""
         rows = self._query(
             "SELECT r.run_id, r.cell, r.attempt, r.status, r.cache_key, r.finished_at, "
-            "r.started_at, r.digest, f.path, r.line, r.file, r.offset, r.length FROM records r "
-            "JOIN files f ON f.id = r.file ORDER BY f.path, r.offset")
+            "r.started_at, r.digest, f.path, r.line, r.file, r.offset, r.length, r.upgraded "
+            "FROM records r JOIN files f ON f.id = r.file ORDER BY f.path, r.offset")
         root = str(self.root) + os.sep
         return [(Entry(run, cell, attempt, status, key, fin, start, dig, f"{root}{path}:{line}"),
-                 (fid, offset, length, line, dig))
-                for run, cell, attempt, status, key, fin, start, dig, path, line, fid, offset, length
-                in rows]
+                 Where(fid, offset, length, line, dig, bool(upgraded)))
+                for run, cell, attempt, status, key, fin, start, dig, path, line, fid, offset, length,
+                upgraded in rows]
 
-    def read_lines(self, rows: Iterable[tuple[Any, tuple[int, int, int, int, str]]]
-                   ) -> Iterator[tuple[Any, bytes]]:
-        """Each (key, (file, offset, length, line, digest)) row's line read back from its file;
+    def files(self) -> dict[str, tuple[int, int]]:
+        """Every indexed file (its path) -> (file id, lines read): what ``entries`` covers."""
+        root = str(self.root) + os.sep
+        return {root + path: (fid, lines) for fid, path, lines in
+                self._query("SELECT id, path, lines FROM files")}
+
+    def read_lines(self, rows: Iterable[tuple[Any, Where]]) -> Iterator[tuple[Any, bytes]]:
+        """Each (key, Where) row's line read back from its file;
         a line that is no longer the one indexed raises StaleIndex (and marks the file for
         reading again)."""
         paths = dict(self._query("SELECT id, path FROM files"))
         handles: dict[int, Any] = {}
         try:
-            for key, (fid, offset, length, line, want) in rows:
+            for key, (fid, offset, length, line, want, _) in rows:
                 fh = handles.get(fid)
                 if fh is None:
                     if len(handles) >= MAX_OPEN:
@@ -396,7 +412,7 @@ class StoreIndex:
 
     def _read_records(self, rows: Iterable[Any]) -> Iterator[tuple[Any, Result]]:
         """Read each (key, file, offset, length, line, digest) row's record back from its file."""
-        for (key, line), raw in self.read_lines(((r[0], r[4]), tuple(r[1:])) for r in rows):
+        for (key, line), raw in self.read_lines(((r[0], r[4]), Where(*r[1:], False)) for r in rows):
             item = parse_line(raw, str(self.root), line)
             if isinstance(item, Skipped):  # the digest matched: only a harness change gets here
                 raise StaleIndex(f"{item}: open the index again (StoreIndex.open)")
@@ -487,13 +503,13 @@ def _rest_is_blank(fh: Any, offset: int) -> bool:
 
 
 def _insert(conn: sqlite3.Connection, fid: int, number: int, offset: int, raw: bytes,
-            data: dict[str, Any]) -> None:
+            data: dict[str, Any], upgraded: bool = False) -> None:
     e = entry(data, raw, "")
-    conn.execute(f"INSERT INTO records ({_RECORD_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    conn.execute(f"INSERT INTO records ({_RECORD_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                  (fid, number, offset, len(raw), e.run_id, e.cell, e.attempt,
                   str(data["stack"]["id"]), data["repro"], e.status, e.cache_key, e.started_at,
                   e.finished_at, _opt(data.get("signature")), _opt(data.get("workaround")),
-                  e.digest))
+                  e.digest, int(upgraded)))
 
 
 def _opt(value: Any) -> str | None:

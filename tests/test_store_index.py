@@ -295,3 +295,18 @@ def test_a_record_changed_under_an_open_index_is_refused_not_returned(tmp_path):
         path.write_text(path.read_text().replace('"pass"', '"skip"'))
         assert index.latest()["pip-t2.0--repro_0"].status == "skip"  # refreshed and read again
         assert_like_loader(tmp_path, index)
+
+
+def test_an_append_after_lines_the_index_missed_reads_them_in_its_transaction(tmp_path):
+    """A line written while the index could not be updated (another writer, an error) is
+    read by the next append to that file, in the same transaction: the index stays current."""
+    blind = ResultStore(tmp_path, index=False)
+    append(blind, cell=0, run=1)
+    append(blind, cell=1, run=1)
+    store = ResultStore(tmp_path)
+    append(store, cell=2, run=1)  # the same file: its first two lines were never indexed
+    store.close()
+    with StoreIndex(tmp_path) as index:
+        assert index.refresh() == 0
+        assert sorted(index.keys()) == ["pip-t2.0--repro_0", "pip-t2.1--repro_1", "pip-t2.2--repro_2"]
+        assert_like_loader(tmp_path, index)

@@ -228,6 +228,8 @@ def test_an_incremental_render_leaves_what_a_cold_render_writes(tmp_path):
     assert not [n for n in rewritten if n.startswith("static/")]
     assert "changes.atom" in rewritten and "results.json" in rewritten
     assert json.loads((inc / "results.json").read_text())["records"][-1]["status"] == "error"
+    store.append(record("pip-s006", "bug", 2, "pass"))  # the same run file grows by one line
+    assert "results.json" in both([store.root])
     damaged = tmp_path / "results" / "h" / "zz-damaged.jsonl"  # a line path, not a whole file
     old = {**record("pip-s007", "bug", 3, "fail").to_dict(), "schema_version": 1}
     damaged.write_text("{bad\n" + json.dumps(old) + "\n")

@@ -154,7 +154,7 @@ class _IndexedFiles:
             return
         digests = [e.digest for e, _ in new]
         if len(new) == len(rows) == lines and not any(w.upgraded for _, w in new):
-            sink.add_block(digests, lambda: _whole(Path(name), rows[-1][1]))
+            sink.add_block(digests, lambda: _chunks(Path(name), rows[-1][1]))
             return
         run: list[tuple[Entry, Where]] = []  # consecutive lines stored in the current schema
         for e, where in [*new, (None, None)]:
@@ -181,15 +181,18 @@ def _fill_latest(out: Reduced) -> None:
             out.latest[cell].raw, out.latest[cell].where = raw, None
 
 
-def _whole(path: Path, last: Where) -> bytes:
-    """The lines of a file whose every line is a distinct current record, up to the last
-    indexed one; StaleIndex when the file is no longer as indexed."""
+def _chunks(path: Path, last: Where, size: int = 1 << 22) -> Iterator[bytes]:
+    """The bytes of a file whose every line is a distinct current record, up to the end of
+    the last indexed one, in chunks; StaleIndex when the file is no longer as indexed."""
     end = last.offset + last.length
     with path.open("rb") as fh:
-        data = fh.read(end)
-    if len(data) != end or not data.endswith(b"\n") or digest(data[last.offset:]) != last.digest:
-        raise StaleIndex(f"{path} changed since it was indexed: render again")
-    return data
+        fh.seek(last.offset)
+        tail = fh.read(last.length)
+        if not tail.endswith(b"\n") or digest(tail) != last.digest:
+            raise StaleIndex(f"{path} changed since it was indexed: render again")
+        fh.seek(0)
+        while fh.tell() < end:
+            yield fh.read(min(size, end - fh.tell()))
 
 
 def _read(path: Path, out: Reduced, settler: Settler, sink: Sink | None) -> None:

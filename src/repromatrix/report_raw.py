@@ -10,9 +10,9 @@ import csv
 import hashlib
 import io
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from .report_state import RenderState
 from .store import Conflict, Skipped
@@ -37,7 +37,8 @@ class RawSink:
         self.path, self.state = path, state
         self.header = ('{"generated_at": ' + json.dumps(generated_at) + ',\n"records": [\n'
                        ).encode("utf-8")
-        self.pieces: list[tuple[int, Callable[[], list[bytes]]]] = []
+        self.pieces: list[tuple[int, Callable[[], Any]]] = []
+        self.blocks: set[int] = set()  # the pieces that are whole files (add_block)
         self.count = 0
         self._chain = hashlib.sha1()
         self._want = state.results.get("count")
@@ -63,9 +64,11 @@ class RawSink:
         """Records whose lines ``read`` returns (newline included) when they are written."""
         self.pieces.append((self._note(digests), lambda: [r.rstrip(b"\n") for r in read()]))
 
-    def add_block(self, digests: list[str], read: Callable[[], bytes]) -> None:
-        """Records that are every line of the bytes ``read`` returns (each ending in a newline)."""
-        self.pieces.append((self._note(digests), lambda: read()[:-1].split(b"\n")))
+    def add_block(self, digests: list[str], read: Callable[[], Iterator[bytes]]) -> None:
+        """Records that are every line of the bytes ``read`` yields in chunks (each line
+        ending in a newline): copied a chunk at a time, never held whole."""
+        self.blocks.add(len(self.pieces))
+        self.pieces.append((self._note(digests), read))
 
     def close(self, skipped: list[Skipped], conflicts: list[Conflict]) -> None:
         tail = {
@@ -88,21 +91,39 @@ class RawSink:
             if resume:
                 fh.seek(known["end"])
                 fh.truncate()
-            for n, read in self.pieces:
+            for number, (n, read) in enumerate(self.pieces):
                 if skip >= n:
                     skip -= n
                     continue
-                lines = read()[skip:]
+                if written:
+                    fh.write(b",\n")
+                if number in self.blocks:
+                    _copy_lines(read(), skip, fh)
+                else:
+                    fh.write(b",\n".join(read()[skip:]))
+                written += n - skip
                 skip = 0
-                data = b",\n".join(lines)
-                fh.write((b",\n" if written else b"") + data)
-                written += len(lines)
             records_end = fh.tell()
             fh.write(end)
             fh.truncate()
         self.state.results = {"count": self.count, "chain": self._chain.hexdigest(),
                               "end": records_end, "header": len(self.header), "ends": ends}
         self.state.noted(self.path, "")  # too large to hash again: its size and mtime identify it
+
+
+def _copy_lines(chunks: Iterator[bytes], skip: int, fh: BinaryIO) -> None:
+    """Write the lines in ``chunks`` after the first ``skip``, joined by ",\\n" (the last
+    newline dropped)."""
+    held = b""
+    for chunk in chunks:
+        while skip and chunk:
+            cut = chunk.find(b"\n")
+            chunk = b"" if cut < 0 else chunk[cut + 1:]
+            skip -= cut >= 0
+        if chunk:
+            data = held + chunk
+            held = data[-1:]
+            fh.write(data[:-1].replace(b"\n", b",\n"))
 
 
 def write_csv(out: Path, site: Mapping[str, Any], state: RenderState) -> None:

@@ -1,8 +1,8 @@
 """The report stage: results store -> a static site that opens from disk, sized by cells.
 
-Flow: results -> **report**. ``render_site`` streams the result files and folders
-(``report_load``: the latest record per cell, and each cell's history as a
-timeline), pivots the cells with pandas (stacks as rows, grouped and in
+Flow: results -> **report**. ``render_site`` loads the result files and folders
+(``report_load``: a folder through its index, the latest record per cell, and each
+cell's history as a timeline, ``store.history``), pivots the cells with pandas (stacks as rows, grouped and in
 version order; repros as columns), checks each cell against its repro's
 documented expectation, answers the per-repro questions from the records
 (``report_answers``) and renders Jinja2 templates from ``report/`` into:

@@ -13,7 +13,7 @@ are different outcomes for one cell and one cache key recorded in different
 stores (shards that disagree about one environment).
 
 Layout: ``<root>/<host>/<run_id>.jsonl``, and beside them ``<root>/.index.sqlite``
-(``store_index``: latest record, cache key and history per cell, derived from the
+(``store_index``: every record's key fields and each cell's latest, derived from the
 files and rebuilt from them when missing or stale). Files are read line by line.
 ``<root>/.lock`` is held by the run writing into the folder (``locked``: a second run
 waits, saying who holds it); ``<root>/.work/out/<run_id>`` holds a run's logs, pruned by

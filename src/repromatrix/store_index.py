@@ -1,27 +1,29 @@
-"""An SQLite index beside the append-only result logs: per cell, its latest record and history.
+"""An SQLite index beside the append-only result logs: every record's key fields, each cell's latest.
 
-Flow: run -> results (**index**) -> report / bisect. The JSONL run files stay
-the source of truth (mergeable, diffable, append-only); ``<results>/.index.sqlite``
-(standard-library ``sqlite3``, WAL) only points into them, so it can always be
-deleted and rebuilt. It keeps:
+Flow: run -> results (**index**) -> run's reuse check / bisect / report. The JSONL
+run files stay the source of truth (mergeable, diffable, append-only);
+``<results>/.index.sqlite`` (standard-library ``sqlite3``, WAL) only points into
+them, so it can always be deleted and rebuilt. Lines are read with the store's one
+parser (``store.parse``) and ordered by its one order (``store.LATER_SQL``). It keeps:
 
     files    every indexed file: size and mtime when last read, how far it was
              read (byte offset, line count) and a hash of the bytes before that
              offset, so a file grown by another writer is read from where the
              index stopped and a rewritten one is read again from the start
     records  one row per record line: where it is (file, offset, length), its key
-             fields (run, cell, stack, repro, status, cache key, times) and a hash
-             of the line (identical copies of a record are not a conflict)
+             fields (run, cell, attempt, stack, repro, status, cache key, times), a
+             hash of the line and whether it was written under an older schema
     skipped  the lines the loader would skip, and why
     cells    per cell, the latest record's key fields (what a no-op `run` reads)
 
 ``refresh`` brings the index up to date with the files (a stat per file when
-nothing changed); ``ResultStore.append`` updates it as each record is written.
-Queries answer like the JSONL loader (``results.load_records`` then
-``latest_by_cell`` / ``previous_by_cell``) but read from disk only the records
-they return, one at a time: memory follows the cells asked for, not the history.
+nothing changed); ``ResultStore.append`` updates it as each record is written, in
+one ``BEGIN IMMEDIATE`` transaction that first reads any lines the index missed
+(another writer's, or ones written while it could not be updated). ``entries``
+hands every record's ``store.Entry`` to the store's conflict rule and history
+(the report); ``keys``, ``latest`` and ``read_lines`` read from disk only the
+records asked for, one at a time: memory follows the cells asked for.
 """
-
 from __future__ import annotations
 
 import contextlib

@@ -56,9 +56,9 @@ def child(mode: str, root: Path) -> None:
             keys = index.keys() if mode == "index, keys" else dict(index.iter_latest())
             n = (len(keys), 0, 0)
     else:
-        reduced = reduce_records([root])
-        n = (len(reduced.latest), sum(1 for c in reduced.latest if reduced.previous(c)),
-             reduced.records)
+        with reduce_records([root]) as reduced:
+            n = (len(reduced.latest), sum(1 for c in reduced.latest if reduced.previous(c)),
+                 reduced.records)
     seconds = time.perf_counter() - t0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"{seconds:.4f} {rss:.1f} {n[0]} {n[1]} {n[2]}")

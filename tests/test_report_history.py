@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
@@ -173,11 +174,13 @@ def test_duplicates_and_conflicts_while_streaming(tmp_path):
     copy.append(rec)                                        # the same run shipped twice
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "x.jsonl").write_text(json.dumps(rec.to_dict(), indent=None) + "\n")  # reformatted
-    reduced = reduce_records([tmp_path / "a", tmp_path / "b", tmp_path / "c"])
+    with reduce_records([tmp_path / "a", tmp_path / "b", tmp_path / "c"]) as reduced:
+        pass
     assert reduced.records == 1 and reduced.conflicts == []
     other = ResultStore(tmp_path / "d")
     other.append(record("pip-a", "bug", 0, "pass"))
-    reduced = reduce_records([tmp_path / "a", tmp_path / "d"])
+    with reduce_records([tmp_path / "a", tmp_path / "d"]) as reduced:
+        pass
     assert reduced.records == 1 and len(reduced.conflicts) == 1
     assert [s.status for s in reduced.seen["pip-a--bug"]] == [reduced.result("pip-a--bug").status]
 
@@ -239,3 +242,9 @@ def test_an_incremental_render_leaves_what_a_cold_render_writes(tmp_path):
     both([store.root, tmp_path / "shard"])
     both([store.root, damaged])  # a file given on its own beside the folder that holds it
     both([store.root])
+    with sqlite3.connect(store.root / ".index.sqlite") as db:  # the cells' summaries, kept
+        assert db.execute("SELECT count(*) FROM summaries").fetchone()[0] == 240
+    for path in store.root.glob(".index.sqlite*"):
+        path.unlink()  # no index: every record parsed and summarised again, the same page
+    render_site([store.root], tmp_path / "no-index", now=now)
+    assert site_files(tmp_path / "no-index") == site_files(inc)

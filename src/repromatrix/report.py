@@ -31,7 +31,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jinja2
 
@@ -62,6 +62,11 @@ MESSAGE_LIMIT = 2000
 FEED_ENTRIES = 200
 _SAFE_PAGE = re.compile(r"^[a-z0-9_]{1,80}$")
 _JSON_ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)
+# record_summary's output changes only with these sources: summaries the store index
+# keeps from an earlier render are used only when they were made by the same ones
+SUMMARY_VERSION = hashlib.sha1(b"".join(
+    (Path(__file__).parent / name).read_bytes()
+    for name in ("report.py", "report_markup.py", "model.py", "result.py"))).hexdigest()[:16]
 
 
 @dataclass
@@ -107,9 +112,10 @@ def render_site(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro] | 
     state = RenderState(out)
     with _gc_paused():
         sink = RawSink(out / "results.json", now.strftime("%Y-%m-%d %H:%M UTC"), state)
-        reduced = reduce_records(paths, sink)
-        site = build_site(reduced, repros or {}, matrix=matrix, title=title, published=published,
-                          now=now)
+        with reduce_records(paths, sink, SUMMARY_VERSION) as reduced:
+            site = build_site(reduced, repros or {}, matrix=matrix, title=title,
+                              published=published, now=now)
+            reduced.keep_summaries()
         write_pages(out, site, state)
         chunks = write_chunks(out, site["cells"], site["envs"], state)
         write_csv(out, site, state)
@@ -192,13 +198,14 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
     conflicted = {c.cell for c in reduced.conflicts}
     envs, stage_names, book = EnvTable(), StageTable(), StackBook(published)
     cells, seen_repros = {}, set()
-    for cid, rec in reduced.results():   # one parsed record at a time
-        book.add(rec)
-        seen_repros.add(rec.repro)
-        view = cell_view(rec, repros.get(rec.repro), reduced.previous(cid), cid in conflicted,
+    for cid, summary in reduced.summaries(record_summary):   # one record at a time
+        facts = RecordFacts(*summary["facts"])
+        book.add(facts)
+        seen_repros.add(facts.repro)
+        view = cell_view(summary, repros.get(facts.repro), reduced.previous(cid), cid in conflicted,
                          matrix, envs, stage_names)
         view["history"], view["history_dropped"] = history(reduced.seen.get(cid, ()))
-        attempts = flaky_counts(s.status for s in reduced.seen.get(cid, ()) if s.run_id == rec.run_id)
+        attempts = flaky_counts(s.status for s in reduced.seen.get(cid, ()) if s.run_id == facts.run_id)
         view["flaky"] = ", ".join(f"{n} {s}" for s, n in sorted(attempts.items())) if attempts else ""
         view["detail"] = detail_json(view)
         for heavy in ("traceback", "stages", "history"):   # now only in the detail JSON
@@ -275,14 +282,15 @@ class StageTable:
         self.names: list[str] = []
         self._index: dict[str, int] = {}
 
-    def code(self, stages: Iterable[StageResult]) -> str:
-        """``0P.3F``: stage number and status letter of each stage ('' without stages)."""
+    def code(self, stages: Iterable[Sequence[str]]) -> str:
+        """``0P.3F``: stage number and status letter of each (name, status) stage ('' without
+        stages)."""
         parts = []
-        for st in stages:
-            number = self._index.setdefault(st.name, len(self.names))
+        for name, status in stages:
+            number = self._index.setdefault(name, len(self.names))
             if number == len(self.names):
-                self.names.append(st.name)
-            parts.append(f"{number}{STATUS_INFO.get(st.status, ('?',))[0]}")
+                self.names.append(name)
+            parts.append(f"{number}{STATUS_INFO.get(status, ('?',))[0]}")
         return ".".join(parts)
 
 
@@ -297,32 +305,62 @@ def env_rows(env: Any) -> list[list[str]]:
     return rows
 
 
-def cell_view(rec: Result, repro: Repro | None, previous: str, conflict: bool, matrix: str,
-              envs: EnvTable, stage_names: StageTable) -> dict[str, Any]:
-    """One cell as the templates and the page script see it."""
-    status = rec.status
-    expectation = expect_mod.evaluate(repro.expect, rec) if repro else None
-    return {
+class RecordFacts(NamedTuple):
+    """What the page needs of a record beyond its view: expectations, stacks, the command
+    (the attribute names of ``Result``, so ``expect``, ``StackBook`` and
+    ``reproduce_command`` take either)."""
+
+    cell: str
+    repro: str
+    status: str
+    run_id: str
+    stack_id: str
+    stack: Mapping[str, Any]
+    env: Mapping[str, Any]
+    finished_at: str
+    backend: str
+    reproduce: Sequence[str]
+
+
+def record_summary(rec: Result) -> dict[str, Any]:
+    """The part of a cell's view that only its record decides (JSON data: the store index
+    keeps it per record, so a render parses only records it has not summarised before)."""
+    view = {
         "id": rec.cell, "stack": rec.stack_id, "repro": rec.repro,
-        "status": status, "letter": STATUS_INFO[status][0],
+        "status": rec.status, "letter": STATUS_INFO[rec.status][0],
         "signature": _text(rec.signature), "workaround": _text(rec.workaround),
         "message": _text(rec.message)[:MESSAGE_LIMIT],
         "traceback": _text(rec.traceback)[-TRACEBACK_LIMIT:],
         "duration": _duration(rec.duration_s),
         "exit": _exit(rec), "stages": stage_rows(rec.stages),
-        "stage_codes": stage_names.code(rec.stages),
-        "env": envs.add(rec.env), "image": image_text(rec.image),
+        "image": image_text(rec.image),
         "run_id": _text(rec.run_id), "host": _text(rec.host),
         "backend": _text(rec.backend),
         "started_at": _text(rec.started_at), "finished_at": _text(rec.finished_at),
+        "evidence": skip_evidence(rec.status, rec.stages),
+    }
+    facts = [rec.cell, rec.repro, rec.status, rec.run_id, rec.stack_id, dict(rec.stack),
+             rec.env, rec.finished_at, rec.backend, list(rec.reproduce)]
+    return {"view": view, "stages": [[st.name, st.status] for st in rec.stages], "facts": facts}
+
+
+def cell_view(summary: Mapping[str, Any], repro: Repro | None, previous: str, conflict: bool,
+              matrix: str, envs: EnvTable, stage_names: StageTable) -> dict[str, Any]:
+    """One cell as the templates and the page script see it: its record's summary
+    (``record_summary``) and what the rest of the site decides."""
+    facts = RecordFacts(*summary["facts"])
+    expectation = expect_mod.evaluate(repro.expect, facts) if repro else None  # type: ignore[arg-type]
+    view = dict(summary["view"])
+    view.update({
+        "stage_codes": stage_names.code(summary["stages"]), "env": envs.add(facts.env),
         "expected": expectation.status if expectation else "",
         "expected_note": expectation.note if expectation else "",
         "expected_when": expectation.when_text if expectation else "",
         "contradicted": bool(expectation and expectation.contradicted),
         "conflict": conflict, "previous": previous,
-        "command": reproduce_command(rec, matrix),
-        "evidence": skip_evidence(status, rec.stages),
-    }
+        "command": reproduce_command(facts, matrix),  # type: ignore[arg-type]
+    })
+    return view
 
 
 def skip_evidence(status: str, stages: Iterable[StageResult]) -> str:

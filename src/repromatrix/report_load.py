@@ -16,6 +16,8 @@ stream past (``report_raw.RawSink``), so the published data stays complete.
 from __future__ import annotations
 
 import contextlib
+import json
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +47,8 @@ from .store_index import StaleIndex, StoreIndex, Where
 class _Latest:
     time: TimeKey
     raw: bytes
-    where: tuple[StoreIndex, Where] | None = None  # read back at the end of the load
+    where: tuple[StoreIndex, Where] | None = None  # in an index: read back at the end
+    summary: bytes = b""  # the record's summary, when its index keeps one
 
 
 @dataclass
@@ -57,6 +60,8 @@ class Reduced:
     skipped: list[Skipped] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
     records: int = 0
+    summary_version: str = ""  # whose summaries the indexes were asked for
+    _new: dict[StoreIndex, list[tuple[str, bytes]]] = field(default_factory=dict)
 
     def previous(self, cell: str) -> str:
         """The status of the cell's latest record from a run other than its latest run."""
@@ -68,12 +73,28 @@ class Reduced:
         """The latest record of ``cell``, parsed."""
         return Result.from_dict(loads(self.latest[cell].raw))
 
-    def results(self) -> Iterator[tuple[str, Result]]:
-        """Every cell's latest record, parsed one at a time; each raw line is released."""
+    def summaries(self, make: Callable[[Result], dict[str, Any]]
+                  ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every cell's latest record as ``make`` summarises it, one at a time: the summary
+        its index keeps, else made from the parsed record (and kept by ``keep_summaries``)."""
         for cell, found in self.latest.items():
-            rec = Result.from_dict(loads(found.raw))
-            found.raw = b""
-            yield cell, rec
+            if found.summary:
+                summary = loads(found.summary)
+            else:
+                summary = make(Result.from_dict(loads(found.raw)))
+                if found.where is not None and self.summary_version:
+                    data = json.dumps(summary, separators=(",", ":")).encode("ascii")
+                    self._new.setdefault(found.where[0], []).append(
+                        (f"{found.where[1].digest}:{self.summary_version}", data))
+            found.raw = found.summary = b""
+            yield cell, summary
+
+    def keep_summaries(self) -> None:
+        """Hand the summaries made by ``summaries`` to their indexes (for the next render)."""
+        for index, items in self._new.items():
+            with contextlib.suppress(sqlite3.Error, OSError):  # only a cache: next time, then
+                index.keep_summaries(items, self.summary_version)
+        self._new.clear()
 
 
 class Sink(Protocol):
@@ -89,14 +110,18 @@ class Sink(Protocol):
     def close(self, skipped: list[Skipped], conflicts: list[Conflict]) -> None: ...
 
 
-def reduce_records(paths: Iterable[Path | str], sink: Sink | None = None) -> Reduced:
-    """Every record under ``paths``: the latest per cell and what history needs.
+@contextlib.contextmanager
+def reduce_records(paths: Iterable[Path | str], sink: Sink | None = None,
+                   summary_version: str = "") -> Iterator[Reduced]:
+    """Every record under ``paths``: the latest per cell and what history needs (the
+    indexes stay open inside the ``with`` block, for ``Reduced.summaries``).
 
     A folder is read through its index (``store_index``: the key fields of every record
-    come from SQLite, and only the latest line of each cell is read back from the files);
-    a file given on its own, or one no index covers, is streamed."""
+    come from SQLite, and only the latest line of each cell is read back from the files,
+    unless the index keeps that record's summary of ``summary_version``); a file given on
+    its own, or one no index covers, is streamed."""
     files, missing = iter_result_files(paths)
-    out = Reduced(skipped=list(missing))
+    out = Reduced(skipped=list(missing), summary_version=summary_version)
     settler = Settler()
     with contextlib.ExitStack() as stack:
         covered: dict[Path, tuple[StoreIndex, str, int]] = {}
@@ -119,7 +144,7 @@ def reduce_records(paths: Iterable[Path | str], sink: Sink | None = None) -> Red
             out.seen.setdefault(e.cell, []).append(e)
         if sink is not None:
             sink.close(out.skipped, out.conflicts)
-    return out
+        yield out
 
 
 class _IndexedFiles:
@@ -171,14 +196,19 @@ class _IndexedFiles:
 
 
 def _fill_latest(out: Reduced) -> None:
-    """Read back the latest line of each cell whose latest record an index holds."""
+    """Each cell whose latest record an index holds: the summary the index keeps, else the
+    line read back."""
     wanted: dict[StoreIndex, list[tuple[str, Where]]] = {}
     for cell, found in out.latest.items():
         if found.where is not None:
             wanted.setdefault(found.where[0], []).append((cell, found.where[1]))
     for index, rows in wanted.items():
-        for cell, raw in index.read_lines(rows):
-            out.latest[cell].raw, out.latest[cell].where = raw, None
+        kept = index.summaries([f"{w.digest}:{out.summary_version}" for _, w in rows]) \
+            if out.summary_version else {}
+        for cell, where in rows:
+            out.latest[cell].summary = kept.get(f"{where.digest}:{out.summary_version}", b"")
+        for cell, raw in index.read_lines((c, w) for c, w in rows if not out.latest[c].summary):
+            out.latest[cell].raw = raw
 
 
 def _chunks(path: Path, last: Where, size: int = 1 << 22) -> Iterator[bytes]:

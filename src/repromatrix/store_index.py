@@ -42,7 +42,7 @@ from .result import Result
 from .store import LATER_SQL, Entry, Skipped, digest, entry, parse_line, parse_upgraded, walk_jsonl
 
 INDEX_NAME = ".index.sqlite"
-FORMAT = "repromatrix-index-4"  # another value in `meta`: the index is rebuilt
+FORMAT = "repromatrix-index-5"  # another value in `meta`: the index is rebuilt
 TAIL = 256  # bytes before the indexed offset that must be unchanged to read on from there
 BUSY_TIMEOUT_S = 60.0
 MAX_OPEN = 64  # record files held open at once while reading records back
@@ -61,6 +61,7 @@ CREATE INDEX IF NOT EXISTS records_by_cell
 CREATE INDEX IF NOT EXISTS records_by_file ON records (file, offset);
 CREATE TABLE IF NOT EXISTS skipped (file INTEGER, line INTEGER, reason TEXT,
     PRIMARY KEY (file, line));
+CREATE TABLE IF NOT EXISTS summaries (key TEXT PRIMARY KEY, data BLOB) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS cells (cell TEXT PRIMARY KEY, record INTEGER, stack_id TEXT,
     repro TEXT, status TEXT, cache_key TEXT, run_id TEXT, started_at TEXT, finished_at TEXT,
     signature TEXT, workaround TEXT, digest TEXT) WITHOUT ROWID;
@@ -348,6 +349,22 @@ class StoreIndex:
             self.refresh()
             return read()
 
+    def summaries(self, keys: Iterable[str]) -> dict[str, bytes]:
+        """The summaries kept under ``keys`` (``<record digest>:<version>``; see
+        ``keep_summaries``)."""
+        rows = self._execute("SELECT s.key, s.data FROM summaries s WHERE s.key IN "
+                             "(SELECT cell FROM wanted)", (), list(keys)).fetchall()
+        return {key: bytes(data) for key, data in rows}
+
+    def keep_summaries(self, items: Iterable[tuple[str, bytes]], version: str) -> None:
+        """Keep ``(key, data)`` summaries of records (the report's per-cell data, keyed by
+        ``<record digest>:<version>``); those of other versions, or of records no longer
+        any cell's latest, go."""
+        with self._write() as conn:
+            conn.executemany("INSERT OR REPLACE INTO summaries VALUES (?, ?)", items)
+            conn.execute("DELETE FROM summaries WHERE key NOT LIKE ? OR substr(key, 1, 40) "
+                         "NOT IN (SELECT digest FROM cells)", (f"%:{version}",))
+
     def skipped(self) -> list[Skipped]:
         """Every line the loader would skip, and why (file, line, reason)."""
         rows = self._query("SELECT f.path, s.line, s.reason FROM skipped s JOIN files f "
@@ -453,7 +470,7 @@ def _prepared(conn: sqlite3.Connection) -> sqlite3.Connection:
     conn.execute("BEGIN IMMEDIATE")
     try:
         if version not in (None, FORMAT):
-            for table in ("meta", "files", "records", "skipped", "cells"):
+            for table in ("meta", "files", "records", "skipped", "cells", "summaries"):
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
         for statement in _SCHEMA.split(";"):
             if statement.strip():

@@ -1,18 +1,18 @@
-"""The report's view of the results store: latest record per cell, per-cell history, streamed.
+"""The report's view of the results store: latest record per cell, per-cell history.
 
 Flow: results store -> **report_load** -> report. The report needs the latest
-record of each cell in full, and of every other record only its ``store.Entry``
-(status, run, time: for "previous run", the per-cell timeline and the Atom feed).
-Records are streamed through the store's one reader (``store.parse``, its
-damaged-line policy, ``store.Settler`` for copies and conflicts); only the
-current latest line per cell is kept as raw bytes, and ``Reduced.results`` turns
-those into ``Result`` objects one at a time (letting each raw line go), so memory
-grows with cells, not with history.
+record of each cell in full (or the summary of it its index keeps), and of every
+other record only its ``store.Entry`` (status, run, time: for "previous run", the
+per-cell timeline and the Atom feed). A folder is read through its index
+(``store_index.entries``: no line parsed); a file given on its own is streamed
+through the store's one reader (``store.parse``). Either way ``store.Settler``
+drops copies and finds conflicts. Only each cell's latest line (or summary) is
+held, and ``Reduced.summaries`` hands them over one at a time, so memory grows
+with cells, not with history.
 
-The raw lines of every usable record are copied into ``results.json`` as they
-stream past (``report_raw.RawSink``), so the published data stays complete.
+Every usable record goes to ``results.json`` (``report_raw.RawSink``: whole result
+files copied a chunk at a time), so the published data stays complete.
 """
-
 from __future__ import annotations
 
 import contextlib

@@ -15,6 +15,9 @@ parser (``store.parse``) and ordered by its one order (``store.LATER_SQL``). It 
              hash of the line and whether it was written under an older schema
     skipped  the lines the loader would skip, and why
     cells    per cell, the latest record's key fields (what a no-op `run` reads)
+    summaries  the report's summary of a record (``report.record_summary``), keyed by
+             the line's digest and the summary's version: kept for cells' latest
+             records only, so a render parses only records it has not seen
 
 ``refresh`` brings the index up to date with the files (a stat per file when
 nothing changed); ``ResultStore.append`` updates it as each record is written, in

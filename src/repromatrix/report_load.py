@@ -16,6 +16,7 @@ files copied a chunk at a time), so the published data stays complete.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
@@ -156,10 +157,9 @@ class _IndexedFiles:
 
     def _of(self, index: StoreIndex) -> dict[str, list[tuple[Entry, Where]]]:
         if index not in self.entries:
-            by_file: dict[str, list[tuple[Entry, Where]]] = {}
-            for e, where in index.entries():
-                by_file.setdefault(e.source.rpartition(":")[0], []).append((e, where))
-            self.entries[index] = by_file
+            names = {fid: name for name, (fid, _) in index.files().items()}
+            self.entries[index] = {names[fid]: list(rows) for fid, rows in  # in file order
+                                   itertools.groupby(index.entries(), key=lambda r: r[1].file)}
             skipped: dict[str, list[Skipped]] = {}
             for item in index.skipped():
                 skipped.setdefault(item.file, []).append(item)

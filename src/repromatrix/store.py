@@ -318,15 +318,6 @@ class Settler:
         return kept, conflicts + store_conflicts(kept)
 
 
-def settle(entries: Iterable[Entry],
-           canonical_of: Callable[[Entry], str] | None = None) -> tuple[list[Entry], list[Conflict]]:
-    """``Settler`` over ``entries`` at once."""
-    settler = Settler(canonical_of)
-    for e in entries:
-        settler.add(e)
-    return settler.finish()
-
-
 @functools.lru_cache(maxsize=4096)
 def _store_of_file(name: str) -> str:
     return str(Path(name).resolve().parent.parent)

@@ -7,6 +7,7 @@ Records are real ``Result``s written through the real store; the site is rendere
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import xml.etree.ElementTree as ET
@@ -248,3 +249,21 @@ def test_an_incremental_render_leaves_what_a_cold_render_writes(tmp_path):
         path.unlink()  # no index: every record parsed and summarised again, the same page
     render_site([store.root], tmp_path / "no-index", now=now)
     assert site_files(tmp_path / "no-index") == site_files(inc)
+
+
+def test_a_file_rewritten_after_a_render_is_read_again(tmp_path):
+    """Same size, other records (a file replaced by a copy from elsewhere): the index reads
+    it again, the summaries kept for the old lines are not used, results.json is rewritten."""
+    store = ResultStore(tmp_path / "results")
+    path = store.append(record("pip-a", "bug", 0, "fail"))
+    store.append(record("pip-b", "bug", 0, "fail"))
+    store.close()
+    render_site([store.root], tmp_path / "site")
+    st = path.stat()
+    path.write_text(path.read_text().replace('"fail"', '"pass"'))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    summary = render_site([store.root], tmp_path / "site")
+    raw = json.loads((tmp_path / "site" / "results.json").read_text())
+    assert [r["status"] for r in raw["records"]] == ["pass", "pass"], "the records as they are now"
+    assert summary.records == 2 and "pass" in (tmp_path / "site" / "results.csv").read_text()
+    assert "fail" not in (tmp_path / "site" / "results.csv").read_text()

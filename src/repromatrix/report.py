@@ -52,6 +52,7 @@ from .report_stacks import StackBook, matrix_rows, pivot
 from .report_state import RenderState
 from .result import Result, StageResult
 from .store import Conflict, Skipped, flaky_counts, history
+from .store_index import StaleIndex
 
 __all__ = ["STATUS_INFO", "ReportSummary", "fragment", "page_name", "render_site",
            "report_assets_dir", "reproduce_command", "safe_url", "script_json"]
@@ -111,11 +112,17 @@ def render_site(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro] | 
     now = now or datetime.now(timezone.utc)
     state = RenderState(out)
     with _gc_paused():
-        sink = RawSink(out / "results.json", now.strftime("%Y-%m-%d %H:%M UTC"), state)
-        with reduce_records(paths, sink, SUMMARY_VERSION) as reduced:
-            site = build_site(reduced, repros or {}, matrix=matrix, title=title,
-                              published=published, now=now)
-            reduced.keep_summaries()
+        for attempt in (1, 2):  # a file rewritten under its index: read once more, refreshed
+            sink = RawSink(out / "results.json", now.strftime("%Y-%m-%d %H:%M UTC"), state)
+            try:
+                with reduce_records(paths, sink, SUMMARY_VERSION) as reduced:
+                    site = build_site(reduced, repros or {}, matrix=matrix, title=title,
+                                      published=published, now=now)
+                    reduced.keep_summaries()
+                break
+            except StaleIndex:
+                if attempt == 2:
+                    raise
         write_pages(out, site, state)
         chunks = write_chunks(out, site["cells"], site["envs"], state)
         write_csv(out, site, state)

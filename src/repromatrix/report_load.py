@@ -179,7 +179,7 @@ class _IndexedFiles:
             return
         digests = [e.digest for e, _ in new]
         if len(new) == len(rows) == lines and not any(w.upgraded for _, w in new):
-            sink.add_block(digests, lambda: _chunks(Path(name), rows[-1][1]))
+            sink.add_block(digests, lambda: _chunks(index, Path(name), rows[-1][1]))
             return
         run: list[tuple[Entry, Where]] = []  # consecutive lines stored in the current schema
         for e, where in [*new, (None, None)]:
@@ -211,7 +211,7 @@ def _fill_latest(out: Reduced) -> None:
             out.latest[cell].raw = raw
 
 
-def _chunks(path: Path, last: Where, size: int = 1 << 22) -> Iterator[bytes]:
+def _chunks(index: StoreIndex, path: Path, last: Where, size: int = 1 << 22) -> Iterator[bytes]:
     """The bytes of a file whose every line is a distinct current record, up to the end of
     the last indexed one, in chunks; StaleIndex when the file is no longer as indexed."""
     end = last.offset + last.length
@@ -219,6 +219,7 @@ def _chunks(path: Path, last: Where, size: int = 1 << 22) -> Iterator[bytes]:
         fh.seek(last.offset)
         tail = fh.read(last.length)
         if not tail.endswith(b"\n") or digest(tail) != last.digest:
+            index.forget(path)
             raise StaleIndex(f"{path} changed since it was indexed: render again")
         fh.seek(0)
         while fh.tell() < end:

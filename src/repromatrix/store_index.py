@@ -423,14 +423,24 @@ class StoreIndex:
                 fh.seek(offset)
                 raw = fh.read(length)
                 if digest(raw) != want:
-                    with self._write() as conn:  # the next refresh reads it from the start
-                        conn.execute("UPDATE files SET size = -1, tail = NULL WHERE id = ?", (fid,))
+                    self._forget_file(fid)
                     raise StaleIndex(f"{self.root / paths[fid]}:{line} changed since it was "
                                      f"indexed: open the index again (StoreIndex.open)")
                 yield key, raw
         finally:
             for fh in handles.values():
                 fh.close()
+
+    def forget(self, path: Path) -> None:
+        """``path`` is not as indexed: the next refresh reads it again from the start."""
+        with contextlib.suppress(ValueError):
+            key = path.relative_to(self.root).as_posix()
+            for (fid,) in self._query("SELECT id FROM files WHERE path = ?", (key,)):
+                self._forget_file(fid)
+
+    def _forget_file(self, fid: int) -> None:
+        with self._write() as conn:
+            conn.execute("UPDATE files SET size = -1, tail = NULL WHERE id = ?", (fid,))
 
     def _read_records(self, rows: Iterable[Any]) -> Iterator[tuple[Any, Result]]:
         """Read each (key, file, offset, length, line, digest) row's record back from its file."""

@@ -104,9 +104,17 @@ def parse(path: Path) -> Node:
     return builder.root
 
 
+def golden(tmp_path: Path, name: str) -> Path:
+    """A copy of a golden result set (the report keeps an index in the folder it reads)."""
+    dest = tmp_path / "golden" / name
+    if not dest.exists():
+        shutil.copytree(DATA / name, dest)
+    return dest
+
+
 def render(tmp_path: Path, *sets: str, repros=CATALOG):
     out = tmp_path / "site"
-    summary = render_site([DATA / s for s in sets], out, repros)
+    summary = render_site([golden(tmp_path, s) for s in sets], out, repros)
     return summary, parse(out / "index.html"), out
 
 
@@ -418,7 +426,7 @@ def test_assets_dir_override(tmp_path, monkeypatch):
     shutil.copytree(report_assets_dir(), tmp_path / "assets")
     (tmp_path / "assets" / "static" / "extra.txt").write_text("x")
     monkeypatch.setenv("REPROMATRIX_REPORT_DIR", str(tmp_path / "assets"))
-    render_site([DATA / "single_cell"], tmp_path / "site")
+    render_site([golden(tmp_path, "single_cell")], tmp_path / "site")
     assert (tmp_path / "site" / "static" / "extra.txt").is_file()
 
 

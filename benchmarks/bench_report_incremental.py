@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -65,6 +66,16 @@ def new_record(store: Path, n: int) -> str:
     return json.dumps(rec)
 
 
+def show(label: str, what: str, times: list[float], rss: list[float], goal: float | None,
+         extra: str = "") -> bool:
+    """Print one line of figures; whether the median meets ``goal`` (None: no goal)."""
+    good = goal is None or statistics.median(times) < goal
+    verdict = "" if goal is None else f" [{'OK' if good else 'MISSED'}: goal < {goal:g} s]{extra}"
+    print(f"  {label}: {what} min/median/max {spread(times)} s, peak RSS "
+          f"{spread(rss, '{:.0f}')} MB{verdict}", flush=True)
+    return good
+
+
 def bench(name: str, stacks: int, runs: int, args: argparse.Namespace, trees: dict[str, Path],
           tmp: Path, goal_cold: float, goal_again: float | None) -> bool:
     store = tmp / f"store-{name}"
@@ -83,13 +94,7 @@ def bench(name: str, stacks: int, runs: int, args: argparse.Namespace, trees: di
             rss.append(peak)
             if i:
                 shutil.rmtree(out)
-        verdict = ""
-        if label == "index":
-            good = max(cold) < goal_cold
-            ok &= good
-            verdict = f" [{'OK' if good else 'MISSED'}: goal < {goal_cold:g} s]"
-        print(f"  {label}: cold render min/median/max {spread(cold)} s, peak RSS "
-              f"{spread(rss, '{:.0f}')} MB{verdict}", flush=True)
+        ok &= show(label, "cold render", cold, rss, goal_cold if label == "index" else None)
         if goal_again is None:
             continue
         again, rss, wrote = [], [], ""
@@ -102,13 +107,8 @@ def bench(name: str, stacks: int, runs: int, args: argparse.Namespace, trees: di
             again.append(took)
             rss.append(peak)
             wrote = summary.split()[-1]
-        verdict = ""
-        if label == "index":
-            good = max(again) < goal_again
-            ok &= good
-            verdict = f" [{'OK' if good else 'MISSED'}: goal < {goal_again:g} s]; files rewritten: {wrote}"
-        print(f"  {label}: one new record, render into the same folder min/median/max "
-              f"{spread(again)} s, peak RSS {spread(rss, '{:.0f}')} MB{verdict}", flush=True)
+        ok &= show(label, "one new record, render into the same folder", again, rss,
+                   goal_again if label == "index" else None, f"; files rewritten: {wrote}")
     shutil.rmtree(store)
     for site in tmp.glob(f"site-{name}-*"):
         shutil.rmtree(site)

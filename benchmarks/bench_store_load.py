@@ -10,11 +10,11 @@ process; the time is the loading alone (taken inside it, with the cyclic GC paus
 
     loader        results.load_records + latest_by_cell + previous_by_cell (the report today)
     index, cold   no index yet: build it, then as below
-    index         StoreIndex.open (up to date) + latest() + previous_keys() + histories()
-                  + conflicts() + skipped() + count(): what the page needs, every latest
-                  record read back in full
-    index, keys   the same with keys() instead of latest(): the grid without the details
-    index, stream the same with iter_latest() consumed one record at a time (never held)
+    index         report_load.reduce_records (the report's load): every record's key fields
+                  from the index through store.Settler (copies, conflicts), history per
+                  cell, every latest line read back (results.json is not written here)
+    index, keys   StoreIndex.open + keys(): the latest key fields only (run's reuse check)
+    index, stream StoreIndex.open + iter_latest() consumed one record at a time (bisect)
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ GOALS = {10_000: 1.0, 100_000: 5.0}
 
 def child(mode: str, root: Path) -> None:
     """Load ``root`` one way; print seconds and how many latest/previous records were found."""
+    from repromatrix.report_load import reduce_records
     from repromatrix.results import latest_by_cell, load_records, previous_by_cell
     from repromatrix.store_index import INDEX_NAME, StoreIndex
 
@@ -50,19 +51,14 @@ def child(mode: str, root: Path) -> None:
         loaded = load_records([root])
         latest, previous = latest_by_cell(loaded.records), previous_by_cell(loaded.records)
         n = (len(latest), len(previous), len(loaded.records))
-    else:
+    elif mode in ("index, keys", "index, stream"):
         with StoreIndex.open(root) as index:
-            if mode == "index, keys":
-                latest_n = len(index.keys())
-            elif mode == "index, stream":
-                latest_n = sum(1 for _ in index.iter_latest())
-            else:
-                latest_n = len(index.latest())
-            previous = index.previous_keys()
-            sum(1 for _ in index.histories())
-            index.conflicts()
-            index.skipped()
-            n = (latest_n, len(previous), index.count())
+            keys = index.keys() if mode == "index, keys" else dict(index.iter_latest())
+            n = (len(keys), 0, 0)
+    else:
+        with reduce_records([root]) as reduced:
+            n = (len(reduced.latest), sum(1 for c in reduced.latest if reduced.previous(c)),
+                 reduced.records)
     seconds = time.perf_counter() - t0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"{seconds:.4f} {rss:.1f} {n[0]} {n[1]} {n[2]}")

@@ -104,9 +104,17 @@ def parse(path: Path) -> Node:
     return builder.root
 
 
+def golden(tmp_path: Path, name: str) -> Path:
+    """A copy of a golden result set (the report keeps an index in the folder it reads)."""
+    dest = tmp_path / "golden" / name
+    if not dest.exists():
+        shutil.copytree(DATA / name, dest)
+    return dest
+
+
 def render(tmp_path: Path, *sets: str, repros=CATALOG):
     out = tmp_path / "site"
-    summary = render_site([DATA / s for s in sets], out, repros)
+    summary = render_site([golden(tmp_path, s) for s in sets], out, repros)
     return summary, parse(out / "index.html"), out
 
 
@@ -422,7 +430,7 @@ def test_assets_dir_override(tmp_path, monkeypatch):
     shutil.copytree(report_assets_dir(), tmp_path / "assets")
     (tmp_path / "assets" / "static" / "extra.txt").write_text("x")
     monkeypatch.setenv("REPROMATRIX_REPORT_DIR", str(tmp_path / "assets"))
-    render_site([DATA / "single_cell"], tmp_path / "site")
+    render_site([golden(tmp_path, "single_cell")], tmp_path / "site")
     assert (tmp_path / "site" / "static" / "extra.txt").is_file()
 
 
@@ -565,7 +573,8 @@ def fresh_site(tmp_path: Path, stacks_yaml: str, checked: dict | None, *sets: st
     path = tmp_path / "matrix.yaml"
     path.write_text(f"stacks:\n{stacks_yaml}")
     data = freshness(load_table(), checked, load_matrix(path).stacks)
-    render_site([DATA / s for s in sets or ("every_status",)], tmp_path / "site", CATALOG, freshness=data)
+    render_site([golden(tmp_path, s) for s in sets or ("every_status",)], tmp_path / "site", CATALOG,
+                freshness=data)
     return parse(tmp_path / "site" / "index.html")
 
 
@@ -616,7 +625,7 @@ def test_report_command_shows_freshness_and_no_section_without_it(tmp_path):
     from scale_fixtures import cli_env
 
     proc = subprocess.run([sys.executable, "-m", "repromatrix.cli", "report", "--results",
-                           str(DATA / "every_status"), "--out", str(tmp_path / "site")],
+                           str(golden(tmp_path, "every_status")), "--out", str(tmp_path / "site")],
                           capture_output=True, text=True, env=cli_env(), timeout=300)
     assert proc.returncode == 0, proc.stderr
     doc = parse(tmp_path / "site" / "index.html")

@@ -113,7 +113,8 @@ def tabs(browser, artifacts, request):
 
 def site(tmp_path: Path, name: str, repros=CATALOG) -> Path:
     out = tmp_path / name
-    render_site([DATA / name], out, repros)
+    shutil.copytree(DATA / name, out.parent / "golden" / name, dirs_exist_ok=True)
+    render_site([out.parent / "golden" / name], out, repros)  # the report indexes the folder
     return out
 
 

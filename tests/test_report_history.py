@@ -7,15 +7,19 @@ Records are real ``Result``s written through the real store; the site is rendere
 from __future__ import annotations
 
 import json
+import os
 import re
+import sqlite3
 import xml.etree.ElementTree as ET
+from datetime import datetime, timezone
 from pathlib import Path
 
 from repromatrix.report import render_site
 from repromatrix.report_answers import axis_answer, stack_scope
-from repromatrix.report_load import Seen, cell_history, reduce_records
+from repromatrix.report_load import reduce_records
 from repromatrix.result import SCHEMA_VERSION, Result
 from repromatrix.results import ResultStore
+from repromatrix.store import Entry, history
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 
@@ -42,13 +46,13 @@ def chunks(out: Path) -> dict[str, dict]:
 
 
 def test_timeline_collapses_runs_and_keeps_the_newest_changes():
-    seen = [Seen((f"2026-11-{d:02d}", "", f"r{d}"), f"r{d}", s)
+    seen = [Entry(f"r{d}", "c", 1, s, None, f"2026-11-{d:02d}", "", "", "")
             for d, s in enumerate(["fail", "fail", "pass", "pass", "pass", "fail"], start=1)]
-    segments, dropped = cell_history(reversed(seen))   # order of arrival does not matter
+    segments, dropped = history(reversed(seen))   # order of arrival does not matter
     assert [(s.status, s.first_run, s.last_run, s.runs) for s in segments] == [
         ("fail", "r1", "r2", 2), ("pass", "r3", "r5", 3), ("fail", "r6", "r6", 1)]
     assert dropped == 0
-    segments, dropped = cell_history(seen, limit=2)
+    segments, dropped = history(seen, limit=2)
     assert [s.status for s in segments] == ["pass", "fail"] and dropped == 1
 
 
@@ -171,11 +175,13 @@ def test_duplicates_and_conflicts_while_streaming(tmp_path):
     copy.append(rec)                                        # the same run shipped twice
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "x.jsonl").write_text(json.dumps(rec.to_dict(), indent=None) + "\n")  # reformatted
-    reduced = reduce_records([tmp_path / "a", tmp_path / "b", tmp_path / "c"])
+    with reduce_records([tmp_path / "a", tmp_path / "b", tmp_path / "c"]) as reduced:
+        pass
     assert reduced.records == 1 and reduced.conflicts == []
     other = ResultStore(tmp_path / "d")
     other.append(record("pip-a", "bug", 0, "pass"))
-    reduced = reduce_records([tmp_path / "a", tmp_path / "d"])
+    with reduce_records([tmp_path / "a", tmp_path / "d"]) as reduced:
+        pass
     assert reduced.records == 1 and len(reduced.conflicts) == 1
     assert [s.status for s in reduced.seen["pip-a--bug"]] == [reduced.result("pip-a--bug").status]
 
@@ -189,3 +195,75 @@ def test_changes_list_is_capped_on_the_page_but_complete_in_the_summary(tmp_path
     html = (tmp_path / "site" / "index.html").read_text()
     assert len(summary.changes["newly failing"]) == 120
     assert html.count('class="permalink"') == 100 and "… and 20 more" in html
+
+
+def site_files(out: Path) -> dict[str, bytes]:
+    """Every file of a rendered site but the render state (which is not part of the page)."""
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.name != ".render-state.json"}
+
+
+def test_an_incremental_render_leaves_what_a_cold_render_writes(tmp_path):
+    """Render into one folder after each change; render cold into a new folder; every file
+    equal. One new record rewrites one detail chunk, never the unchanged ones or static/."""
+    now = datetime(2026, 11, 24, 1, 2, tzinfo=timezone.utc)
+    store = ResultStore(tmp_path / "results")
+    for run, status in enumerate(["fail", "pass"]):
+        for s in range(120):
+            store.append(record(f"pip-s{s:03d}", "bug", run, status if s % 3 else "skip"))
+            store.append(record(f"pip-s{s:03d}", "other", run, "pass"))
+    inc = tmp_path / "inc"
+    steps = 0
+
+    def both(paths: list[Path]) -> list[str]:
+        nonlocal steps
+        steps += 1
+        rewritten = render_site(paths, inc, now=now).rewritten
+        cold = render_site(paths, tmp_path / f"cold-{steps}", now=now)
+        assert site_files(inc) == site_files(tmp_path / f"cold-{steps}"), f"step {steps}"
+        assert sorted(cold.rewritten) == sorted(site_files(tmp_path / f"cold-{steps}"))
+        return rewritten
+
+    both([store.root])
+    assert both([store.root]) == []  # nothing changed: nothing written
+    store.append(record("pip-s005", "bug", 2, "error"))  # one new record
+    rewritten = both([store.root])
+    assert len([n for n in rewritten if n.startswith("data/")]) == 1
+    assert not [n for n in rewritten if n.startswith("static/")]
+    assert "changes.atom" in rewritten and "results.json" in rewritten
+    assert json.loads((inc / "results.json").read_text())["records"][-1]["status"] == "error"
+    store.append(record("pip-s006", "bug", 2, "pass"))  # the same run file grows by one line
+    assert "results.json" in both([store.root])
+    damaged = tmp_path / "results" / "h" / "zz-damaged.jsonl"  # a line path, not a whole file
+    old = {**record("pip-s007", "bug", 3, "fail").to_dict(), "schema_version": 1}
+    damaged.write_text("{bad\n" + json.dumps(old) + "\n")
+    both([store.root])
+    shard = ResultStore(tmp_path / "shard")  # merged stores: a conflict for one cache key
+    shard.append(Result.from_dict({**record("pip-s009", "bug", 1, "fail").to_dict(), "host": "n2"}))
+    both([store.root, tmp_path / "shard"])
+    both([store.root, damaged])  # a file given on its own beside the folder that holds it
+    both([store.root])
+    with sqlite3.connect(store.root / ".index.sqlite") as db:  # the cells' summaries, kept
+        assert db.execute("SELECT count(*) FROM summaries").fetchone()[0] == 240
+    for path in store.root.glob(".index.sqlite*"):
+        path.unlink()  # no index: every record parsed and summarised again, the same page
+    render_site([store.root], tmp_path / "no-index", now=now)
+    assert site_files(tmp_path / "no-index") == site_files(inc)
+
+
+def test_a_file_rewritten_after_a_render_is_read_again(tmp_path):
+    """Same size, other records (a file replaced by a copy from elsewhere): the index reads
+    it again, the summaries kept for the old lines are not used, results.json is rewritten."""
+    store = ResultStore(tmp_path / "results")
+    path = store.append(record("pip-a", "bug", 0, "fail"))
+    store.append(record("pip-b", "bug", 0, "fail"))
+    store.close()
+    render_site([store.root], tmp_path / "site")
+    st = path.stat()
+    path.write_text(path.read_text().replace('"fail"', '"pass"'))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    summary = render_site([store.root], tmp_path / "site")
+    raw = json.loads((tmp_path / "site" / "results.json").read_text())
+    assert [r["status"] for r in raw["records"]] == ["pass", "pass"], "the records as they are now"
+    assert summary.records == 2 and "pass" in (tmp_path / "site" / "results.csv").read_text()
+    assert "fail" not in (tmp_path / "site" / "results.csv").read_text()

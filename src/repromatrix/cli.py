@@ -400,7 +400,7 @@ def page_freshness(matrix: Matrix) -> dict[str, Any]:
 def check_results_path(path: Path) -> None:
     """A UsageError unless ``path`` is a folder or a file holding at least one record
     (checked before the site is written, so a wrong path overwrites nothing)."""
-    from .results import Skipped, scan_lines
+    from .store import Skipped, scan
 
     if not path.exists():
         raise UsageError(f"--results {path}: no such file or folder (run `repromatrix run` first)")
@@ -410,7 +410,7 @@ def check_results_path(path: Path) -> None:
         raise UsageError(f"--results {path}: not a regular file or a folder")
     first: Skipped | None = None
     with path.open("rb") as fh:
-        for _, _, _, item in scan_lines(fh, str(path)):
+        for _, _, _, item in scan(fh, str(path)):
             if not isinstance(item, Skipped):
                 return
             first = first or item

@@ -1,8 +1,8 @@
 """The report stage: results store -> a static site that opens from disk, sized by cells.
 
-Flow: results -> **report**. ``render_site`` streams the result files and folders
-(``report_load``: the latest record per cell, and each cell's history as a
-timeline), pivots the cells with pandas (stacks as rows, grouped and in
+Flow: results -> **report**. ``render_site`` loads the result files and folders
+(``report_load``: a folder through its index, the latest record per cell, and each
+cell's history as a timeline, ``store.history``), pivots the cells with pandas (stacks as rows, grouped and in
 version order; repros as columns), checks each cell against its repro's
 documented expectation, answers the per-repro questions from the records
 (``report_answers``) and renders Jinja2 templates from ``report/`` into:
@@ -27,12 +27,11 @@ import hashlib
 import json
 import re
 import shlex
-import shutil
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jinja2
 
@@ -46,12 +45,14 @@ from .model import TRACEBACK_LIMIT, Repro, Status
 from .report_answers import SCOPES, repro_answers
 from .report_data import DATA_DIR, assign_chunks, detail_json, write_chunks
 from .report_feed import write_feed
-from .report_load import Reduced, cell_history, reduce_records, status_changes
+from .report_load import Reduced, reduce_records, status_changes
 from .report_markup import STATUS_INFO, add_markup, badge_html, fragment, safe_url, script_json
 from .report_raw import RawSink, write_csv
 from .report_stacks import StackBook, matrix_rows, pivot
+from .report_state import RenderState
 from .result import Result, StageResult
-from .results import Conflict, Skipped, flaky_counts
+from .store import Conflict, Skipped, flaky_counts, history
+from .store_index import StaleIndex
 
 __all__ = ["STATUS_INFO", "ReportSummary", "fragment", "page_name", "render_site",
            "report_assets_dir", "reproduce_command", "safe_url", "script_json"]
@@ -62,6 +63,11 @@ MESSAGE_LIMIT = 2000
 FEED_ENTRIES = 200
 _SAFE_PAGE = re.compile(r"^[a-z0-9_]{1,80}$")
 _JSON_ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)
+# record_summary's output changes only with these sources: summaries the store index
+# keeps from an earlier render are used only when they were made by the same ones
+SUMMARY_VERSION = hashlib.sha1(b"".join(
+    (Path(__file__).parent / name).read_bytes()
+    for name in ("report.py", "report_markup.py", "model.py", "result.py"))).hexdigest()[:16]
 
 
 @dataclass
@@ -79,6 +85,7 @@ class ReportSummary:
     contradictions: list[str] = field(default_factory=list)
     changes: dict[str, list[str]] = field(default_factory=dict)
     chunks: int = 0
+    rewritten: list[str] = field(default_factory=list)  # files (under out) this render wrote
 
 
 def report_assets_dir() -> Path:
@@ -91,36 +98,49 @@ def report_assets_dir() -> Path:
 def render_site(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro] | None = None,
                 *, matrix: str = "matrix.yaml", title: str = "repromatrix compatibility",
                 published: Collection[str] | None = None,
-                freshness: Mapping[str, Any] | None = None) -> ReportSummary:
+                freshness: Mapping[str, Any] | None = None,
+                now: datetime | None = None) -> ReportSummary:
     """Load results from ``paths`` and write the static site into ``out``.
 
     ``published``: the stack ids of the matrix file; stacks outside it are one-off runs
     (None: every stack but bisect probes counts as published). ``freshness``: the page's
-    freshness section (``report_fresh.freshness``; None: no section)."""
+    freshness section (``report_fresh.freshness``; None: no section). ``now``: the
+    generation time shown (default: the clock).
+
+    A render into a folder an earlier render wrote rewrites only the files whose bytes
+    changed (``report_state``); what it leaves is what a render into an empty folder writes."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    now = datetime.now(timezone.utc)
+    now = now or datetime.now(timezone.utc)
+    state = RenderState(out)
     with _gc_paused():
-        with open(out / "results.json", "w", encoding="utf-8") as fh:
-            sink = RawSink(fh, now.strftime("%Y-%m-%d %H:%M UTC"))
-            reduced = reduce_records(paths, sink)
-            sink.close(reduced.skipped, reduced.conflicts)
-        site = build_site(reduced, repros or {}, matrix=matrix, title=title, published=published,
-                          now=now)
+        for attempt in (1, 2):  # a file rewritten under its index: read once more, refreshed
+            sink = RawSink(out / "results.json", now.strftime("%Y-%m-%d %H:%M UTC"), state)
+            try:
+                with reduce_records(paths, sink, SUMMARY_VERSION) as reduced:
+                    site = build_site(reduced, repros or {}, matrix=matrix, title=title,
+                                      published=published, now=now)
+                    reduced.keep_summaries()
+                break
+            except StaleIndex:
+                if attempt == 2:
+                    raise
         site["freshness"] = freshness
-        write_pages(out, site)
-        chunks = write_chunks(out, site["cells"], site["envs"])
-        write_csv(out, site)
+        write_pages(out, site, state)
+        chunks = write_chunks(out, site["cells"], site["envs"], state)
+        write_csv(out, site, state)
         shown = {c["id"] for c in site["cells"].values() if c["in_scope"]}
         write_feed(out / "changes.atom", title, now.isoformat(timespec="seconds"),
-                   status_changes(reduced, shown.__contains__, FEED_ENTRIES))
-        copy_static(out)
+                   status_changes(reduced, shown.__contains__, FEED_ENTRIES), state)
+        copy_static(out, state)
+        state.save()
     return ReportSummary(
         out=out, index=out / "index.html", records=reduced.records,
         cells=len(site["cells"]), stacks=len(site["stacks"]), repros=len(site["repro_ids"]),
         skipped=list(reduced.skipped), conflicts=list(reduced.conflicts),
         contradictions=[c["id"] for c in site["cells"].values() if c["contradicted"]],
         changes={k: [c["id"] for c in v] for k, v in site["changes"].items()}, chunks=chunks,
+        rewritten=list(state.rewritten),
     )
 
 
@@ -137,19 +157,20 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def write_pages(out: Path, site: Mapping[str, Any]) -> None:
+def write_pages(out: Path, site: Mapping[str, Any], state: RenderState) -> None:
     """index.html and one page per repro, each with its (small) inline data."""
     env = template_env()
     common = {"pages": {r: page_name(r) for r in site["repro_ids"]},
               "letters": {k: v[0] for k, v in STATUS_INFO.items()},
               "stages": site["stage_names"], "data": DATA_DIR}
     index = env.get_template("index.html.j2").render(site=site, data=script_json(common))
-    (out / "index.html").write_text(index, encoding="utf-8")
+    state.write(out / "index.html", index)
     page = env.get_template("repro.html.j2")
     data = script_json(common)
     for rv in site["repro_views"]:
         html = page.render(site=site, repro=rv, data=data)
-        (out / rv["page"]).write_text(html, encoding="utf-8")
+        state.write(out / rv["page"], html)
+    state.remove_others(out, "repro-*.html")
 
 
 def template_env() -> jinja2.Environment:
@@ -169,12 +190,12 @@ def template_env() -> jinja2.Environment:
     return env
 
 
-def copy_static(out: Path) -> None:
+def copy_static(out: Path, state: RenderState) -> None:
     dest = out / "static"
     dest.mkdir(exist_ok=True)
     for src in sorted((report_assets_dir() / "static").iterdir()):
         if src.is_file():
-            shutil.copyfile(src, dest / src.name)
+            state.write(dest / src.name, src.read_bytes())
 
 
 # ----------------------------------------------------------------- the model
@@ -187,13 +208,14 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
     conflicted = {c.cell for c in reduced.conflicts}
     envs, stage_names, book = EnvTable(), StageTable(), StackBook(published)
     cells, seen_repros = {}, set()
-    for cid, rec in reduced.results():   # one parsed record at a time
-        book.add(rec)
-        seen_repros.add(rec.repro)
-        view = cell_view(rec, repros.get(rec.repro), reduced.previous(cid), cid in conflicted,
+    for cid, summary in reduced.summaries(record_summary):   # one record at a time
+        facts = RecordFacts(*summary["facts"])
+        book.add(facts)
+        seen_repros.add(facts.repro)
+        view = cell_view(summary, repros.get(facts.repro), reduced.previous(cid), cid in conflicted,
                          matrix, envs, stage_names)
-        view["history"], view["history_dropped"] = cell_history(reduced.seen.get(cid, ()))
-        attempts = flaky_counts(s.status for s in reduced.seen.get(cid, ()) if s.run_id == rec.run_id)
+        view["history"], view["history_dropped"] = history(reduced.seen.get(cid, ()))
+        attempts = flaky_counts(s.status for s in reduced.seen.get(cid, ()) if s.run_id == facts.run_id)
         view["flaky"] = ", ".join(f"{n} {s}" for s, n in sorted(attempts.items())) if attempts else ""
         view["detail"] = detail_json(view)
         for heavy in ("traceback", "stages", "history"):   # now only in the detail JSON
@@ -270,14 +292,15 @@ class StageTable:
         self.names: list[str] = []
         self._index: dict[str, int] = {}
 
-    def code(self, stages: Iterable[StageResult]) -> str:
-        """``0P.3F``: stage number and status letter of each stage ('' without stages)."""
+    def code(self, stages: Iterable[Sequence[str]]) -> str:
+        """``0P.3F``: stage number and status letter of each (name, status) stage ('' without
+        stages)."""
         parts = []
-        for st in stages:
-            number = self._index.setdefault(st.name, len(self.names))
+        for name, status in stages:
+            number = self._index.setdefault(name, len(self.names))
             if number == len(self.names):
-                self.names.append(st.name)
-            parts.append(f"{number}{STATUS_INFO.get(st.status, ('?',))[0]}")
+                self.names.append(name)
+            parts.append(f"{number}{STATUS_INFO.get(status, ('?',))[0]}")
         return ".".join(parts)
 
 
@@ -292,32 +315,62 @@ def env_rows(env: Any) -> list[list[str]]:
     return rows
 
 
-def cell_view(rec: Result, repro: Repro | None, previous: str, conflict: bool, matrix: str,
-              envs: EnvTable, stage_names: StageTable) -> dict[str, Any]:
-    """One cell as the templates and the page script see it."""
-    status = rec.status
-    expectation = expect_mod.evaluate(repro.expect, rec) if repro else None
-    return {
+class RecordFacts(NamedTuple):
+    """What the page needs of a record beyond its view: expectations, stacks, the command
+    (the attribute names of ``Result``, so ``expect``, ``StackBook`` and
+    ``reproduce_command`` take either)."""
+
+    cell: str
+    repro: str
+    status: str
+    run_id: str
+    stack_id: str
+    stack: Mapping[str, Any]
+    env: Mapping[str, Any]
+    finished_at: str
+    backend: str
+    reproduce: Sequence[str]
+
+
+def record_summary(rec: Result) -> dict[str, Any]:
+    """The part of a cell's view that only its record decides (JSON data: the store index
+    keeps it per record, so a render parses only records it has not summarised before)."""
+    view = {
         "id": rec.cell, "stack": rec.stack_id, "repro": rec.repro,
-        "status": status, "letter": STATUS_INFO[status][0],
+        "status": rec.status, "letter": STATUS_INFO[rec.status][0],
         "signature": _text(rec.signature), "workaround": _text(rec.workaround),
         "message": _text(rec.message)[:MESSAGE_LIMIT],
         "traceback": _text(rec.traceback)[-TRACEBACK_LIMIT:],
         "duration": _duration(rec.duration_s),
         "exit": _exit(rec), "stages": stage_rows(rec.stages),
-        "stage_codes": stage_names.code(rec.stages),
-        "env": envs.add(rec.env), "image": image_text(rec.image),
+        "image": image_text(rec.image),
         "run_id": _text(rec.run_id), "host": _text(rec.host),
         "backend": _text(rec.backend),
         "started_at": _text(rec.started_at), "finished_at": _text(rec.finished_at),
+        "evidence": skip_evidence(rec.status, rec.stages),
+    }
+    facts = [rec.cell, rec.repro, rec.status, rec.run_id, rec.stack_id, dict(rec.stack),
+             rec.env, rec.finished_at, rec.backend, list(rec.reproduce)]
+    return {"view": view, "stages": [[st.name, st.status] for st in rec.stages], "facts": facts}
+
+
+def cell_view(summary: Mapping[str, Any], repro: Repro | None, previous: str, conflict: bool,
+              matrix: str, envs: EnvTable, stage_names: StageTable) -> dict[str, Any]:
+    """One cell as the templates and the page script see it: its record's summary
+    (``record_summary``) and what the rest of the site decides."""
+    facts = RecordFacts(*summary["facts"])
+    expectation = expect_mod.evaluate(repro.expect, facts) if repro else None  # type: ignore[arg-type]
+    view = dict(summary["view"])
+    view.update({
+        "stage_codes": stage_names.code(summary["stages"]), "env": envs.add(facts.env),
         "expected": expectation.status if expectation else "",
         "expected_note": expectation.note if expectation else "",
         "expected_when": expectation.when_text if expectation else "",
         "contradicted": bool(expectation and expectation.contradicted),
         "conflict": conflict, "previous": previous,
-        "command": reproduce_command(rec, matrix),
-        "evidence": skip_evidence(status, rec.stages),
-    }
+        "command": reproduce_command(facts, matrix),  # type: ignore[arg-type]
+    })
+    return view
 
 
 def skip_evidence(status: str, stages: Iterable[StageResult]) -> str:

@@ -17,8 +17,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .report_load import Segment
 from .report_markup import script_json
+from .report_state import RenderState
+from .store import Span
 
 CHUNK_CELLS = 50
 SEARCH_LIMIT = 300
@@ -42,7 +43,7 @@ def assign_chunks(columns: Sequence[Sequence[str]], leftover: Sequence[str],
     return chunk
 
 
-def history_rows(segments: Sequence[Segment]) -> list[list[Any]]:
+def history_rows(segments: Sequence[Span]) -> list[list[Any]]:
     """A timeline as compact rows: [status, first run, first at, last run, last at, runs]."""
     return [[s.status, s.first_run, s.first_at, s.last_run, s.last_at, s.runs] for s in segments]
 
@@ -58,12 +59,11 @@ def detail_json(cell: Mapping[str, Any]) -> str:
 
 
 def write_chunks(out: Path, cells: Mapping[str, Mapping[str, Any]],
-                 envs: Sequence[list[list[str]]]) -> int:
-    """Write data/c<N>.js for every chunk; returns how many were written."""
+                 envs: Sequence[list[list[str]]], state: RenderState) -> int:
+    """Write data/c<N>.js for every chunk whose content changed since the last render into
+    ``out`` (others stay as they are; chunks no longer used go); returns the chunk count."""
     folder = out / DATA_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("c*.js"):
-        old.unlink()
     groups: dict[int, list[Mapping[str, Any]]] = {}
     for cell in cells.values():
         groups.setdefault(cell["chunk"], []).append(cell)
@@ -76,5 +76,6 @@ def write_chunks(out: Path, cells: Mapping[str, Mapping[str, Any]],
                         f'"scope":{script_json(cell["scope"])}}}]')
         envs_json = script_json([envs[i] for i in local])
         text = f'repromatrixChunk({number},{{"envs":{envs_json},"cells":[{",".join(rows)}]}});\n'
-        (folder / f"c{number}.js").write_text(text, encoding="utf-8")
+        state.write(folder / f"c{number}.js", text)
+    state.remove_others(folder, "c*.js")
     return len(groups)

@@ -1,6 +1,6 @@
 """``changes.atom``: an Atom feed of cell status changes, so people can subscribe.
 
-Flow: report_load (per-cell timelines) -> **report_feed** -> out/changes.atom.
+Flow: store.history (per-cell timelines) -> **report_feed** -> out/changes.atom.
 One entry per change (cell, before -> after, run, date), newest first. Record
 text is hostile and XML 1.0 forbids most control characters: every string is
 stripped of them and escaped.
@@ -14,7 +14,8 @@ from pathlib import Path
 from urllib.parse import quote
 from xml.sax.saxutils import escape, quoteattr
 
-from .report_load import Segment
+from .report_state import RenderState
+from .store import Span
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 FEED_ID = "urn:repromatrix:changes"
@@ -34,7 +35,7 @@ def _time(at: str, fallback: str) -> str:
 
 
 def write_feed(path: Path, title: str, updated: str,
-               changes: Sequence[tuple[str, Segment, Segment]]) -> None:
+               changes: Sequence[tuple[str, Span, Span]], state: RenderState) -> None:
     """Write the feed; ``updated`` is the generation time (RFC 3339)."""
     parts = ['<?xml version="1.0" encoding="utf-8"?>',
              '<feed xmlns="http://www.w3.org/2005/Atom">',
@@ -57,4 +58,4 @@ def write_feed(path: Path, title: str, updated: str,
                   f"<summary>{xml_text(summary)}</summary>",
                   "</entry>"]
     parts.append("</feed>")
-    path.write_text("\n".join(parts) + "\n", encoding="utf-8")
+    state.write(path, "\n".join(parts) + "\n")

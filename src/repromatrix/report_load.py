@@ -1,265 +1,265 @@
-"""The report's view of the results store: latest record per cell, per-cell history, streamed.
+"""The report's view of the results store: latest record per cell, per-cell history.
 
 Flow: results store -> **report_load** -> report. The report needs the latest
-record of each cell in full, and of every other record only its status, run
-and time (for "previous run", the per-cell timeline and the Atom feed). So
-records are streamed: each line is parsed and checked exactly as
-``results.read_file`` does, its (cell, run, status, time) kept, and only the
-current latest line per cell kept as raw bytes; ``Reduced.results`` turns them into
-``Result`` objects one at a time (and lets each raw line go), so a report holds a
-compact view per cell, never every record. Memory grows with cells, not with history.
+record of each cell in full (or the summary of it its index keeps), and of every
+other record only its ``store.Entry`` (status, run, time: for "previous run", the
+per-cell timeline and the Atom feed). A folder is read through its index
+(``store_index.entries``: no line parsed); a file given on its own is streamed
+through the store's one reader (``store.parse``). Either way ``store.Settler``
+drops copies and finds conflicts. Only each cell's latest line (or summary) is
+held, and ``Reduced.summaries`` hands them over one at a time, so memory grows
+with cells, not with history.
 
-``cell_history`` is the one place the per-cell timeline is computed: when the
-store gets an index (latest + history queries), it is what switches to it.
-
-The raw lines of every usable record are copied into ``results.json`` as they
-stream past (``report_raw.RawSink``), so the published data stays complete.
+Every usable record goes to ``results.json`` (``report_raw.RawSink``: whole result
+files copied a chunk at a time), so the published data stays complete.
 """
-
 from __future__ import annotations
 
-import hashlib
+import contextlib
+import itertools
 import json
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .result import Result, _problem, migrate
-from .results import Conflict, Skipped, iter_result_files, store_of
-
-try:  # a fast parser when installed; the standard library decides anything it refuses
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - orjson is a dependency
-    _orjson = None
-
-HISTORY_LIMIT = 50  # status segments kept per cell (newest); older ones are counted
-TimeKey = tuple[str, str, str]
-
-
-@dataclass(frozen=True)
-class Seen:
-    """One record of a cell, as history needs it."""
-
-    time: TimeKey  # (finished_at, started_at, run_id): "later" compares as in results.py
-    run_id: str
-    status: str
-
-
-@dataclass(frozen=True)
-class Segment:
-    """A stretch of consecutive runs of one cell with the same status."""
-
-    status: str
-    first_run: str
-    first_at: str
-    last_run: str
-    last_at: str
-    runs: int
+from .result import Result
+from .store import (
+    Conflict,
+    Entry,
+    Settler,
+    Skipped,
+    Span,
+    TimeKey,
+    digest,
+    entry,
+    history,
+    iter_result_files,
+    loads,
+    parse,
+    parse_upgraded,
+    time_key,
+)
+from .store_index import StaleIndex, StoreIndex, Where
 
 
 @dataclass
-class _Cell:
+class _Latest:
     time: TimeKey
     raw: bytes
-    source: str
+    where: tuple[StoreIndex, Where] | None = None  # in an index: read back at the end
+    summary: bytes = b""  # the record's summary, when its index keeps one
 
 
 @dataclass
 class Reduced:
     """What the report reads from the store."""
 
-    latest: dict[str, _Cell] = field(default_factory=dict)   # raw latest line per cell
-    seen: dict[str, list[Seen]] = field(default_factory=dict)
+    latest: dict[str, _Latest] = field(default_factory=dict)   # raw latest line per cell
+    seen: dict[str, list[Entry]] = field(default_factory=dict)  # every kept record per cell
     skipped: list[Skipped] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
     records: int = 0
+    summary_version: str = ""  # whose summaries the indexes were asked for
+    _new: dict[StoreIndex, list[tuple[str, bytes]]] = field(default_factory=dict)
 
     def previous(self, cell: str) -> str:
         """The status of the cell's latest record from a run other than its latest run."""
         latest = self.latest[cell].time[2]
-        older = [s for s in self.seen.get(cell, ()) if s.run_id != latest]
-        return max(older, key=lambda s: s.time).status if older else ""
+        older = [e for e in self.seen.get(cell, ()) if e.run_id != latest]
+        return max(older, key=time_key).status if older else ""
 
     def result(self, cell: str) -> Result:
         """The latest record of ``cell``, parsed."""
-        return Result.from_dict(_loads(self.latest[cell].raw))
+        return Result.from_dict(loads(self.latest[cell].raw))
 
-    def results(self) -> Iterator[tuple[str, Result]]:
-        """Every cell's latest record, parsed one at a time; each raw line is released."""
+    def summaries(self, make: Callable[[Result], dict[str, Any]]
+                  ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every cell's latest record as ``make`` summarises it, one at a time: the summary
+        its index keeps, else made from the parsed record (and kept by ``keep_summaries``)."""
         for cell, found in self.latest.items():
-            rec = Result.from_dict(_loads(found.raw))
-            found.raw = b""
-            yield cell, rec
+            if found.summary:
+                summary = loads(found.summary)
+            else:
+                summary = make(Result.from_dict(loads(found.raw)))
+                if found.where is not None and self.summary_version:
+                    data = json.dumps(summary, separators=(",", ":")).encode("ascii")
+                    self._new.setdefault(found.where[0], []).append(
+                        (f"{found.where[1].digest}:{self.summary_version}", data))
+            found.raw = found.summary = b""
+            yield cell, summary
 
-
-def _loads(raw: bytes) -> Any:
-    if _orjson is not None:
-        try:
-            return _orjson.loads(raw)
-        except _orjson.JSONDecodeError:
-            pass  # lone surrogates, NaN, huge ints, bad UTF-8: let json decide and explain
-    return json.loads(raw.decode("utf-8"))
+    def keep_summaries(self) -> None:
+        """Hand the summaries made by ``summaries`` to their indexes (for the next render)."""
+        for index, items in self._new.items():
+            with contextlib.suppress(sqlite3.Error, OSError):  # only a cache: next time, then
+                index.keep_summaries(items, self.summary_version)
+        self._new.clear()
 
 
 class Sink(Protocol):
-    """Where usable records go as they stream past (report_raw.RawSink)."""
+    """Where usable records go as they stream past (report_raw.RawSink): a stored line,
+    lines read back later, or a whole file's lines; closed at the end of the load."""
 
-    def add(self, raw: str | None, data: dict[str, Any]) -> None: ...
+    def add(self, raw: bytes | None, data: dict[str, Any], digest: str) -> None: ...
 
+    def add_lines(self, digests: list[str], read: Callable[[], Iterable[bytes]]) -> None: ...
 
-class _Reducer:
-    def __init__(self, sink: Sink | None) -> None:
-        self.out = Reduced()
-        self.sink = sink
-        self.cells: dict[str, _Cell] = {}
-        self.copies: dict[tuple[str, str, int], list[tuple[bytes, str, str, TimeKey]]] = {}
-        self.keys: dict[str, list[tuple[str, str, str, str, TimeKey]]] = {}  # cell -> cache key, ...
+    def add_block(self, digests: list[str], read: Callable[[], Iterator[bytes]]) -> None: ...
 
-    def line(self, name: str, number: int, raw: bytes, last: bool) -> None:
-        try:
-            obj = _loads(raw)
-        except UnicodeDecodeError:
-            self.out.skipped.append(Skipped(name, number, "not valid UTF-8"))
-            return
-        except ValueError as exc:
-            hint = "truncated last line (run interrupted?)" if last else "invalid JSON"
-            self.out.skipped.append(Skipped(name, number, f"{hint}: {exc}"))
-            return
-        if not isinstance(obj, dict):
-            self.out.skipped.append(Skipped(name, number, f"not a JSON object ({type(obj).__name__})"))
-            return
-        data = migrate(obj)
-        problem = _problem(data)
-        if problem:
-            self.out.skipped.append(Skipped(name, number, problem))
-            return
-        self.record(f"{name}:{number}", raw, obj, data)
-
-    def record(self, source: str, raw: bytes, obj: dict[str, Any], data: dict[str, Any]) -> None:
-        cell, run_id, status = data["cell"], data["run_id"], data["status"]
-        time = (str(data.get("finished_at") or ""), str(data.get("started_at") or ""), run_id)
-        digest = hashlib.blake2b(raw, digest_size=12).digest()
-        attempt = data.get("attempt") if isinstance(data.get("attempt"), int) else 1
-        copies = self.copies.setdefault((run_id, cell, attempt), [])
-        if any(d == digest for d, *_ in copies):
-            return  # the same record shipped twice counts once
-        if copies and any(_canonical(_line_at(src)) == _canonical(raw) for _, src, *_ in copies):
-            return  # the same record, written differently by another writer
-        copies.append((digest, source, status, time))
-        self.out.records += 1
-        if self.sink is not None:
-            same = obj.get("schema_version") == data.get("schema_version")
-            self.sink.add(raw.decode("utf-8") if same else None, data)
-        self.out.seen.setdefault(cell, []).append(Seen(time, run_id, status))
-        if data.get("cache_key") and status != "broken":
-            self.keys.setdefault(cell, []).append((str(data["cache_key"]), status, source, run_id, time))
-        current = self.cells.get(cell)
-        if current is None or time > current.time:
-            self.cells[cell] = _Cell(time, raw, source)
-
-    def finish(self) -> Reduced:
-        for key, copies in self.copies.items():
-            if len(copies) > 1:
-                kept = max(copies, key=lambda c: c[3])
-                self.out.conflicts.append(Conflict(
-                    run_id=key[0], cell=key[1], sources=tuple(c[1] for c in copies),
-                    statuses=tuple(c[2] for c in copies), kept=kept[1]))
-                self._count_once(key[1], key[0], Seen(kept[3], key[0], kept[2]))
-        self.out.conflicts.extend(self._store_conflicts())
-        self.out.latest = self.cells
-        self.copies.clear()
-        self.keys.clear()
-        return self.out
-
-    def _store_conflicts(self) -> list[Conflict]:
-        """Cells whose latest cache key has different outcomes in different stores (shards
-        disagreeing about one environment); one store's reruns are history, not conflicts."""
-        out = []
-        for cell, entries in self.keys.items():
-            latest = self.cells[cell]
-            key = max(entries, key=lambda e: e[4])[0] if latest else None
-            same = [e for e in entries if e[0] == key]
-            if len({store_of(e[2]) for e in same}) < 2 or len({e[1] for e in same}) < 2:
-                continue
-            shown: dict[tuple[str, str], tuple[str, str, str, str, TimeKey]] = {}
-            for e in sorted(same, key=lambda e: e[4]):
-                shown.setdefault((store_of(e[2]), e[1]), e)
-            out.append(Conflict(run_id=", ".join(sorted({e[3] for e in same})), cell=cell,
-                                sources=tuple(e[2] for e in shown.values()),
-                                statuses=tuple(e[1] for e in shown.values()),
-                                kept=latest.source, cache_key=key))
-        return out
-
-    def _count_once(self, cell: str, run_id: str, kept: Seen) -> None:
-        """A conflict counts as one record in history: the kept one."""
-        seen = self.out.seen[cell]
-        others = [s for s in seen if s.run_id != run_id]
-        self.out.records -= len(seen) - len(others) - 1
-        self.out.seen[cell] = [*others, kept]
+    def close(self, skipped: list[Skipped], conflicts: list[Conflict]) -> None: ...
 
 
-def _line_at(source: str) -> bytes:
-    """The raw line a ``file:line`` source names (rare path: comparing duplicate records)."""
-    name, _, number = source.rpartition(":")
-    return Path(name).read_bytes().split(b"\n")[int(number) - 1]
+@contextlib.contextmanager
+def reduce_records(paths: Iterable[Path | str], sink: Sink | None = None,
+                   summary_version: str = "") -> Iterator[Reduced]:
+    """Every record under ``paths``: the latest per cell and what history needs (the
+    indexes stay open inside the ``with`` block, for ``Reduced.summaries``).
 
-
-def _canonical(raw: bytes) -> str:
-    try:
-        return json.dumps(Result.from_dict(_loads(raw)).to_dict(), sort_keys=True, default=str)
-    except (ValueError, TypeError):
-        return raw.decode("utf-8", "replace")
-
-
-def reduce_records(paths: Iterable[Path | str], sink: Sink | None = None) -> Reduced:
-    """Stream every record under ``paths``; keep the latest per cell and what history needs."""
+    A folder is read through its index (``store_index``: the key fields of every record
+    come from SQLite, and only the latest line of each cell is read back from the files,
+    unless the index keeps that record's summary of ``summary_version``); a file given on
+    its own, or one no index covers, is streamed."""
     files, missing = iter_result_files(paths)
-    reducer = _Reducer(sink)
-    reducer.out.skipped.extend(missing)
-    for path in files:
-        _read(path, reducer)
-    return reducer.finish()
+    out = Reduced(skipped=list(missing), summary_version=summary_version)
+    settler = Settler()
+    with contextlib.ExitStack() as stack:
+        covered: dict[Path, tuple[StoreIndex, str, int]] = {}
+        for p in paths:
+            if Path(p).is_dir():
+                index = stack.enter_context(StoreIndex.open(p))
+                for name, (_, lines) in index.files().items():
+                    covered.setdefault(Path(name).resolve(), (index, name, lines))
+        indexed = _IndexedFiles()
+        for path in files:
+            found = covered.get(path.resolve())
+            if found is None:
+                _read(path, out, settler, sink)
+            else:
+                indexed.read(*found, out, settler, sink)
+        _fill_latest(out)
+        kept, out.conflicts = settler.finish()
+        out.records = len(kept)
+        for e in kept:
+            out.seen.setdefault(e.cell, []).append(e)
+        if sink is not None:
+            sink.close(out.skipped, out.conflicts)
+        yield out
 
 
-def _read(path: Path, reducer: _Reducer) -> None:
+class _IndexedFiles:
+    """The files an index covers, read from its tables; latest lines read back at the end."""
+
+    def __init__(self) -> None:
+        self.entries: dict[StoreIndex, dict[str, list[tuple[Entry, Where]]]] = {}
+        self.skipped: dict[StoreIndex, dict[str, list[Skipped]]] = {}
+
+    def _of(self, index: StoreIndex) -> dict[str, list[tuple[Entry, Where]]]:
+        if index not in self.entries:
+            names = {fid: name for name, (fid, _) in index.files().items()}
+            self.entries[index] = {names[fid]: list(rows) for fid, rows in  # in file order
+                                   itertools.groupby(index.entries(), key=lambda r: r[1].file)}
+            skipped: dict[str, list[Skipped]] = {}
+            for item in index.skipped():
+                skipped.setdefault(item.file, []).append(item)
+            self.skipped[index] = skipped
+        return self.entries[index]
+
+    def read(self, index: StoreIndex, name: str, lines: int, out: Reduced, settler: Settler,
+             sink: Sink | None) -> None:
+        rows = self._of(index).get(name, [])
+        out.skipped.extend(self.skipped[index].get(name, []))
+        new = [(e, where) for e, where in rows if settler.add(e)]
+        for e, where in new:
+            current = out.latest.get(e.cell)
+            if current is None or time_key(e) > current.time:
+                out.latest[e.cell] = _Latest(time_key(e), b"", (index, where))
+        if sink is None or not new:
+            return
+        digests = [e.digest for e, _ in new]
+        if len(new) == len(rows) == lines and not any(w.upgraded for _, w in new):
+            sink.add_block(digests, lambda: _chunks(index, Path(name), rows[-1][1]))
+            return
+        run: list[tuple[Entry, Where]] = []  # consecutive lines stored in the current schema
+        for e, where in [*new, (None, None)]:
+            if where is not None and not where.upgraded:
+                run.append((e, where))
+                continue
+            if run:
+                sink.add_lines([r.digest for r, _ in run],
+                               lambda rows=run: [raw for _, raw in index.read_lines(rows)])
+                run = []
+            if where is not None:
+                (_, raw), = index.read_lines([(None, where)])
+                sink.add(None, parse(raw, name, where.line), e.digest)  # type: ignore[arg-type]
+
+
+def _fill_latest(out: Reduced) -> None:
+    """Each cell whose latest record an index holds: the summary the index keeps, else the
+    line read back."""
+    wanted: dict[StoreIndex, list[tuple[str, Where]]] = {}
+    for cell, found in out.latest.items():
+        if found.where is not None:
+            wanted.setdefault(found.where[0], []).append((cell, found.where[1]))
+    for index, rows in wanted.items():
+        kept = index.summaries([f"{w.digest}:{out.summary_version}" for _, w in rows]) \
+            if out.summary_version else {}
+        for cell, where in rows:
+            out.latest[cell].summary = kept.get(f"{where.digest}:{out.summary_version}", b"")
+        for cell, raw in index.read_lines((c, w) for c, w in rows if not out.latest[c].summary):
+            out.latest[cell].raw = raw
+
+
+def _chunks(index: StoreIndex, path: Path, last: Where, size: int = 1 << 22) -> Iterator[bytes]:
+    """The bytes of a file whose every line is a distinct current record, up to the end of
+    the last indexed one, in chunks; StaleIndex when the file is no longer as indexed."""
+    end = last.offset + last.length
+    with path.open("rb") as fh:
+        fh.seek(last.offset)
+        tail = fh.read(last.length)
+        if not tail.endswith(b"\n") or digest(tail) != last.digest:
+            index.forget(path)
+            raise StaleIndex(f"{path} changed since it was indexed: render again")
+        fh.seek(0)
+        while fh.tell() < end:
+            yield fh.read(min(size, end - fh.tell()))
+
+
+def _read(path: Path, out: Reduced, settler: Settler, sink: Sink | None) -> None:
     name = str(path)
     try:
-        data = path.read_bytes()
+        with path.open("rb") as fh:
+            number = 0
+            for raw in iter(fh.readline, b""):
+                number += 1
+                if not raw.strip():
+                    continue
+                parsed = parse_upgraded(raw, name, number)
+                if isinstance(parsed, Skipped):
+                    out.skipped.append(parsed)
+                    continue
+                data, upgraded = parsed
+                e = entry(data, raw, f"{name}:{number}")
+                if not settler.add(e):
+                    continue  # the same record shipped twice counts once
+                if sink is not None:
+                    sink.add(None if upgraded else raw.rstrip(b"\n"), data, e.digest)
+                current = out.latest.get(e.cell)
+                if current is None or time_key(e) > current.time:
+                    out.latest[e.cell] = _Latest(time_key(e), raw)
     except OSError as exc:
-        reducer.out.skipped.append(Skipped(name, 0, f"cannot read: {exc.strerror or exc}"))
-        return
-    lines = data.split(b"\n")
-    last = len(lines)
-    truncated = not data.endswith(b"\n")
-    for number, raw in enumerate(lines, start=1):
-        if raw.strip():
-            reducer.line(name, number, raw, number == last and truncated)
-
-
-def cell_history(seen: Iterable[Seen], limit: int = HISTORY_LIMIT) -> tuple[list[Segment], int]:
-    """A cell's timeline of status changes, oldest first: consecutive runs with the same
-    status are one segment. Returns the newest ``limit`` segments and how many were dropped."""
-    segments: list[Segment] = []
-    for s in sorted(seen, key=lambda s: s.time):
-        at = s.time[0] or s.time[1]
-        last = segments[-1] if segments else None
-        if last is not None and last.status == s.status:
-            segments[-1] = Segment(last.status, last.first_run, last.first_at, s.run_id, at, last.runs + 1)
-        else:
-            segments.append(Segment(s.status, s.run_id, at, s.run_id, at, 1))
-    dropped = max(0, len(segments) - limit)
-    return segments[dropped:], dropped
+        out.skipped.append(Skipped(name, 0, f"cannot read: {exc.strerror or exc}"))
 
 
 def status_changes(reduced: Reduced, keep: Callable[[str], bool] = lambda cell: True,
-                   limit: int = 200) -> list[tuple[str, Segment, Segment]]:
+                   limit: int = 200) -> list[tuple[str, Span, Span]]:
     """Every status change in the store, newest first: (cell, before, after)."""
-    out: list[tuple[str, Segment, Segment]] = []
+    out: list[tuple[str, Span, Span]] = []
     for cell, seen in reduced.seen.items():
         if not keep(cell):
             continue
-        segments, _ = cell_history(seen, limit=limit)
-        out.extend((cell, a, b) for a, b in zip(segments, segments[1:], strict=False))
+        spans, _ = history(seen, limit=limit)
+        out.extend((cell, a, b) for a, b in zip(spans, spans[1:], strict=False))
     out.sort(key=lambda c: (c[2].first_at, c[0]), reverse=True)
     return out[:limit]

@@ -1,27 +1,32 @@
-"""An SQLite index beside the append-only result logs: per cell, its latest record and history.
+"""An SQLite index beside the append-only result logs: every record's key fields, each cell's latest.
 
-Flow: run -> results (**index**) -> report / bisect. The JSONL run files stay
-the source of truth (mergeable, diffable, append-only); ``<results>/.index.sqlite``
-(standard-library ``sqlite3``, WAL) only points into them, so it can always be
-deleted and rebuilt. It keeps:
+Flow: run -> results (**index**) -> run's reuse check / bisect / report. The JSONL
+run files stay the source of truth (mergeable, diffable, append-only);
+``<results>/.index.sqlite`` (standard-library ``sqlite3``, WAL) only points into
+them, so it can always be deleted and rebuilt. Lines are read with the store's one
+parser (``store.parse``) and ordered by its one order (``store.LATER_SQL``). It keeps:
 
     files    every indexed file: size and mtime when last read, how far it was
              read (byte offset, line count) and a hash of the bytes before that
              offset, so a file grown by another writer is read from where the
              index stopped and a rewritten one is read again from the start
     records  one row per record line: where it is (file, offset, length), its key
-             fields (run, cell, stack, repro, status, cache key, times) and a hash
-             of the line (identical copies of a record are not a conflict)
+             fields (run, cell, attempt, stack, repro, status, cache key, times), a
+             hash of the line and whether it was written under an older schema
     skipped  the lines the loader would skip, and why
     cells    per cell, the latest record's key fields (what a no-op `run` reads)
+    summaries  the report's summary of a record (``report.record_summary``), keyed by
+             the line's digest and the summary's version: kept for cells' latest
+             records only, so a render parses only records it has not seen
 
 ``refresh`` brings the index up to date with the files (a stat per file when
-nothing changed); ``ResultStore.append`` updates it as each record is written.
-Queries answer like the JSONL loader (``results.load_records`` then
-``latest_by_cell`` / ``previous_by_cell``) but read from disk only the records
-they return, one at a time: memory follows the cells asked for, not the history.
+nothing changed); ``ResultStore.append`` updates it as each record is written, in
+one ``BEGIN IMMEDIATE`` transaction that first reads any lines the index missed
+(another writer's, or ones written while it could not be updated). ``entries``
+hands every record's ``store.Entry`` to the store's conflict rule and history
+(the report); ``keys``, ``latest`` and ``read_lines`` read from disk only the
+records asked for, one at a time: memory follows the cells asked for.
 """
-
 from __future__ import annotations
 
 import contextlib
@@ -31,39 +36,41 @@ import shutil
 import sqlite3
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from .result import Result
-from .results import Conflict, Skipped, parse_line, walk_jsonl
+from .store import LATER_SQL, Entry, Skipped, digest, entry, parse_line, parse_upgraded, walk_jsonl
 
 INDEX_NAME = ".index.sqlite"
-FORMAT = "repromatrix-index-3"  # another value in `meta`: the index is rebuilt
+FORMAT = "repromatrix-index-5"  # another value in `meta`: the index is rebuilt
 TAIL = 256  # bytes before the indexed offset that must be unchanged to read on from there
 BUSY_TIMEOUT_S = 60.0
 MAX_OPEN = 64  # record files held open at once while reading records back
-LATEST_ORDER = "r.finished_at DESC, r.started_at DESC, r.run_id DESC, r.file, r.offset"
+LATEST_ORDER = ", ".join("r." + c.strip() for c in LATER_SQL.split(",")) + ", r.file, r.offset"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS files (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL,
     size INTEGER, mtime_ns INTEGER, offset INTEGER, lines INTEGER, tail TEXT);
 CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY, file INTEGER NOT NULL,
-    line INTEGER, offset INTEGER, length INTEGER, run_id TEXT, cell TEXT, stack_id TEXT,
-    repro TEXT, status TEXT, cache_key TEXT, started_at TEXT, finished_at TEXT, signature TEXT,
-    workaround TEXT, digest TEXT);
+    line INTEGER, offset INTEGER, length INTEGER, run_id TEXT, cell TEXT, attempt INTEGER,
+    stack_id TEXT, repro TEXT, status TEXT, cache_key TEXT, started_at TEXT, finished_at TEXT, signature TEXT,
+    workaround TEXT, digest TEXT, upgraded INTEGER);
 CREATE INDEX IF NOT EXISTS records_by_cell
-    ON records (cell, finished_at DESC, started_at DESC, run_id DESC);
+    ON records (cell, finished_at DESC, started_at DESC, run_id DESC);  -- LATER_SQL
 CREATE INDEX IF NOT EXISTS records_by_file ON records (file, offset);
 CREATE TABLE IF NOT EXISTS skipped (file INTEGER, line INTEGER, reason TEXT,
     PRIMARY KEY (file, line));
+CREATE TABLE IF NOT EXISTS summaries (key TEXT PRIMARY KEY, data BLOB) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS cells (cell TEXT PRIMARY KEY, record INTEGER, stack_id TEXT,
     repro TEXT, status TEXT, cache_key TEXT, run_id TEXT, started_at TEXT, finished_at TEXT,
     signature TEXT, workaround TEXT, digest TEXT) WITHOUT ROWID;
 """
-_RECORD_COLS = ("file, line, offset, length, run_id, cell, stack_id, repro, status, cache_key, "
-                "started_at, finished_at, signature, workaround, digest")
+_RECORD_COLS = ("file, line, offset, length, run_id, cell, attempt, stack_id, repro, status, cache_key, "
+                "started_at, finished_at, signature, workaround, digest, upgraded")
 _KEY_COLS = "stack_id, repro, status, cache_key, run_id, finished_at, signature, workaround, digest"
 _CELL_COLS = "cell, record, started_at, " + _KEY_COLS
 
@@ -86,15 +93,16 @@ class CellKey(NamedTuple):
     digest: str = ""  # a hash of the record's line: the same digest, the same record
 
 
-class Span(NamedTuple):
-    """One stretch of a cell's history with one status: from its first run to its last."""
+class Where(NamedTuple):
+    """Where an indexed record line is: file id, byte offset and length, line number, digest,
+    and whether it was written under an older schema (upgraded when read)."""
 
-    status: str
-    runs: int
-    first_run: str
-    first_at: str
-    last_run: str
-    last_at: str
+    file: int
+    offset: int
+    length: int
+    line: int
+    digest: str
+    upgraded: bool
 
 
 class StoreIndex:
@@ -144,7 +152,7 @@ class StoreIndex:
             conn = sqlite3.connect(str(self.db), timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                    check_same_thread=False)
             try:
-                return _prepared(conn)
+                return _prepared_when_free(conn)
             except sqlite3.DatabaseError as exc:
                 conn.close()
                 damaged = not isinstance(exc, sqlite3.OperationalError)  # not "locked", "read-only"
@@ -257,15 +265,15 @@ class StoreIndex:
                         continue
                 if raw.strip():
                     read += 1
-                    item = parse_line(raw, str(path), lines + 1)
+                    item = parse_upgraded(raw, str(path), lines + 1)
                     if isinstance(item, Skipped):
                         conn.execute("INSERT OR REPLACE INTO skipped VALUES (?, ?, ?)",
                                      (fid, lines + 1, item.reason))
                         if not complete:
                             break  # maybe a record still being written: read it again next time
                     else:
-                        _insert(conn, fid, lines + 1, offset, raw, item)
-                        touched.add(item.cell)
+                        _insert(conn, fid, lines + 1, offset, raw, *item)
+                        touched.add(item[0]["cell"])
                 elif not complete:
                     break
                 offset, lines = offset + len(raw), lines + 1
@@ -291,25 +299,24 @@ class StoreIndex:
     def added(self, path: Path, offset: int, line: bytes, result: Result) -> None:
         """``line`` (one record, newline included) was just appended at ``offset`` of ``path``.
 
-        Indexed at once when everything before it is indexed; otherwise left for the
-        next ``refresh``, which reads on from where the index stopped.
+        One ``BEGIN IMMEDIATE`` transaction: when everything before ``offset`` is indexed
+        the line is indexed as it is; otherwise the file is read on from where the index
+        stopped (another writer's lines included), so the index is current when it commits.
         """
         try:
             key = path.relative_to(self.root).as_posix()
         except ValueError:
             return
         with self._write() as conn:
-            row = conn.execute("SELECT id, offset, lines FROM files WHERE path = ?",
-                               (key,)).fetchone()
-            if row is None:
-                if offset != 0:
-                    return
-                row = (conn.execute("INSERT INTO files (path, offset, lines) VALUES (?, 0, 0)",
-                                    (key,)).lastrowid, 0, 0)
-            fid, indexed, lines = row
-            if indexed != offset:
+            row = conn.execute("SELECT id, path, size, mtime_ns, offset, lines, tail FROM files "
+                               "WHERE path = ?", (key,)).fetchone()
+            if row is None or row[4] != offset:
+                touched: set[str] = set()
+                self._read_file(conn, key, row, touched)
+                _update_cells(conn, touched)
                 return
-            _insert(conn, fid, lines + 1, offset, line, result)
+            fid, lines = row[0], row[5]
+            _insert(conn, fid, lines + 1, offset, line, result.to_dict())
             end = offset + len(line)
             st = path.stat()
             size, mtime = (st.st_size, st.st_mtime_ns) if st.st_size == end else (-1, -1)
@@ -326,13 +333,6 @@ class StoreIndex:
         sql = f"SELECT cell, {_KEY_COLS} FROM cells"
         return {row[0]: CellKey(*row) for row in self._cells_rows(sql, cells, alias="")}
 
-    def previous_keys(self, cells: Iterable[str] | None = None) -> dict[str, CellKey]:
-        """``previous`` as key fields only (no record is read back): for change detection."""
-        sql = (f"SELECT c.cell, {_prefixed('r.', _KEY_COLS)} FROM cells c JOIN records r ON r.id = "
-               f"(SELECT r.id FROM records r WHERE r.cell = c.cell AND r.run_id != c.run_id "
-               f"ORDER BY {LATEST_ORDER} LIMIT 1)")
-        return {row[0]: CellKey(*row) for row in self._cells_rows(sql, cells)}
-
     def latest(self, cells: Iterable[str] | None = None) -> dict[str, Result]:
         """The latest record of each cell (of ``cells``, or every cell), like ``latest_by_cell``."""
         cells = None if cells is None else list(cells)
@@ -344,11 +344,6 @@ class StoreIndex:
                                 "JOIN records r ON r.id = c.record", cells)
         return self._read_records(rows)
 
-    def previous(self, cells: Iterable[str] | None = None) -> dict[str, Result]:
-        """Each cell's latest record from a run other than its latest run (``previous_by_cell``)."""
-        cells = None if cells is None else list(cells)
-        return self._settled(lambda: dict(self.iter_previous(cells)))
-
     def _settled(self, read: Callable[[], dict[str, Result]]) -> dict[str, Result]:
         """``read()``; when a file changed under the index, refresh and read once more."""
         try:
@@ -357,87 +352,27 @@ class StoreIndex:
             self.refresh()
             return read()
 
-    def iter_previous(self, cells: Iterable[str] | None = None) -> Iterator[tuple[str, Result]]:
-        sql = (f"SELECT c.cell, r.file, r.offset, r.length, r.line, r.digest FROM cells c "
-               f"JOIN records r ON r.id = (SELECT r.id FROM records r WHERE r.cell = c.cell AND "
-               f"r.run_id != c.run_id ORDER BY {LATEST_ORDER} LIMIT 1)")
-        return self._read_records(self._cells_rows(sql, cells))
+    def summaries(self, keys: Iterable[str]) -> dict[str, bytes]:
+        """The summaries kept under ``keys`` (``<record digest>:<version>``; see
+        ``keep_summaries``)."""
+        rows = self._execute("SELECT s.key, s.data FROM summaries s WHERE s.key IN "
+                             "(SELECT cell FROM wanted)", (), list(keys)).fetchall()
+        return {key: bytes(data) for key, data in rows}
 
-    def history(self, cell: str) -> tuple[Span, ...]:
-        """The cell's timeline of status changes, oldest first (one record per run)."""
-        return next((spans for _, spans in self.histories([cell])), ())
-
-    def histories(self, cells: Iterable[str] | None = None) -> Iterator[tuple[str, tuple[Span, ...]]]:
-        """``history`` of each cell (of ``cells``, or every cell), in cell order.
-
-        One record per run: of two records of one run, the later-finished one counts.
-        """
-        sql = ("SELECT r.cell, r.run_id, r.status, r.finished_at FROM records r {where} "
-               "ORDER BY r.cell, r.finished_at DESC, r.started_at DESC, r.run_id DESC")
-        where = "" if cells is None else "WHERE r.cell IN (SELECT cell FROM wanted)"
-        cursor = self._execute(sql.format(where=where), (), None if cells is None else list(cells))
-        cell: str | None = None
-        runs: list[tuple[str, str, str]] = []  # newest first
-        seen: set[str] = set()
-        for c, run, status, at in self._rows(cursor):
-            if c != cell:
-                if cell is not None:
-                    yield cell, _spans(reversed(runs))
-                cell, runs, seen = c, [], set()
-            if run not in seen:
-                seen.add(run)
-                runs.append((run, status, at))
-        if cell is not None:
-            yield cell, _spans(reversed(runs))
-
-    def _rows(self, cursor: sqlite3.Cursor) -> Iterator[Any]:
-        """A query's rows in chunks, so a long history is never held whole."""
-        while True:
-            with self._lock:
-                rows = cursor.fetchmany(4096)
-            if not rows:
-                return
-            yield from rows
-
-    def count(self) -> int:
-        """How many distinct (run, cell) records the files hold."""
-        return self._query("SELECT count(*) FROM (SELECT DISTINCT run_id, cell FROM records)")[0][0]
+    def keep_summaries(self, items: Iterable[tuple[str, bytes]], version: str) -> None:
+        """Keep ``(key, data)`` summaries of records (the report's per-cell data, keyed by
+        ``<record digest>:<version>``); those of other versions, or of records no longer
+        any cell's latest, go."""
+        with self._write() as conn:
+            conn.executemany("INSERT OR REPLACE INTO summaries VALUES (?, ?)", items)
+            conn.execute("DELETE FROM summaries WHERE key NOT LIKE ? OR substr(key, 1, 40) "
+                         "NOT IN (SELECT digest FROM cells)", (f"%:{version}",))
 
     def skipped(self) -> list[Skipped]:
         """Every line the loader would skip, and why (file, line, reason)."""
         rows = self._query("SELECT f.path, s.line, s.reason FROM skipped s JOIN files f "
                            "ON f.id = s.file ORDER BY f.path, s.line")
         return [Skipped(str(self.root / p), line, reason) for p, line, reason in rows]
-
-    def conflicts(self) -> list[Conflict]:
-        """(run, cell) pairs with two or more different records, as the loader reports them."""
-        groups = self._query(
-            "SELECT run_id, cell FROM records GROUP BY run_id, cell "
-            "HAVING count(DISTINCT digest) > 1 ORDER BY min(file), min(offset)")
-        out = []
-        for run_id, cell in groups:
-            rows = self._query(
-                "SELECT r.file, r.offset, r.length, r.line, r.digest, r.started_at, f.path "
-                "FROM records r JOIN files f ON f.id = r.file WHERE r.run_id = ? AND r.cell = ? "
-                "ORDER BY f.path, r.offset", (run_id, cell))
-            conflict = self._conflict(run_id, cell, rows)
-            if conflict is not None:
-                out.append(conflict)
-        return out
-
-    def _conflict(self, run_id: str, cell: str, rows: list[Any]) -> Conflict | None:
-        from .results import _canonical, _time_key
-
-        distinct: dict[str, tuple[str, Result]] = {}
-        for (_, rec), row in zip(self._read_records((None, *r[:5]) for r in rows), rows,
-                                 strict=True):
-            distinct.setdefault(_canonical(rec), (f"{self.root / row[6]}:{row[3]}", rec))
-        if len(distinct) < 2:
-            return None
-        variants = list(distinct.values())
-        kept = max(variants, key=lambda sr: _time_key(sr[1]))[0]
-        return Conflict(run_id=run_id, cell=cell, sources=tuple(s for s, _ in variants),
-                        statuses=tuple(r.status for _, r in variants), kept=kept)
 
     def _in_cells(self, cells: Iterable[str]) -> None:
         """Fill the temporary table ``wanted`` with ``cells`` (call with the lock held)."""
@@ -451,12 +386,33 @@ class StoreIndex:
         return self._execute(sql + f" WHERE {alias}cell IN (SELECT cell FROM wanted) "
                              f"ORDER BY {alias}cell", (), list(cells)).fetchall()
 
-    def _read_records(self, rows: Iterable[Any]) -> Iterator[tuple[Any, Result]]:
-        """Read each (key, file, offset, length, line, digest) row's record back from its file."""
+    def entries(self) -> list[tuple[Entry, Where]]:
+        """Every record line the files hold, in file and line order: its Entry (source
+        ``file:line``) and where it is (``read_lines`` reads it back)."""
+        rows = self._query(
+            "SELECT r.run_id, r.cell, r.attempt, r.status, r.cache_key, r.finished_at, "
+            "r.started_at, r.digest, f.path, r.line, r.file, r.offset, r.length, r.upgraded "
+            "FROM records r JOIN files f ON f.id = r.file ORDER BY f.path, r.offset")
+        root = str(self.root) + os.sep
+        return [(Entry(run, cell, attempt, status, key, fin, start, dig, f"{root}{path}:{line}"),
+                 Where(fid, offset, length, line, dig, bool(upgraded)))
+                for run, cell, attempt, status, key, fin, start, dig, path, line, fid, offset, length,
+                upgraded in rows]
+
+    def files(self) -> dict[str, tuple[int, int]]:
+        """Every indexed file (its path) -> (file id, lines read): what ``entries`` covers."""
+        root = str(self.root) + os.sep
+        return {root + path: (fid, lines) for fid, path, lines in
+                self._query("SELECT id, path, lines FROM files")}
+
+    def read_lines(self, rows: Iterable[tuple[Any, Where]]) -> Iterator[tuple[Any, bytes]]:
+        """Each (key, Where) row's line read back from its file;
+        a line that is no longer the one indexed raises StaleIndex (and marks the file for
+        reading again)."""
         paths = dict(self._query("SELECT id, path FROM files"))
         handles: dict[int, Any] = {}
         try:
-            for key, fid, offset, length, line, digest in rows:
+            for key, (fid, offset, length, line, want, _) in rows:
                 fh = handles.get(fid)
                 if fh is None:
                     if len(handles) >= MAX_OPEN:
@@ -466,16 +422,33 @@ class StoreIndex:
                     fh = handles[fid] = (self.root / paths[fid]).open("rb")
                 fh.seek(offset)
                 raw = fh.read(length)
-                item = parse_line(raw, paths[fid], line)
-                if isinstance(item, Skipped) or _digest(raw) != digest:
-                    with self._write() as conn:  # the next refresh reads it from the start
-                        conn.execute("UPDATE files SET size = -1, tail = NULL WHERE id = ?", (fid,))
+                if digest(raw) != want:
+                    self._forget_file(fid)
                     raise StaleIndex(f"{self.root / paths[fid]}:{line} changed since it was "
                                      f"indexed: open the index again (StoreIndex.open)")
-                yield key, item
+                yield key, raw
         finally:
             for fh in handles.values():
                 fh.close()
+
+    def forget(self, path: Path) -> None:
+        """``path`` is not as indexed: the next refresh reads it again from the start."""
+        with contextlib.suppress(ValueError):
+            key = path.relative_to(self.root).as_posix()
+            for (fid,) in self._query("SELECT id FROM files WHERE path = ?", (key,)):
+                self._forget_file(fid)
+
+    def _forget_file(self, fid: int) -> None:
+        with self._write() as conn:
+            conn.execute("UPDATE files SET size = -1, tail = NULL WHERE id = ?", (fid,))
+
+    def _read_records(self, rows: Iterable[Any]) -> Iterator[tuple[Any, Result]]:
+        """Read each (key, file, offset, length, line, digest) row's record back from its file."""
+        for (key, line), raw in self.read_lines(((r[0], r[4]), Where(*r[1:], False)) for r in rows):
+            item = parse_line(raw, str(self.root), line)
+            if isinstance(item, Skipped):  # the digest matched: only a harness change gets here
+                raise StaleIndex(f"{item}: open the index again (StoreIndex.open)")
+            yield key, item
 
 
 class StaleIndex(RuntimeError):
@@ -510,7 +483,7 @@ def _prepared(conn: sqlite3.Connection) -> sqlite3.Connection:
     conn.execute("BEGIN IMMEDIATE")
     try:
         if version not in (None, FORMAT):
-            for table in ("meta", "files", "records", "skipped", "cells"):
+            for table in ("meta", "files", "records", "skipped", "cells", "summaries"):
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
         for statement in _SCHEMA.split(";"):
             if statement.strip():
@@ -522,6 +495,19 @@ def _prepared(conn: sqlite3.Connection) -> sqlite3.Connection:
             conn.execute("ROLLBACK")
         raise
     return conn
+
+
+def _prepared_when_free(conn: sqlite3.Connection) -> sqlite3.Connection:
+    """``_prepared``, waiting while another process holds the database: switching a new
+    database to WAL can report "locked" at once, without SQLite's busy wait."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            return _prepared(conn)
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def _remove_db(db: Path) -> None:
@@ -549,15 +535,13 @@ def _rest_is_blank(fh: Any, offset: int) -> bool:
 
 
 def _insert(conn: sqlite3.Connection, fid: int, number: int, offset: int, raw: bytes,
-            rec: Result) -> None:
-    conn.execute(f"INSERT INTO records ({_RECORD_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                 (fid, number, offset, len(raw), rec.run_id, rec.cell, rec.stack_id, rec.repro,
-                  rec.status, rec.cache_key, str(rec.started_at), str(rec.finished_at),
-                  _opt(rec.signature), _opt(rec.workaround), _digest(raw)))
-
-
-def _digest(raw: bytes) -> str:
-    return hashlib.sha1(raw.strip()).hexdigest()
+            data: dict[str, Any], upgraded: bool = False) -> None:
+    e = entry(data, raw, "")
+    conn.execute(f"INSERT INTO records ({_RECORD_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                 (fid, number, offset, len(raw), e.run_id, e.cell, e.attempt,
+                  str(data["stack"]["id"]), data["repro"], e.status, e.cache_key, e.started_at,
+                  e.finished_at, _opt(data.get("signature")), _opt(data.get("workaround")),
+                  e.digest, int(upgraded)))
 
 
 def _opt(value: Any) -> str | None:
@@ -589,15 +573,3 @@ def _update_cells(conn: sqlite3.Connection, touched: set[str]) -> None:
 
 def _prefixed(prefix: str, cols: str) -> str:
     return ", ".join(prefix + c.strip() for c in cols.split(","))
-
-
-def _spans(runs: Iterable[tuple[str, str, str]]) -> tuple[Span, ...]:
-    """One cell's (run, status, finished_at), oldest first -> its stretches of one status."""
-    spans: list[Span] = []
-    for run, status, at in runs:
-        if spans and spans[-1].status == status:
-            last = spans[-1]
-            spans[-1] = Span(status, last.runs + 1, last.first_run, last.first_at, run, at)
-        else:
-            spans.append(Span(status, 1, run, at, run, at))
-    return tuple(spans)

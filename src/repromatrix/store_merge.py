@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
-from .results import ResultStore, Skipped, _canonical, iter_result_files, locked, read_file, walk_jsonl
+from .result import Result
+from .results import ResultStore, locked
+from .store import Skipped, canonical, iter_result_files, scan, walk_jsonl
 from .textsafe import printable
 
 
@@ -42,9 +44,9 @@ def merge_stores(sources: Sequence[Path | str], into: Path | str) -> MergeSummar
     with locked(target, on_wait=lambda line: print(printable(f"store merge: {line}"), file=sys.stderr)):
         held: dict[tuple[str, str, int], set[str]] = {}
         for path in walk_jsonl(target):
-            good, bad = read_file(path)
-            for _, rec in good:
-                held.setdefault((rec.run_id, rec.cell, rec.attempt), set()).add(_canonical(rec))
+            good, bad = read_records(path)
+            for rec, text in good:
+                held.setdefault((rec.run_id, rec.cell, rec.attempt), set()).add(text)
         own = {p.resolve() for p in walk_jsonl(target)}
         files, gone = iter_result_files(sources)
         summary.skipped.extend(gone)
@@ -53,10 +55,10 @@ def merge_stores(sources: Sequence[Path | str], into: Path | str) -> MergeSummar
             for path in files:
                 if path.resolve() in own:
                     continue
-                good, bad = read_file(path)
+                good, bad = read_records(path)
                 summary.skipped.extend(bad)
-                for _, rec in good:
-                    key, text = (rec.run_id, rec.cell, rec.attempt), _canonical(rec)
+                for rec, text in good:
+                    key = (rec.run_id, rec.cell, rec.attempt)
                     if text in held.get(key, ()):
                         summary.present += 1
                         continue
@@ -67,6 +69,22 @@ def merge_stores(sources: Sequence[Path | str], into: Path | str) -> MergeSummar
         finally:
             store.close()
     return summary
+
+
+def read_records(path: Path) -> tuple[list[tuple[Result, str]], list[Skipped]]:
+    """Each record of one JSONL file with its canonical text, and the lines skipped."""
+    good: list[tuple[Result, str]] = []
+    bad: list[Skipped] = []
+    with path.open("rb") as fh:
+        for number, _, raw, data in scan(fh, str(path)):
+            if isinstance(data, Skipped):
+                bad.append(data)
+                continue
+            try:
+                good.append((Result.from_dict(data), canonical(raw)))
+            except (ValueError, TypeError) as exc:
+                bad.append(Skipped(str(path), number, str(exc)))
+    return good, bad
 
 
 def add_parser(sub: Any) -> None:

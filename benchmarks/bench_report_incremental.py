@@ -1,0 +1,142 @@
+"""Benchmark: `report` from the store index, cold and after one new record, beside a full re-render.
+
+    python benchmarks/bench_report_incremental.py [--repeat 3] [--baseline REV] [--skip-large]
+
+Issue 23's goals, measured side by side in one run: a cold render (into an empty
+folder) of 10k distinct cells (< 1 s) and of 100k records, 10k cells x 10 runs (< 5 s);
+a re-render into the same folder after one new record beside 100k records (< 0.5 s);
+peak RSS < 500 MB at 100k. Stores are ``bench_report.write_store``'s (copies of real
+records). The store's index is brought up to date before the timed renders (a real
+store's index is kept current by each append); its first build is timed apart.
+``--baseline REV`` renders the same stores with that revision's tree (default: where
+this branch left ``main``),
+which re-renders everything every time. Each render is a fresh process (wall time and
+its own peak RSS).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _measure import ROOT, env_with, load_average, measure, spread  # noqa: E402
+from bench_report import write_store  # noqa: E402
+
+RENDER = ("import sys; from pathlib import Path; from repromatrix.report import render_site; "
+          "s = render_site([Path(sys.argv[1])], Path(sys.argv[2])); print(s.records, s.cells, "
+          "len(getattr(s, 'rewritten', ())))")
+APPEND = ("import json, sys; from repromatrix.result import Result; "
+          "from repromatrix.results import ResultStore; "
+          "ResultStore(sys.argv[1]).append(Result.from_dict(json.loads(sys.argv[2])))")
+INDEX = ("import sys; from repromatrix.store_index import StoreIndex; "
+         "StoreIndex.open(sys.argv[1]).close()")
+
+
+def export(rev: str, dest: Path) -> Path:
+    """The harness of revision ``rev`` (``src`` and the page's ``report`` folder) in ``dest``."""
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src", "report"],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
+def render(src: Path, store: Path, out: Path) -> tuple[float, float, str]:
+    sample = measure([sys.executable, "-c", RENDER, str(store), str(out)], env_with(src))
+    if sample.rc != 0:
+        raise SystemExit(sample.output)
+    return sample.seconds, sample.peak_rss_mb, sample.output.strip()
+
+
+def new_record(store: Path, n: int) -> str:
+    """A record of one existing cell in a new run, finished after everything in the store."""
+    first = next((store / "bench").glob("run-0.jsonl")).open(encoding="utf-8").readline()
+    rec = json.loads(first)
+    rec.update(run_id=f"run-new-{n:03d}", status="crash" if n % 2 else "pass",
+               started_at=f"2026-12-{n % 28 + 1:02d}T00:00:00+00:00",
+               finished_at=f"2026-12-{n % 28 + 1:02d}T00:01:00+00:00")
+    return json.dumps(rec)
+
+
+def show(label: str, what: str, times: list[float], rss: list[float], goal: float | None,
+         extra: str = "") -> bool:
+    """Print one line of figures; whether the median meets ``goal`` (None: no goal)."""
+    good = goal is None or statistics.median(times) < goal
+    verdict = "" if goal is None else f" [{'OK' if good else 'MISSED'}: goal < {goal:g} s]{extra}"
+    print(f"  {label}: {what} min/median/max {spread(times)} s, peak RSS "
+          f"{spread(rss, '{:.0f}')} MB{verdict}", flush=True)
+    return good
+
+
+def bench(name: str, stacks: int, runs: int, args: argparse.Namespace, trees: dict[str, Path],
+          tmp: Path, goal_cold: float, goal_again: float | None) -> bool:
+    store = tmp / f"store-{name}"
+    n = write_store(store, stacks, 10, runs)
+    first = measure([sys.executable, "-c", INDEX, str(store)], env_with(ROOT / "src"))
+    print(f"\n{name}: {n} records ({runs} run(s) x {stacks * 10} cells); first index build "
+          f"{first.seconds:.2f} s, peak RSS {first.peak_rss_mb:.0f} MB (not in the figures below)",
+          flush=True)
+    ok = True
+    for label, src in trees.items():
+        cold, rss = [], []
+        for i in range(args.repeat):
+            out = tmp / f"site-{name}-{i}"
+            took, peak, _ = render(src / "src", store, out)
+            cold.append(took)
+            rss.append(peak)
+            if i:
+                shutil.rmtree(out)
+        ok &= show(label, "cold render", cold, rss, goal_cold if label == "index" else None)
+        if goal_again is None:
+            continue
+        again, rss, wrote = [], [], ""
+        for i in range(args.repeat):
+            added = measure([sys.executable, "-c", APPEND, str(store), new_record(store, i)],
+                            env_with(ROOT / "src"))
+            if added.rc != 0:
+                raise SystemExit(added.output)
+            took, peak, summary = render(src / "src", store, tmp / f"site-{name}-0")
+            again.append(took)
+            rss.append(peak)
+            wrote = summary.split()[-1]
+        ok &= show(label, "one new record, render into the same folder", again, rss,
+                   goal_again if label == "index" else None, f"; files rewritten: {wrote}")
+    shutil.rmtree(store)
+    for site in tmp.glob(f"site-{name}-*"):
+        shutil.rmtree(site)
+    return ok
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--baseline", metavar="REV",
+                    help="the revision whose full re-render is timed beside (default: where "
+                         "this branch left main, git merge-base HEAD main)")
+    ap.add_argument("--skip-large", action="store_true", help="only the 10k shape")
+    args = ap.parse_args()
+    if args.baseline is None:
+        args.baseline = subprocess.run(["git", "-C", str(ROOT), "merge-base", "HEAD", "main"],
+                                       check=True, capture_output=True, text=True).stdout[:7]
+    print(load_average(), flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-report-inc-") as name:
+        tmp = Path(name)
+        trees = {"index": ROOT, f"full re-render ({args.baseline})": export(args.baseline,
+                                                                             tmp / "baseline")}
+        ok = bench("10k distinct cells", 1000, 1, args, trees, tmp, 1.0, None)
+        if not args.skip_large:
+            ok &= bench("100k records", 1000, 10, args, trees, tmp, 5.0, 0.5)
+    print(load_average())
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

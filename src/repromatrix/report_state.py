@@ -1,0 +1,91 @@
+"""What the last render wrote into an ``--out`` folder, so the next render rewrites only what changed.
+
+Flow: report -> **report_state** -> out/. ``out/.render-state.json`` (not part of
+the page) remembers each file the report wrote: a hash of its bytes, its size and
+mtime. ``RenderState.write`` leaves a file alone when the new bytes hash the same
+and the file on disk is still the one written (same size and mtime); a detail chunk
+(``data/c<N>.js``) is thus rewritten only when its content changed. For
+``results.json`` it also remembers how many records the file lists, a hash chain
+over their digests and where the list ends, so a render whose records begin with
+the same ones appends the rest instead of writing the whole file again.
+
+The page a render leaves is byte for byte what a render into an empty folder writes;
+the state file is the only difference, and deleting it only costs a full write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+STATE_NAME = ".render-state.json"
+FORMAT = 1
+
+
+class RenderState:
+    """The files of one ``--out`` folder as the last render left them."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.path = out / STATE_NAME
+        self.files: dict[str, list[Any]] = {}
+        self.results: dict[str, Any] = {}
+        self.written: set[str] = set()  # names this render wrote or kept
+        self.rewritten: list[str] = []  # names this render actually wrote
+        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if data.get("format") == FORMAT:
+                self.files = {str(k): list(v) for k, v in data["files"].items()}
+                self.results = dict(data.get("results") or {})
+
+    def name(self, path: Path) -> str:
+        return path.relative_to(self.out).as_posix()
+
+    def unchanged(self, path: Path) -> bool:
+        """Whether ``path`` is still the file the last render wrote (same size and mtime)."""
+        known = self.files.get(self.name(path))
+        try:
+            st = path.stat()
+        except OSError:
+            return False
+        return known is not None and known[1:] == [st.st_size, st.st_mtime_ns]
+
+    def write(self, path: Path, data: str | bytes) -> bool:
+        """Write ``data`` to ``path`` unless the file already holds it; True when written."""
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        name, digest = self.name(path), hashlib.sha1(raw).hexdigest()
+        self.written.add(name)
+        if self.unchanged(path) and self.files[name][0] == digest:
+            return False
+        path.write_bytes(raw)
+        self.noted(path, digest)
+        return True
+
+    def noted(self, path: Path, digest: str) -> None:
+        """``path`` was just written with content hashing to ``digest``."""
+        name = self.name(path)
+        st = path.stat()
+        self.files[name] = [digest, st.st_size, st.st_mtime_ns]
+        self.written.add(name)
+        self.rewritten.append(name)
+
+    def remove_others(self, folder: Path, pattern: str) -> None:
+        """Delete the files in ``folder`` matching ``pattern`` that this render did not write."""
+        for path in folder.glob(pattern):
+            name = self.name(path)
+            if name not in self.written:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                self.files.pop(name, None)
+
+    def save(self) -> None:
+        """Write the state (only what this render wrote or kept)."""
+        files = {k: v for k, v in sorted(self.files.items()) if k in self.written}
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps({"format": FORMAT, "files": files, "results": self.results}),
+                       encoding="utf-8")
+        os.replace(tmp, self.path)

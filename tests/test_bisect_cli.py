@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from repromatrix import run as run_stage
+from repromatrix.backends import choice as engine_choice
 from repromatrix.backends import Prepared, RunnerJob
 from repromatrix.bisect.command import classify, outcome, parse_bad_if
 from repromatrix.bisect.report import _git, _release
@@ -188,7 +188,7 @@ def scripted(monkeypatch):
     """Install a scripted engine; returns (script dict, list of torch versions run)."""
     script: dict[str, Any] = {}
     calls: list[str] = []
-    monkeypatch.setattr(run_stage, "load_engine", lambda name, ctx: ScriptedEngine(script, calls))
+    monkeypatch.setattr(engine_choice, "load_engine", lambda name, ctx: ScriptedEngine(script, calls))
     return script, calls
 
 

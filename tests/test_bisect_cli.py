@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from repromatrix.backends import choice as engine_choice
 from repromatrix.backends import Prepared, RunnerJob
+from repromatrix.backends import choice as engine_choice
 from repromatrix.bisect.command import classify, outcome, parse_bad_if
 from repromatrix.bisect.report import _git, _release
 from repromatrix.bisect.search import Verdict

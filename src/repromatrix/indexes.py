@@ -32,6 +32,7 @@ CHECK_TIMEOUT_S = 5.0  # each of DNS, TCP and TLS; all hosts are checked at once
 RECHECK_AFTER_S = 120.0  # a host's outcome is reused this long (one run asks per stack)
 _outcomes: dict[tuple[str, int, bool, str | None], tuple[str | None, float]] = {}
 _outcomes_lock = threading.Lock()
+_said: set[str] = set()
 NVIDIA_INDEX_HOST = "pypi.nvidia.com"
 
 
@@ -112,8 +113,10 @@ def check_indexes(stacks: Sequence[Stack], settings: Settings, *, where: str,
     failed = [h for h in hosts.values() if h.problem]
     required = [h for h in failed if not (optional_extras and h.roles <= {"extra"})]
     for h in failed:
-        if h not in required:
-            log(f"extra index {', '.join(h.uses)} is unreachable ({h.problem}): left out of the installs")
+        line = f"extra index {', '.join(h.uses)} is unreachable ({h.problem}): left out of the installs"
+        if h not in required and line not in _said:
+            _said.add(line)  # once a process: a fallback chain asks stack by stack
+            log(line)
     if required:
         raise IndexUnreachable(unreachable_message(required, where))
 

@@ -90,8 +90,17 @@ class EnvDisk:
     def __init__(self, root: Path, budget_gb: float | None, log: Callable[[str], None]) -> None:
         self.root = root
         self.log = log
-        self.budget = budget_gb * GB if budget_gb is not None else default_budget_bytes(root)
+        self._budget = budget_gb * GB if budget_gb is not None else None
         self._held: dict[str, IO[str]] = {}
+        self._reclaimable: float | None = None  # usage seen by the first check_fits of a run
+
+    @property
+    def budget(self) -> float:
+        """--env-budget, or the default from the disk (measured once, when first needed: a
+        run that builds nothing never walks the environments)."""
+        if self._budget is None:
+            self._budget = default_budget_bytes(self.root)
+        return self._budget
 
     @property
     def cache(self) -> Path:
@@ -169,7 +178,9 @@ class EnvDisk:
         sizes = [estimate_bytes(s) for s in to_build]
         need, largest = sum(sizes), max(sizes)
         peak = min(need, max(self.budget, largest))  # removal keeps the rest within the budget
-        reclaim = usage_bytes(self.root) if self.root.is_dir() else 0
+        if self._reclaimable is None:  # preflight asks stack by stack: walk the folder once
+            self._reclaimable = usage_bytes(self.root) if self.root.is_dir() else 0
+        reclaim = self._reclaimable
         free = free_bytes(self.root)
         if largest > self.budget:
             self.log(f"warning: one environment (~{largest / GB:.1f} GB) is larger than --env-budget "

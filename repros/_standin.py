@@ -249,7 +249,7 @@ def dependencies() -> List[str]:
 
     out = []
     for req in metadata.requires("torch_tensorrt") or metadata.requires("torch-tensorrt") or []:
-        name = re.split(r"[\s<>=!~;\[(]", req, 1)[0].lower().replace("_", "-")
+        name = re.split(r"[\s<>=!~;\[(]", req, maxsplit=1)[0].lower().replace("_", "-")
         if ";" in req and "extra" in req.split(";", 1)[1]:
             continue
         if name.startswith("tensorrt") or name in ("torch", "torchvision"):
@@ -409,10 +409,13 @@ def main(argv: List[str]) -> int:
         out = make(argv[1], cc)
         print(json.dumps(out, indent=1, sort_keys=True))
         return 0
-    if argv[:1] == ["deps"]:
-        print("\n".join(dependencies()))
+    if argv[:1] == ["deps"] and len(argv) == 2:
+        with open(argv[1], "w") as f:
+            f.write("".join(d + "\n" for d in dependencies()))
+        print("torch-tensorrt's requirements besides TensorRT and torch: %s"
+              % (", ".join(dependencies()) or "none"))
         return 0
-    sys.stderr.write("usage: _standin.py make DIR [CC] | deps\n")
+    sys.stderr.write("usage: _standin.py make DIR [CC] | deps FILE\n")
     return 2
 
 

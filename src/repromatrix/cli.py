@@ -22,7 +22,7 @@ from typing import Any
 from . import __version__
 from . import script as own_bugs
 from .backends import engine_names
-from .config import Matrix, load_matrix
+from .config import STANDINS, Matrix, load_matrix
 from .errors import BaseImageMissing, HarnessError, UsageError
 from .hints import base_image_hint
 from .model import Plan
@@ -98,6 +98,10 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", "-j", type=int, default=1, help="stacks run at once")
     p.add_argument("--gpus", default="", help="GPU ids to spread stacks over, e.g. 0,1")
     p.add_argument("--keep", action="store_true", help="keep containers for debugging")
+    p.add_argument("--standin", action="append", default=[], choices=STANDINS,
+                   help="tensorrt: pip stacks get torch-tensorrt's own wheel and stand-ins for "
+                        "TensorRT, so stages that opt in run its code without a GPU (never where "
+                        "a real TensorRT imports; default: matrix standins)")
 
 
 def _add_shard_args(p: argparse.ArgumentParser) -> None:

@@ -45,6 +45,7 @@ class RunOptions:
     registry: str | None = None  # pull missing images from here before building
     push: str | None = None  # push prepared images here (repromatrix build --push)
     image_budget_gb: float | None = None  # remove this run's finished images past this size
+    standins: tuple[str, ...] = ()  # stand-ins for what is absent (--standin tensorrt)
 
     @property
     def work(self) -> Path:
@@ -135,6 +136,7 @@ def run_options(matrix: Matrix, args: Mapping[str, Any] | Any) -> RunOptions:
         jobs=int(get("jobs") or 1),
         gpus=tuple(g for g in str(get("gpus") or "").split(",") if g.strip()),
         keep=bool(get("keep", False)),
+        standins=tuple(dict.fromkeys(get("standin") or ())) or s.standins,
     )
     if options.jobs < 1:
         raise UsageError(f"--jobs {options.jobs}: must be at least 1")
@@ -180,6 +182,8 @@ def reproduce_args(matrix: Matrix, options: RunOptions) -> list[str]:
         args += ["--python", options.python]
     if options.repeat > 1:
         args += ["--repeat", str(options.repeat)]
+    for name in options.standins:
+        args += ["--standin", name]
     if options.registry:
         args += ["--registry", options.registry]
     return args + ["--results", str(options.results.resolve())]  # absolute: pasted anywhere

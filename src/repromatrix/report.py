@@ -314,6 +314,7 @@ def cell_view(rec: Result, repro: Repro | None, previous: str, conflict: bool, m
         "conflict": conflict, "previous": previous,
         "command": reproduce_command(rec, matrix),
         "evidence": skip_evidence(status, rec.stages),
+        "standin": rec.standin_note,  # the verdict's evidence level when TensorRT was stood in
     }
 
 
@@ -353,6 +354,7 @@ def stage_rows(stages: Iterable[StageResult]) -> list[dict[str, str]]:
             "name": st.name, "role": st.role, "status": st.status,
             "duration": _duration(st.duration_s),
             "message": st.message[:MESSAGE_LIMIT],
+            "standins": ", ".join(st.standins),
             "evidence": "" if evidence in (None, "", {}, [])
             else _JSON_ENCODER.encode(evidence)[:MESSAGE_LIMIT],
         })

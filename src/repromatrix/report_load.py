@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .result import Result, _problem, migrate
+from .result import REAL, STANDIN, Result, _problem, evidence_level, migrate
 from .results import Conflict, Skipped, iter_result_files, store_of
 
 try:  # a fast parser when installed; the standard library decides anything it refuses
@@ -44,6 +44,7 @@ class Seen:
     time: TimeKey  # (finished_at, started_at, run_id): "later" compares as in results.py
     run_id: str
     status: str
+    evidence: str = ""  # result.evidence_level
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class Segment:
     last_run: str
     last_at: str
     runs: int
+    evidence: str = ""  # result.evidence_level of its records ("standin": TensorRT stood in)
 
 
 @dataclass
@@ -63,6 +65,18 @@ class _Cell:
     time: TimeKey
     raw: bytes
     source: str
+    evidence: str = ""  # result.evidence_level: a real verdict outranks a stand-in one
+
+
+def _replaces(evidence: str, time: TimeKey, current: _Cell | None) -> bool:
+    """Whether a record becomes its cell's shown one: the latest, except that a verdict from
+    real TensorRT is never replaced by one decided with TensorRT stood in, and always
+    replaces one."""
+    if current is None:
+        return True
+    if {evidence, current.evidence} == {REAL, STANDIN}:
+        return evidence == REAL
+    return time > current.time
 
 
 @dataclass
@@ -151,12 +165,12 @@ class _Reducer:
         if self.sink is not None:
             same = obj.get("schema_version") == data.get("schema_version")
             self.sink.add(raw.decode("utf-8") if same else None, data)
-        self.out.seen.setdefault(cell, []).append(Seen(time, run_id, status))
+        evidence = evidence_level(status, data.get("stages") or [])
+        self.out.seen.setdefault(cell, []).append(Seen(time, run_id, status, evidence))
         if data.get("cache_key") and status != "broken":
             self.keys.setdefault(cell, []).append((str(data["cache_key"]), status, source, run_id, time))
-        current = self.cells.get(cell)
-        if current is None or time > current.time:
-            self.cells[cell] = _Cell(time, raw, source)
+        if _replaces(evidence, time, self.cells.get(cell)):
+            self.cells[cell] = _Cell(time, raw, source, evidence)
 
     def finish(self) -> Reduced:
         for key, copies in self.copies.items():
@@ -244,10 +258,11 @@ def cell_history(seen: Iterable[Seen], limit: int = HISTORY_LIMIT) -> tuple[list
     for s in sorted(seen, key=lambda s: s.time):
         at = s.time[0] or s.time[1]
         last = segments[-1] if segments else None
-        if last is not None and last.status == s.status:
-            segments[-1] = Segment(last.status, last.first_run, last.first_at, s.run_id, at, last.runs + 1)
+        if last is not None and (last.status, last.evidence) == (s.status, s.evidence):
+            segments[-1] = Segment(last.status, last.first_run, last.first_at, s.run_id, at,
+                                   last.runs + 1, s.evidence)
         else:
-            segments.append(Segment(s.status, s.run_id, at, s.run_id, at, 1))
+            segments.append(Segment(s.status, s.run_id, at, s.run_id, at, 1, s.evidence))
     dropped = max(0, len(segments) - limit)
     return segments[dropped:], dropped
 

@@ -59,11 +59,6 @@ class StageResult:
     checks: tuple[Any, ...] = ()
     standins: tuple[str, ...] = ()  # what was stood in while it ran (empty: nothing)
 
-    @property
-    def cleared(self) -> bool:
-        """A stand-in stage that ran torch-tensorrt's code clean past where the bug would be."""
-        return bool(self.standins) and self.status == "skip" and bool(self.evidence.get("cleared"))
-
     @classmethod
     def from_raw(cls, raw: Any) -> StageResult | None:
         """A stage from the runner's JSON, or None when it is not one."""
@@ -144,16 +139,7 @@ class Result:
         """What decided this record: ``real`` (a fail or pass on the real stack),
         ``standin`` (a fail raised in torch-tensorrt's code, or every main stand-in stage
         cleared the bug's point, with TensorRT stood in), or "" (no verdict)."""
-        main = [s for s in self.stages if s.role == "main"]
-        if self.status == "fail":
-            first = next((s for s in main if s.status == "fail"), None)
-            return STANDIN if first is not None and first.standins else REAL
-        if self.status == "pass":
-            return REAL
-        stood_in = [s for s in main if s.standins]
-        if self.status == "skip" and stood_in and all(s.cleared for s in stood_in):
-            return STANDIN
-        return ""
+        return evidence_level(self.status, [s.to_dict() for s in self.stages])
 
     @property
     def standin_verdict(self) -> str | None:
@@ -191,6 +177,27 @@ class Result:
         again = data.get("reproduce")
         kwargs["reproduce"] = tuple(str(a) for a in again) if isinstance(again, list) else ()
         return cls(**kwargs)
+
+
+def evidence_level(status: str, stages: Iterable[Any]) -> str:
+    """``Result.evidence_level`` from a status and stage dicts (a record's JSON, unparsed)."""
+    main = [s for s in stages if isinstance(s, Mapping) and s.get("role", "main") == "main"]
+    if status == "fail":
+        first = next((s for s in main if s.get("status") == "fail"), None)
+        return STANDIN if first is not None and first.get("standins") else REAL
+    if status == "pass":
+        return REAL
+    stood_in = [s for s in main if s.get("standins")]
+    if status == "skip" and stood_in and all(_cleared(s) for s in stood_in):
+        return STANDIN
+    return ""
+
+
+def _cleared(stage: Mapping[str, Any]) -> bool:
+    """A stand-in stage that ran torch-tensorrt's code clean past where the bug would be."""
+    evidence = stage.get("evidence")
+    return stage.get("status") == "skip" and isinstance(evidence, Mapping) \
+        and bool(evidence.get("cleared"))
 
 
 # -- reading older records -----------------------------------------------------------------

@@ -143,9 +143,13 @@ class Signature(object):
         return self._text_matches(exception_text(exc), log)
 
     def matches_text(self, exc_types: Sequence[str], text: str, stage: Optional[str] = None,
-                     versions: Optional[Dict[str, Optional[str]]] = None, log: str = "") -> bool:
-        """Match recorded text (type names + message) instead of a live exception."""
+                     versions: Optional[Dict[str, Optional[str]]] = None, log: str = "",
+                     frame: str = "") -> bool:
+        """Match recorded text (type names + message, and the recorded ``raised_in``
+        frame) instead of a live exception."""
         if self.signal or not self._applies(stage, versions):
+            return False
+        if self.frame and not re.search(self.frame, frame):
             return False
         if self.exc and not any(_name_matches(t, self.exc) for t in exc_types):
             return False

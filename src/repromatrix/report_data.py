@@ -19,6 +19,7 @@ from typing import Any
 
 from .report_load import Segment
 from .report_markup import script_json
+from .result import STANDIN
 
 CHUNK_CELLS = 50
 SEARCH_LIMIT = 300
@@ -44,8 +45,8 @@ def assign_chunks(columns: Sequence[Sequence[str]], leftover: Sequence[str],
 
 def history_rows(segments: Sequence[Segment]) -> list[list[Any]]:
     """A timeline as compact rows: [status, first run, first at, last run, last at, runs]."""
-    return [[s.status, s.first_run, s.first_at, s.last_run, s.last_at, s.runs, s.evidence]
-            for s in segments]
+    return [[s.status, s.first_run, s.first_at, s.last_run, s.last_at, s.runs]
+            + ([s.evidence] if s.evidence == STANDIN else []) for s in segments]
 
 
 def detail_json(cell: Mapping[str, Any]) -> str:

@@ -102,7 +102,8 @@ def matrix_td(cell: Mapping[str, Any] | None, rid: str, page: str) -> str:
     evidence = f"; {escape(cell['evidence'])}" if cell["evidence"] else ""
     standin = cell.get("standin", "")
     flags += " standin" if standin else ""
-    notes = (f"; {escape(standin)}" if standin else "") + ("; contradicts its expectation" if contra else "") + \
+    notes = (f"; {escape(standin)}" if standin else "") + \
+        ("; contradicts its expectation" if contra else "") + \
         ("; conflicting records" if conflict else "") + \
         (f"; flaky: {escape(flaky)}" if flaky else "")
     marks = ((_MARK_CONTRA if contra else "") + (_MARK_CONFLICT if conflict else "")

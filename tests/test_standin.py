@@ -207,6 +207,11 @@ def test_standins_are_checked_before_anything_is_built(tmp_path, capsys) -> None
     assert exit_.value.code == 2 and "--standin" in capsys.readouterr().err
 
 
+def test_the_lane_is_never_silently_ignored(tmp_path, capsys) -> None:
+    code = cli_main(["run", "--standin", "tensorrt", "--backend", "docker", "--results", str(tmp_path)])
+    assert code == 2 and "--backend venv only" in capsys.readouterr().err
+
+
 def test_a_pasted_command_keeps_the_lane(tmp_path) -> None:
     from repromatrix.config import load_matrix
 

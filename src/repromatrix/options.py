@@ -140,6 +140,10 @@ def run_options(matrix: Matrix, args: Mapping[str, Any] | Any) -> RunOptions:
     )
     if options.jobs < 1:
         raise UsageError(f"--jobs {options.jobs}: must be at least 1")
+    if options.standins and options.backend != "venv":
+        raise UsageError(f"--standin {','.join(options.standins)}: the stand-in lane is built by "
+                         f"--backend venv only (not {options.backend}); the docker engine does not "
+                         f"build it yet")
     repeat = get("repeat") or 1
     if not 1 <= int(repeat) <= MAX_REPEAT:
         raise UsageError(f"--repeat {repeat}: run each cell 1 to {MAX_REPEAT} times")

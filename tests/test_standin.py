@@ -274,3 +274,18 @@ def test_the_feed_says_when_tensorrt_was_stood_in() -> None:
     seg = Segment("fail", "r", "t", "r", "t", 1, "standin")
     assert shown(seg) == "fail (TensorRT stood in)"
     assert shown(Segment("fail", "r", "t", "r", "t", 1)) == "fail"
+
+
+def test_the_page_and_feed_mark_a_standin_verdict(tmp_path) -> None:
+    from repromatrix.report import render_site
+
+    before = record("skip", [], "2026-01-01T00:00:00+00:00", "r0")
+    after = record("fail", [STOOD_IN_FAIL], "2026-01-02T00:00:00+00:00", "r1")
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "a.jsonl").write_text(json.dumps(before) + "\n" + json.dumps(after) + "\n")
+    render_site([tmp_path / "r"], tmp_path / "site")
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert 'class="cell st-fail standin"' in index and STANDIN_BAD.replace("'", "&#39;") in index
+    assert "mark-standin" in index  # the legend
+    feed = (tmp_path / "site" / "changes.atom").read_text()
+    assert "skip → fail (TensorRT stood in)" in feed

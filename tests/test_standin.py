@@ -289,3 +289,17 @@ def test_the_page_and_feed_mark_a_standin_verdict(tmp_path) -> None:
     assert "mark-standin" in index  # the legend
     feed = (tmp_path / "site" / "changes.atom").read_text()
     assert "skip → fail (TensorRT stood in)" in feed
+
+
+def test_check_names_the_evidence_level_of_a_contradiction(tmp_path, capsys) -> None:
+    cell = "pip-torch2.5.1-trt2.5.0-pypi-py3.11--deform_conv2d_device"
+    stood_in = dict(record("fail", [STOOD_IN_FAIL]), cell=cell, repro="deform_conv2d_device",
+                    stack={"id": cell.split("--")[0], "torch_tensorrt": "2.5.0", "torch": "2.5.1"},
+                    env={"torch_tensorrt": "2.5.0", "torch": "2.5.1"})
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "a.jsonl").write_text(json.dumps(stood_in) + "\n")
+    code = cli_main(["report", "--results", str(tmp_path / "r"), "--out", str(tmp_path / "site"),
+                     "--check"])
+    out, err = capsys.readouterr()
+    assert code == 4 and "1 cell(s) decided with TensorRT stood in" in out
+    assert f"contradicts its expectation: {cell} [◇ {STANDIN_BAD}]" in err

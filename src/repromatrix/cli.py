@@ -330,9 +330,13 @@ def cmd_report(args: argparse.Namespace, results: Sequence[Path] | None = None) 
         print(printable(f"report: {problem}"), file=sys.stderr)
     print(printable(f"report: {summary.index} ({summary.cells} cells on {summary.stacks} stacks, "
                     f"{len(summary.contradictions)} contradicting their expectation)"))
+    if summary.standin:
+        print(printable(f"report: {len(summary.standin)} cell(s) decided with TensorRT stood in (◇; "
+                        f"a record from real TensorRT outranks them)"))
     if args.check and summary.contradictions:
         for cid in summary.contradictions:
-            print(printable(f"contradicts its expectation: {cid}"), file=sys.stderr)
+            level = f" [◇ {summary.standin[cid]}]" if cid in summary.standin else ""
+            print(printable(f"contradicts its expectation: {cid}{level}"), file=sys.stderr)
         return EXIT_CONTRADICTION
     return 0
 

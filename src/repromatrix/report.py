@@ -79,6 +79,7 @@ class ReportSummary:
     contradictions: list[str] = field(default_factory=list)
     changes: dict[str, list[str]] = field(default_factory=dict)
     chunks: int = 0
+    standin: dict[str, str] = field(default_factory=dict)  # cell -> its stand-in evidence level
 
 
 def report_assets_dir() -> Path:
@@ -118,6 +119,7 @@ def render_site(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro] | 
         skipped=list(reduced.skipped), conflicts=list(reduced.conflicts),
         contradictions=[c["id"] for c in site["cells"].values() if c["contradicted"]],
         changes={k: [c["id"] for c in v] for k, v in site["changes"].items()}, chunks=chunks,
+        standin={c["id"]: c["standin"] for c in site["cells"].values() if c["standin"]},
     )
 
 

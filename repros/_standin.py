@@ -47,6 +47,11 @@ KNOWN = ("tensorrt",)
 MISSING_SYMBOL_ROUNDS = 16
 
 TENSORRT_MODULE = '''"""A stand-in for TensorRT made by repromatrix: it only satisfies imports."""
+import importlib.abc
+import importlib.machinery
+import sys
+import types
+
 __standin__ = True
 __version__ = %(version)r
 
@@ -86,6 +91,40 @@ def __getattr__(name):
     value = _placeholder(name)
     globals()[name] = value
     return value
+
+
+def _submodule(name):
+    module = types.ModuleType(name)
+    module.__path__ = []
+    module.__standin__ = True
+
+    def attribute(attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        value = _placeholder(attr)
+        setattr(module, attr, value)
+        return value
+
+    module.__getattr__ = attribute
+    return module
+
+
+class _Submodules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Any tensorrt.<name> (tensorrt.plugin, ...) imports as a placeholder module."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith(__name__ + "."):
+            return importlib.machinery.ModuleSpec(name, self, is_package=True)
+        return None
+
+    def create_module(self, spec):
+        return _submodule(spec.name)
+
+    def exec_module(self, module):
+        pass
+
+
+sys.meta_path.append(_Submodules())
 '''
 
 NVINFER_C = r"""

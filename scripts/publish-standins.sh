@@ -2,6 +2,8 @@
 # Run the stand-in lane over every stack of results/published/matrix.yaml, one
 # environment at a time (each ~4 GB), deleting each environment and its download
 # cache after its cells are recorded (disk). Usage: scripts/publish-standins.sh [STACK-GLOB...]
+# (PUBLISH_RESULTS: another results folder, e.g. for a second run beside this one; its
+# <host>/<run>.jsonl files are then copied into results/published/<host>/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 matrix=results/published/matrix.yaml
@@ -15,7 +17,7 @@ for stack in "${stacks[@]}"; do
   echo "== $stack ($(date -u +%H:%M:%S))"
   REPROMATRIX_VENV_DIR="$work/venvs" UV_CACHE_DIR="$work/uv" \
     repromatrix run --matrix "$matrix" --all -k "$stack" --backend venv --standin tensorrt \
-    --results results/published || echo "!! $stack: run exited $?"
+    --results "${PUBLISH_RESULTS:-results/published}" || echo "!! $stack: run exited $?"
   rm -rf "$work/venvs" "$work/uv"
 done
 rmdir "$work" 2>/dev/null || true

@@ -82,7 +82,10 @@ def test_make_compiles_what_libtorchtrt_needs_and_it_loads(tmp_path) -> None:
     code = ("import ctypes, sys, tensorrt; lib = ctypes.CDLL(sys.argv[1]); "
             "assert lib.uses_tensorrt() == 1; "
             "assert tensorrt.__standin__ and tensorrt.__version__ == '10.1.0'; "
-            "assert tensorrt.tensorrt.ITensor is tensorrt.tensorrt.ITensor; print('loaded')")
+            "assert tensorrt.tensorrt.ITensor is tensorrt.tensorrt.ITensor; "
+            "import tensorrt.plugin as trtp; f = trtp.register('x')(len); "
+            "from tensorrt.plugin import TensorDesc; assert trtp.TensorDesc is TensorDesc; "
+            "print('loaded')")
     run_env = dict(os.environ, LD_LIBRARY_PATH=str(dest / "lib"), PYTHONPATH=str(dest / "python"))
     out = subprocess.run([sys.executable, "-c", code, str(pkg / "lib" / "libtorchtrt.so")],
                          env=run_env, capture_output=True, text=True)

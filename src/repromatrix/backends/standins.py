@@ -42,6 +42,24 @@ def spec(stack: Stack, requirements: list[str], harness_dir: Path) -> dict[str, 
             "sources_sha256": source_sha256(harness_dir)}
 
 
+def install_options(lane: dict[str, Any], target: Path) -> list[str]:
+    """uv options for every install into a lane environment: what it leaves out."""
+    excluded = target.parent / f"{target.name}.excluded.txt"
+    excluded.write_text("".join(f"{name}\n" for name in lane["excluded"]))
+    return ["--excludes", str(excluded)]
+
+
+def venv_steps(lane: dict[str, Any], install: list[str], python: str, target: Path,
+               harness_dir: Path) -> list[list[str]]:
+    """After the stack's own install: torch-tensorrt without TensorRT, its other
+    requirements (as its metadata lists them), then the stand-ins."""
+    source, deps = str(harness_dir / SOURCE), str(target / "torch-tensorrt-deps.txt")
+    return [[*install, "--no-deps", lane["torch_tensorrt"]],
+            [python, source, "deps", deps],
+            [*install, "-r", deps],
+            [python, source, "make", str(target / FOLDER)]]
+
+
 def label(stack: Stack) -> str:
     """How the run output names a stand-in stack."""
     return (f"[{stack.id}] TensorRT stood in: torch-tensorrt {stack.torch_tensorrt}'s own code "

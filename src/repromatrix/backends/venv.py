@@ -156,20 +156,13 @@ class VenvEngine:
                    *options, *links]
         lane = spec.get("standins")
         if lane:
-            excluded = target.parent / f"{target.name}.excluded.txt"
-            excluded.write_text("\n".join(lane["excluded"]) + "\n")
-            install += ["--excludes", str(excluded)]
+            install += standins.install_options(lane, target)
         steps: list[list[str]] = [
             [uv, "venv", "--quiet", "--python", spec["python"], str(target)],
             [*install, *spec["requirements"]],
         ]
-        deps = target / "torch-tensorrt-deps.txt"
-        if lane:  # torch-tensorrt without TensorRT, its other requirements, the stand-ins
-            source = str(self.ctx.harness_dir / standins.SOURCE)
-            steps += [[*install, "--no-deps", lane["torch_tensorrt"]],
-                      [python, source, "deps", str(deps)],
-                      [*install, "-r", str(deps)],
-                      [python, source, "make", str(target / standins.FOLDER)]]
+        if lane:
+            steps += standins.venv_steps(lane, install, python, target, self.ctx.harness_dir)
         timeout = self.ctx.options.build_timeout
         with log_path.open("w") as log:
             for cmd in steps:

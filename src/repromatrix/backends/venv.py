@@ -93,6 +93,9 @@ class VenvEngine:
                                  f"{stack.kind} stack (use --backend docker or local)")
         if not shutil.which("uv"):
             raise InfraError("--backend venv needs uv on PATH (pip install uv)")
+        if self.ctx.options.standins and not shutil.which("cc"):
+            raise InfraError("--standin tensorrt compiles its native stand-ins with cc: install a "
+                             "C compiler (e.g. apt-get install gcc)")
         if not (self.ctx.harness_dir / "runner.py").is_file():
             raise UsageError(f"{self.ctx.harness_dir}/runner.py is missing: is this a source checkout?")
 

@@ -25,7 +25,7 @@ Nothing is made where a real ``tensorrt`` imports (the manifest says so).
 isolated): the parent adds ``child_env()`` to the stage's child process; the
 child calls ``activate()`` (current CUDA device 0, torch <= 2.3's lazy CUDA init
 skipped, ``torch.device(<int>)`` as ``cuda:<int>`` where torch refuses it without
-a GPU). ``stop_at`` turns the first call into native TensorRT territory into a
+a GPU, compute capability 8.0 where torch-tensorrt asks at import). ``stop_at`` turns the first call into native TensorRT territory into a
 ``Reached`` exception, so a stage proves how far torch-tensorrt's code ran and
 ends ``skip`` ("needs real TensorRT") past that point, never ``pass``.
 """
@@ -45,6 +45,7 @@ ENV = "REPROMATRIX_STANDINS"  # the stand-in folder of this environment (set by 
 MANIFEST = "standins.json"
 KNOWN = ("tensorrt",)
 MISSING_SYMBOL_ROUNDS = 16
+CAPABILITY = (8, 0)  # the stood-in GPU's compute capability: neither a Tegra nor a Thor
 
 TENSORRT_MODULE = '''"""A stand-in for TensorRT made by repromatrix: it only satisfies imports."""
 import importlib.abc
@@ -355,6 +356,11 @@ def activate() -> List[str]:
     if _release(torch.__version__) < (2, 4):
         torch.cuda._lazy_init = lambda: None  # fake cuda tensors need it skipped on <= 2.3
         done.append("cuda-lazy-init")
+    try:
+        torch.cuda.get_device_capability()
+    except Exception:  # torch-tensorrt >= 2.10 asks at import (is it a Thor or a Tegra?)
+        torch.cuda.get_device_capability = lambda device=None: CAPABILITY
+        done.append("cuda-device-capability-%d.%d" % CAPABILITY)
     try:
         torch.device(0)
     except RuntimeError:

@@ -25,7 +25,8 @@ Nothing is made where a real ``tensorrt`` imports (the manifest says so).
 isolated): the parent adds ``child_env()`` to the stage's child process; the
 child calls ``activate()`` (current CUDA device 0, torch <= 2.3's lazy CUDA init
 skipped, ``torch.device(<int>)`` as ``cuda:<int>`` where torch refuses it without
-a GPU, compute capability 8.0 where torch-tensorrt asks at import). ``stop_at`` turns the first call into native TensorRT territory into a
+a GPU, compute capability 8.0 where torch-tensorrt asks at import). ``stop_at``
+turns the first call into native TensorRT territory into a
 ``Reached`` exception, so a stage proves how far torch-tensorrt's code ran and
 ends ``skip`` ("needs real TensorRT") past that point, never ``pass``.
 """

@@ -127,6 +127,7 @@ class _Submodules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 sys.meta_path.append(_Submodules())
+tensorrt = sys.modules[__name__]  # like TensorRT's own tensorrt.tensorrt: the same names
 '''
 
 NVINFER_C = r"""

@@ -82,7 +82,7 @@ def test_make_compiles_what_libtorchtrt_needs_and_it_loads(tmp_path) -> None:
     code = ("import ctypes, sys, tensorrt; lib = ctypes.CDLL(sys.argv[1]); "
             "assert lib.uses_tensorrt() == 1; "
             "assert tensorrt.__standin__ and tensorrt.__version__ == '10.1.0'; "
-            "assert tensorrt.tensorrt.ITensor is tensorrt.tensorrt.ITensor; "
+            "assert tensorrt.tensorrt.ITensor is tensorrt.ITensor; "
             "import tensorrt.plugin as trtp; f = trtp.register('x')(len); "
             "from tensorrt.plugin import TensorDesc; assert trtp.TensorDesc is TensorDesc; "
             "print('loaded')")

@@ -56,6 +56,7 @@ import types
 
 __standin__ = True
 __version__ = %(version)r
+_ABSENT = ("tensorrt_rtx",)  # another package: feature probes (hasattr) must not find it
 
 
 class _PlaceholderType(type):
@@ -88,7 +89,7 @@ def _placeholder(name):
 
 
 def __getattr__(name):
-    if name.startswith("__"):
+    if name.startswith("__") or name in _ABSENT:
         raise AttributeError(name)
     value = _placeholder(name)
     globals()[name] = value

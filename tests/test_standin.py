@@ -83,6 +83,7 @@ def test_make_compiles_what_libtorchtrt_needs_and_it_loads(tmp_path) -> None:
             "assert lib.uses_tensorrt() == 1; "
             "assert tensorrt.__standin__ and tensorrt.__version__ == '10.1.0'; "
             "assert tensorrt.tensorrt.ITensor is tensorrt.ITensor; "
+            "assert not hasattr(tensorrt, 'tensorrt_rtx'); "
             "import tensorrt.plugin as trtp; f = trtp.register('x')(len); "
             "from tensorrt.plugin import TensorDesc; assert trtp.TensorDesc is TensorDesc; "
             "print('loaded')")

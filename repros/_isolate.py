@@ -63,8 +63,9 @@ print("fake CUDA ok")
 # ------------------------------------------------------------------ parent
 
 def run_stage(repro: Any, s: Any, fn: Callable[..., Any], args: Tuple[Any, ...],
-              kwargs: Dict[str, Any]) -> Any:
-    """Run ``fn(s, *args, **kwargs)`` in a child interpreter and fill ``s`` from it.
+              kwargs: Dict[str, Any], standins: bool = False) -> Any:
+    """Run ``fn(s, *args, **kwargs)`` in a child interpreter and fill ``s`` from it
+    (``standins``: on this environment's stand-ins, ``_standin.py``).
 
     Returns the stage function's value (None unless it passed). Raises
     ValueError for a function the child cannot find by name.
@@ -76,7 +77,7 @@ def run_stage(repro: Any, s: Any, fn: Callable[..., Any], args: Tuple[Any, ...],
     job, out, log = (os.path.join(tmp, n) for n in ("job.json", "out.pickle", "output.log"))
     meta = {"script": script, "module": module, "qualname": qualname, "stage": s.name,
             "role": s.role, "repro": repro.id, "sys_path": list(sys.path), "log": log,
-            "args": os.path.join(tmp, "args.pickle"),
+            "args": os.path.join(tmp, "args.pickle"), "standins": standins,
             "signatures": [sig.to_dict() for sig in repro.signatures]}
     try:
         with open(meta["args"], "wb") as f:
@@ -90,7 +91,8 @@ def run_stage(repro: Any, s: Any, fn: Callable[..., Any], args: Tuple[Any, ...],
     sys.stdout.flush()
     sys.stderr.flush()
     with open(log, "wb") as logf:
-        proc = subprocess.run([sys.executable, os.path.abspath(__file__), job, out],
+        env = _standin_module().child_env() if standins else None
+        proc = subprocess.run([sys.executable, os.path.abspath(__file__), job, out], env=env,
                               stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     output = _read(log)
     _echo(s.name, output)
@@ -123,8 +125,15 @@ def _locate(fn: Callable[..., Any]) -> Tuple[str, str, str]:
     return os.path.abspath(script) if script else "", module, qualname
 
 
+def _standin_module() -> Any:
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)
+    return importlib.import_module("_standin")
+
+
 def _restore(s: Any, d: Dict[str, Any]) -> None:
     s.status, s.message = d["status"], d["message"]
+    s.standins = list(d.get("standins") or [])
     s.evidence.update(d.get("evidence") or {})
     s.checks.extend(d.get("checks") or [])
     s.signature = d.get("signature")
@@ -291,6 +300,8 @@ def _child(job_path: str, out_path: str) -> int:
     sigs = [protocol.Signature.from_dict(d) for d in job["signatures"]]
     r = protocol.Repro(job["repro"], sigs, None)
     s = protocol.Stage(job["stage"], job["role"])
+    if job.get("standins"):
+        s.standins = _standin_module().activate()
     value = r.execute(s, fn, tuple(args), dict(kwargs), log_path=job["log"])
     done = {"stage": dict(s.to_dict(), traceback=s.traceback), "value": None}
     if s.status == protocol.PASS and value is not None:

@@ -33,6 +33,15 @@ Stages (the fake-CUDA ones run isolated: fake CUDA can abort a process):
   ``torch.cuda.current_device()``, ``dynamo/_defaults.py`` line 45 at v2.5.0)
   can put the mask on cuda:0. Expected to fail from 2.5.0 on (mask on the
   default device); passes only if TRT starts following the input's device.
+- trt_dynamo_compile_standin (main, CPU, TensorRT stood in: ``_standin.py``): the
+  fake-CUDA export handed to the real ``torch_tensorrt.dynamo.compile``; it must
+  either raise this bug in ``run_decompositions`` (``dynamo/_compiler.py``) or get
+  past it with the mask on cuda:0, and is ``skip`` (needs real TensorRT) after that.
+- trt_table_without_empty_strided_standin (info, control): torch-tensorrt's own
+  decomposition table minus ``aten.empty_strided``: passes on every release.
+- trt_empty_strided_device_standin (info, control): torch-tensorrt's own
+  ``empty_strided`` decomposition asked for cuda:0: the device it returns
+  (2.4.0: cpu; 2.5.0: the current device, stood in as 0).
 - workaround (GPU + TRT): the seed's torch.export(strict=False), then
   torch_tensorrt.dynamo.compile with min_block_size=1; checked against eager.
   It runs the same lowering, so on TRT 2.4.0 it is expected to fail too.
@@ -93,9 +102,24 @@ META = {
 _DEFORM_NODE = (r"While executing %\w+ : \[[^\]]*\] = "
                 r"call_function\[target=torch\.ops\.torchvision\.deform_conv2d\.default\]")
 _TRT_STAGES = ("trt_compile", "workaround", "emulated_trt240_decomposition")
+_STANDIN_STAGES = ("trt_dynamo_compile_standin",)
+# Where the bug is: torch-tensorrt's compile, in the run_decompositions call (2.4.0: line 185).
+_DECOMPOSITION_FRAME = r"torch_tensorrt/dynamo/_compiler\.py:\d+ in compile: .*run_decompositions"
 _CUDA1_STAGES = ("trt_compile_cuda1", "emulated_trt250_decomposition_cuda1")
 
 SIGNATURES = [
+    Signature(
+        "standin_fake_device_propagation", exc="RuntimeError", when={"torch": "<2.13"},
+        stage=_STANDIN_STAGES, frame=_DECOMPOSITION_FRAME,
+        pattern=r"Unhandled FakeTensor Device Propagation for torchvision\.deform_conv2d\.default, "
+                r"found two different devices cuda:\d+, cpu",
+        note="raised in torch-tensorrt's run_decompositions, TensorRT stood in"),
+    Signature(
+        "standin_fake_device_mismatch", exc=("FakeTensorDeviceMismatchError", "RuntimeError"),
+        when={"torch": ">=2.13"}, stage=_STANDIN_STAGES, frame=_DECOMPOSITION_FRAME,
+        pattern=[r"Expected all tensors to be on the same device, but found at least two devices, "
+                 r"cuda:\d+ and cpu!", _DEFORM_NODE],
+        note="the same on torch >= 2.13, TensorRT stood in"),
     Signature(
         "fake_device_propagation", exc="RuntimeError", when={"torch": "<2.13"}, stage=_TRT_STAGES,
         pattern=r"Unhandled FakeTensor Device Propagation for torchvision\.deform_conv2d\.default, "
@@ -294,6 +318,82 @@ def stage_workaround(s):
     s.check_close(out, ref, what="export + dynamo.compile vs eager", rtol=1e-2, atol=1e-2)
 
 
+def fake_cuda_export(s):
+    """The reporter's model and input on fake cuda:0, exported (call inside fake_mode())."""
+    import torch
+
+    import _torchutil
+
+    model = build_model()
+    _torchutil.fake_cuda_params(model, device="cuda:0")
+    devices = set(_torchutil.tensor_devices(model).values())
+    s.check(devices == {"cuda:0"}, "every parameter is on cuda:0 before blaming this bug",
+            devices=sorted(devices))
+    x = torch.empty(SHAPE, device="cuda:0")
+    return torch.export.export(model, (x,), strict=False), x
+
+
+def stage_trt_dynamo_compile_standin(s):
+    """The real torch_tensorrt.dynamo.compile on the fake-CUDA export, up to lowering."""
+    import torch
+
+    import _standin
+    import _torchutil
+
+    trt = _standin.import_torch_tensorrt(s)
+    with _torchutil.fake_mode():
+        ep, x = fake_cuda_export(s)
+        kwargs, dropped = _torchutil.supported_kwargs(trt.dynamo.compile, {"min_block_size": 1})
+        s.note("dropped_kwargs", dropped)
+        with _standin.stop_at(torch.export.ExportedProgram, "run_decompositions",
+                              "the end of run_decompositions", run_first=True) as state:
+            trt.dynamo.compile(ep, inputs=[x], **kwargs)
+    if "value" in state:
+        dev = mask_device(s, state["value"])
+        s.check(dev == "cuda:0", "the mask stays on the input's device (cuda:0)", mask_device=dev)
+    _standin.past(s, state, "run_decompositions (torch-tensorrt's decomposition table)")
+
+
+def trt_table(without=()):
+    """torch-tensorrt's own decomposition table, less the ``aten`` overloads named."""
+    import torch
+    from torch_tensorrt.dynamo.lowering import get_decompositions
+
+    table = dict(get_decompositions())
+    for name in without:
+        table.pop(getattr(torch.ops.aten, name).default, None)
+    return table
+
+
+def stage_trt_table_without_empty_strided(s):
+    import _standin
+    import _torchutil
+
+    _standin.import_torch_tensorrt(s)
+    with _torchutil.fake_mode():
+        ep, _ = fake_cuda_export(s)
+        ep = ep.run_decompositions(trt_table(without=("empty_strided",)))
+    dev = mask_device(s, ep)
+    s.check(dev == "cuda:0", "without torch-tensorrt's empty_strided the mask stays on cuda:0",
+            mask_device=dev)
+
+
+def stage_trt_empty_strided_device(s):
+    import torch
+
+    import _standin
+    import _torchutil
+
+    _standin.import_torch_tensorrt(s)
+    decomposition = trt_table().get(torch.ops.aten.empty_strided.default)
+    if decomposition is None:
+        s.skip("this torch-tensorrt registers no empty_strided decomposition")
+    with _torchutil.fake_mode():
+        out = decomposition([1, 1], [1, 1], dtype=torch.float32, device=torch.device("cuda:0"))
+    s.note("asked_for", "cuda:0")
+    s.note("returned_device", str(out.device))
+
+
 def main(r):
     fake = ["fake_cuda", "torchvision"]
     r.stage("fake_export", stage_fake_export, requires=fake, role="info", isolate=True)
@@ -307,6 +407,15 @@ def main(r):
     r.stage("trt_run", stage_trt_run, trt_model, x, ref, after=["trt_compile"])
     r.stage("trt_compile_cuda1", stage_trt_cuda1, role="info", isolate=True,
             requires=["gpus>=2", "torch_tensorrt", "torchvision"])
+    # fake CUDA is probed without the stand-ins (torch <= 2.3 needs their lazy-init one): a
+    # stand-in stage whose fake CUDA fails ends in an error, never a verdict
+    trt = ["torchvision"]
+    r.stage("trt_dynamo_compile_standin", stage_trt_dynamo_compile_standin, requires=trt,
+            standins=["tensorrt"])
+    r.stage("trt_table_without_empty_strided_standin", stage_trt_table_without_empty_strided,
+            requires=trt, standins=["tensorrt"], role="info")
+    r.stage("trt_empty_strided_device_standin", stage_trt_empty_strided_device, requires=trt,
+            standins=["tensorrt"], role="info")
     r.stage("workaround", stage_workaround, role="workaround", isolate=True,
             requires=["cuda", "torch_tensorrt", "torchvision"])
 

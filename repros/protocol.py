@@ -86,13 +86,18 @@ class Signature(object):
     log      regex (or list, all required) searched in what an isolated stage
              printed (the TensorRT logger reports errors there, not in the
              exception); only isolated stages have that output
+    frame    regex searched in the innermost torch-tensorrt frame the exception
+             passed through ('torch_tensorrt/ts/_Device.py:66 in _from: <source
+             line>'): where the bug is. Only signatures with a frame can match a
+             stage that runs on stand-ins (``r.stage(..., standins=[...])``)
     """
 
     def __init__(self, id: str, exc: Union[str, Sequence[str], None] = None,
                  pattern: Union[str, Sequence[str], None] = None,
                  stage: Union[str, Sequence[str], None] = None,
                  signal: Optional[str] = None, when: Optional[Dict[str, str]] = None,
-                 note: str = "", log: Union[str, Sequence[str], None] = None) -> None:
+                 note: str = "", log: Union[str, Sequence[str], None] = None,
+                 frame: Optional[str] = None) -> None:
         self.id = id
         self.exc = _tuple(exc)
         self.patterns = _tuple(pattern)
@@ -101,19 +106,20 @@ class Signature(object):
         self.when = dict(when or {})
         self.note = note
         self.logs = _tuple(log)
-        for p in self.patterns + self.logs:
+        self.frame = frame
+        for p in self.patterns + self.logs + _tuple(frame):
             re.compile(p)
 
     def to_dict(self) -> Dict[str, Any]:
         return {"id": self.id, "exc": list(self.exc), "pattern": list(self.patterns),
                 "stage": list(self.stage), "signal": self.signal, "when": self.when,
-                "note": self.note, "log": list(self.logs)}
+                "note": self.note, "log": list(self.logs), "frame": self.frame}
 
     @classmethod
     def from_dict(cls, d: Dict[str, Any]) -> "Signature":
         return cls(d["id"], exc=d.get("exc"), pattern=d.get("pattern"), stage=d.get("stage"),
                    signal=d.get("signal"), when=d.get("when"), note=d.get("note", ""),
-                   log=d.get("log"))
+                   log=d.get("log"), frame=d.get("frame"))
 
     def _applies(self, stage: Optional[str], versions: Optional[Dict[str, Optional[str]]]) -> bool:
         if self.stage and stage not in self.stage:
@@ -132,12 +138,18 @@ class Signature(object):
             return False
         if self.exc and not any(_type_matches(e, self.exc) for e in exception_chain(exc)):
             return False
+        if self.frame and not re.search(self.frame, raised_in(exc) or ""):
+            return False
         return self._text_matches(exception_text(exc), log)
 
     def matches_text(self, exc_types: Sequence[str], text: str, stage: Optional[str] = None,
-                     versions: Optional[Dict[str, Optional[str]]] = None, log: str = "") -> bool:
-        """Match recorded text (type names + message) instead of a live exception."""
+                     versions: Optional[Dict[str, Optional[str]]] = None, log: str = "",
+                     frame: str = "") -> bool:
+        """Match recorded text (type names + message, and the recorded ``raised_in``
+        frame) instead of a live exception."""
         if self.signal or not self._applies(stage, versions):
+            return False
+        if self.frame and not re.search(self.frame, frame):
             return False
         if self.exc and not any(_name_matches(t, self.exc) for t in exc_types):
             return False
@@ -200,6 +212,19 @@ def exception_text(exc: BaseException) -> str:
         cls = type(e)
         lines.append("%s.%s: %s" % (cls.__module__, cls.__qualname__, e))
     return strip_ansi("\n".join(lines))
+
+
+def raised_in(exc: BaseException, package: str = "torch_tensorrt") -> Optional[str]:
+    """'torch_tensorrt/<file>:<line> in <function>: <source line>' of the innermost frame of
+    ``package`` the exception (or the first of its chain that has one) passed through."""
+    marker = os.sep + package + os.sep
+    for e in exception_chain(exc):
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if marker in f.filename]
+        if frames:
+            f = frames[-1]
+            where = package + os.sep + f.filename.rsplit(marker, 1)[1]
+            return "%s:%s in %s: %s" % (where, f.lineno, f.name, (f.line or "").strip())
+    return None
 
 
 def match_exception(signatures: Iterable[Signature], exc: BaseException, stage: Optional[str] = None,
@@ -339,6 +364,7 @@ class Stage(object):
         self.signature: Optional[str] = None
         self.traceback = ""
         self.duration_s = 0.0
+        self.standins: List[str] = []  # what was stood in while it ran (_standin.py)
 
     def note(self, key: str, value: Any) -> None:
         """Record a piece of evidence (kept JSON-safe)."""
@@ -399,7 +425,7 @@ class Stage(object):
     def to_dict(self) -> Dict[str, Any]:
         d = {"name": self.name, "role": self.role, "status": self.status,
              "duration_s": round(self.duration_s, 3), "message": self.message,
-             "evidence": self.evidence, "checks": self.checks}
+             "evidence": self.evidence, "checks": self.checks, "standins": list(self.standins)}
         if self.signature:
             d["signature"] = self.signature
         return d
@@ -484,13 +510,16 @@ class Repro(object):
 
     def stage(self, name: str, fn: Callable[..., Any], *args: Any, requires: Sequence[str] = (),
               after: Sequence[str] = (), role: str = "main", isolate: bool = False,
-              **kwargs: Any) -> Any:
+              standins: Sequence[str] = (), **kwargs: Any) -> Any:
         """Run ``fn(stage, *args, **kwargs)`` as stage ``name``; its return value, or None.
 
         ``requires`` are checked first (unmet -> skip); ``after`` names stages
         that must have passed (otherwise skip, naming them). ``isolate=True``
         runs the function in a child process (``_isolate.py``): a death by a
-        signal is recorded on this stage and the repro goes on.
+        signal is recorded on this stage and the repro goes on. ``standins``
+        (e.g. ['tensorrt']) opts the stage into the environment's stand-ins
+        (``_standin.py``): it runs isolated, skips where there are none, and only
+        signatures with a ``frame`` can match it.
         """
         self._check_log_signatures(name, isolate)
         s = Stage(name, role)
@@ -500,12 +529,16 @@ class Repro(object):
         value = None
         try:
             self._gate(s, requires, after)
+            reason = _helper("_standin").missing_reason(list(standins)) if standins else None
+            if reason:
+                raise Skip(reason)
         except Skip as e:
             s.status, s.message = SKIP, str(e)
-        if not s.status and isolate:
+        if not s.status and (isolate or standins):
             s.note("isolated", True)
             try:
-                value = _helper("_isolate").run_stage(self, s, fn, args, kwargs)
+                value = _helper("_isolate").run_stage(self, s, fn, args, kwargs,
+                                                      standins=bool(standins))
             except Exception as e:  # the stage could not be started in a child
                 self._record_exception(s, e)
         elif not s.status:
@@ -556,7 +589,8 @@ class Repro(object):
         return "completed; checked: %s" % ", ".join(checks) if checks else "completed"
 
     def _record_exception(self, s: Stage, e: Exception, log: str = "") -> None:
-        sig = match_exception(self.signatures, e, s.name, log=log)
+        sigs = [x for x in self.signatures if x.frame] if s.standins else self.signatures
+        sig = match_exception(sigs, e, s.name, log=log)
         s.status = FAIL if sig else ERROR
         s.signature = sig.id if sig else None
         s.message = _first_line(e)
@@ -569,6 +603,9 @@ class Repro(object):
                 m = re.search(r"[^\n]*(?:%s)[^\n]*" % p, strip_ansi(log))
                 s.message += " | logged: %s" % m.group(0).strip()[:300] if m else ""
         s.evidence["exception"] = _bounded(exception_text(e), 1500)
+        where = raised_in(e)
+        if where:
+            s.evidence["raised_in"] = where
         s.traceback = _bounded("".join(traceback.format_exception(type(e), e, e.__traceback__)))
         if not self.first_traceback and s.role == "main":
             self.first_traceback = s.traceback

@@ -72,9 +72,20 @@ def probe() -> Dict[str, Any]:
     env["ngc_env"] = {k: os.environ[k] for k in NGC_VARS if k in os.environ}
     env["ngc"] = os.environ.get("NVIDIA_PYTORCH_VERSION") or None
     env["distributions"] = _safe(env, "distributions", _distributions) or {}
+    env["standins"] = _safe(env, "standins", _standins)
     _probe_torch(env)
     env["driver"] = _driver_version(env["probe_errors"])
     return env
+
+
+def _standins() -> Optional[Dict[str, Any]]:
+    """The stand-ins the engine made for this environment (None: none; _standin.py)."""
+    import _standin
+
+    found = _standin.manifest()
+    if found is not None:
+        found.pop("log", None)
+    return found
 
 
 def _distributions() -> Dict[str, str]:

@@ -22,6 +22,13 @@ importing that frontend queries the current CUDA device):
 - ts_compile_torch_device (main): ``torch_tensorrt.compile(scripted,
   ir="torchscript", device=torch.device("cuda:0"))``; checked against eager.
 - workaround (GPU + TRT): both calls with ``torch_tensorrt.Device("cuda:0")``.
+- ts_compile_torch_device_standin, convert_method_torch_device_standin (main, CPU,
+  TensorRT stood in: ``_standin.py``): the same two entry points on a CPU-scripted
+  module; each must raise this bug in ``ts/_Device.py`` ``_from`` or get past the
+  device parse to the native call (``_C.compile_graph`` /
+  ``_C.convert_graph_to_trt_engine``), where it stops: ``skip``, needs real TensorRT.
+- ts_compile_trt_device_standin (info, control): ``torch_tensorrt.Device("cuda:0")``
+  gets past the parse on every release.
 """
 
 from __future__ import annotations
@@ -63,7 +70,14 @@ META = {
     ],
 }
 
+_STANDIN_STAGES = ("ts_compile_torch_device_standin", "convert_method_torch_device_standin",
+                   "ts_compile_trt_device_standin")
+
 SIGNATURES = [
+    Signature("standin_torch_device_gpu_id", exc="AttributeError", stage=_STANDIN_STAGES,
+              pattern=r"'torch\.device' object has no attribute 'gpu_id'",
+              frame=r"torch_tensorrt/ts/_Device\.py:\d+ in _from: .*\bd\.gpu_id",
+              note="raised in TorchScriptDevice._from (ts/_Device.py), TensorRT stood in"),
     Signature("torch_device_gpu_id", exc="AttributeError",
               pattern=r"'torch\.device' object has no attribute 'gpu_id'",
               note="TorchScriptDevice._from(d) reads d.gpu_id (ts/_Device.py)"),
@@ -166,6 +180,36 @@ def stage_workaround(s):
     stage_compile(s, "trt")
 
 
+def scripted_on_cpu():
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Conv2d(8, 4, 3, padding=1)).eval()
+    return torch.jit.script(model)
+
+
+def stage_standin(s, entry, device_kind):
+    """A TorchScript entry point on the stand-ins, stopped at its native TensorRT call."""
+    import torch
+
+    import _standin
+
+    trt = _standin.import_torch_tensorrt(s)
+    if not hasattr(trt, "ts"):
+        s.skip("this torch_tensorrt build has no torch_tensorrt.ts")
+    device = torch.device("cuda:0") if device_kind == "torch" else trt.Device("cuda:0")
+    s.note("device_argument", repr(device))
+    scripted, inputs = scripted_on_cpu(), [trt.Input(SHAPE)]
+    native = {"compile": "compile_graph", "convert_method": "convert_graph_to_trt_engine"}[entry]
+    with _standin.stop_at(trt.ts._compiler._C, native, "_C." + native) as state:
+        if entry == "compile":
+            trt.compile(scripted, ir="torchscript", inputs=inputs, device=device)
+        else:
+            trt.ts.convert_method_to_trt_engine(scripted, "forward", inputs=inputs, device=device)
+    _standin.past(s, state, "the device parse (ts/_compile_spec.py _parse_device)")
+
+
 def main(r):
     req = ["cuda", "torch_tensorrt"]
     r.stage("set_device_api", stage_set_device, role="info", requires=req)
@@ -173,6 +217,12 @@ def main(r):
     r.stage("embed_junk_torch_device", stage_embed_junk, role="info", requires=req)
     r.stage("ts_compile_torch_device", stage_compile, "torch", requires=req)
     r.stage("workaround", stage_workaround, role="workaround", requires=req)
+    trt = ["tensorrt"]
+    r.stage("ts_compile_torch_device_standin", stage_standin, "compile", "torch", standins=trt)
+    r.stage("convert_method_torch_device_standin", stage_standin, "convert_method", "torch",
+            standins=trt)
+    r.stage("ts_compile_trt_device_standin", stage_standin, "compile", "trt", standins=trt,
+            role="info")
 
 
 if __name__ == "__main__":

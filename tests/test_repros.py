@@ -118,6 +118,7 @@ def test_deform_conv2d_on_214(t214):
     assert cuda1["status"] == "fail" and cuda1["signature"] == "mask_on_default_device_2_13"
     assert_gpu_stages_skipped(res, t214["env"], ["eager", "trt_compile", "trt_run", "trt_compile_cuda1",
                                                  "workaround"])
+    assert_standin_stages_skipped(res)
     if not t214["env"].get("cuda_available"):
         assert res["status"] == "skip" and res["workaround"] == "skip"
 
@@ -181,7 +182,18 @@ def test_torchscript_device_mix_on_214(t214):
 @pytest.mark.slow
 def test_ts_device_gpu_id_on_214(t214):
     res = t214["ts_device_gpu_id"]
-    assert_gpu_stages_skipped(res, t214["env"], [s["name"] for s in res["stages"]])
+    assert_gpu_stages_skipped(res, t214["env"], [s["name"] for s in res["stages"]
+                                                 if not s["name"].endswith("_standin")])
+    assert_standin_stages_skipped(res)
+
+
+def assert_standin_stages_skipped(result: dict) -> None:
+    """Without stand-ins in the environment (no --standin tensorrt) they skip, saying so."""
+    standin = [s for s in result["stages"] if s["name"].endswith("_standin")]
+    assert standin
+    for s in standin:
+        assert s["status"] == "skip" and "--standin tensorrt" in s["message"], s
+        assert s["standins"] == []
 
 
 # ------------------------------------------------- torch 2.9.1: fake CUDA probed, not assumed

@@ -210,8 +210,48 @@ def test_signature_against_real_text(repro, types, text, stage, torch, log, expe
     assert _match(repro, types, text, stage, torch, log) == expected, source
 
 
+_DEFORM_240 = ("builtins.RuntimeError: Unhandled FakeTensor Device Propagation for "
+               "torchvision.deform_conv2d.default, found two different devices cuda:0, cpu" + _DEFORM_NODE)
+_RUN_DECOMPOSITIONS = "torch_tensorrt/dynamo/_compiler.py:185 in compile: exported_program = " \
+    "exported_program.run_decompositions("
+_GPU_ID = "builtins.AttributeError: 'torch.device' object has no attribute 'gpu_id'"
+_TS_DEVICE = "torch_tensorrt/ts/_Device.py:66 in _from: gpu_id=d.gpu_id,"
+
+# Stand-in stages (TensorRT stood in): the exception and the torch-tensorrt frame it was raised
+# in (``raised_in``), as recorded by `repromatrix run --backend venv --standin tensorrt`.
+# (repro, exception types, text, stage, torch version, frame, expected signature or None, source)
+FRAME_CASES = [
+    ("deform_conv2d_device", ["RuntimeError"], _DEFORM_240, "trt_dynamo_compile_standin", "2.4.1",
+     _RUN_DECOMPOSITIONS, "standin_fake_device_propagation", "recorded, torch-tensorrt 2.4.0"),
+    ("deform_conv2d_device", ["RuntimeError"], _DEFORM_240, "trt_dynamo_compile_standin", "2.4.1",
+     "torch_tensorrt/dynamo/_tracer.py:83 in trace: exp_program = export(", None,
+     "near miss: the same text from another torch-tensorrt frame (not the decomposition)"),
+    ("deform_conv2d_device", ["FakeTensorDeviceMismatchError", "RuntimeError"],
+     _MISMATCH_14 % "cuda:0 and cpu" + _DEFORM_NODE, "trt_dynamo_compile_standin", "2.14.1",
+     _RUN_DECOMPOSITIONS, "standin_fake_device_mismatch",
+     "torch 2.14.1 text (recorded) with 2.4.0's frame: the frame pattern ignores the line"),
+    ("ts_device_gpu_id", ["AttributeError"], _GPU_ID, "ts_compile_torch_device_standin", "2.4.1",
+     _TS_DEVICE, "standin_torch_device_gpu_id", "recorded, torch-tensorrt 2.4.0 and 2.5.0"),
+    ("ts_device_gpu_id", ["AttributeError"], _GPU_ID, "ts_compile_torch_device_standin", "2.4.1",
+     "", None, "near miss: the text raised outside torch-tensorrt (no frame)"),
+    ("ts_device_gpu_id", ["AttributeError"], _GPU_ID, "ts_compile_torch_device_standin", "2.4.1",
+     "torch_tensorrt/_Device.py:135 in _from: return cls(gpu_id=d.index)", None,
+     "near miss: the dynamo frontend's Device._from, which accepts torch.device"),
+]
+
+
+@pytest.mark.parametrize(("repro", "types", "text", "stage", "torch", "frame", "expected", "source"),
+                         FRAME_CASES,
+                         ids=[f"{c[0]}:{c[6] or 'near-miss'}:{i}" for i, c in enumerate(FRAME_CASES)])
+def test_frame_signature_against_recorded_text(repro, types, text, stage, torch, frame, expected,
+                                               source):
+    found = [sig.id for sig in _signatures(repro) if sig.frame
+             and sig.matches_text(types, text, stage, {"torch": torch}, frame=frame)]
+    assert found == ([expected] if expected else []), source
+
+
 def test_every_signature_has_a_positive_and_a_near_miss():
-    positives = {(c[0], c[6]) for c in CASES if c[6]}
+    positives = {(c[0], c[6]) for c in CASES + FRAME_CASES if c[6]}
     near_misses = {c[0] for c in CASES if c[6] is None}
     for rid in IDS:
         for sig in _signatures(rid):

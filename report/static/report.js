@@ -111,6 +111,7 @@
       tr.appendChild(el("td")).appendChild(badge(s.status));
       tr.appendChild(el("td", null, s.duration));
       var msg = el("td", "msg", s.message);
+      if (s.standins) { msg.appendChild(el("br")); msg.appendChild(el("span", "standin-flag", "◇ stood in: " + s.standins)); }
       if (s.evidence) { msg.appendChild(el("br")); msg.appendChild(el("code", null, s.evidence)); }
       tr.appendChild(msg);
     });
@@ -124,6 +125,7 @@
     (c.history || []).slice().reverse().forEach(function (h) {
       var li = list.appendChild(el("li"));
       li.appendChild(badge(h[0]));
+      if (h[6] === "standin") { li.appendChild(el("span", "standin-flag", " ◇ TensorRT stood in")); }
       var span = h[5] === 1 ? " in run " + h[1] + " (" + h[2] + ")"
         : " in " + h[5] + " runs, from " + h[1] + " (" + h[2] + ") to " + h[3] + " (" + h[4] + ")";
       li.appendChild(el("span", "when", span));
@@ -143,6 +145,7 @@
       field(dl, "expected", c.expected + (c.expected_note ? " — " + c.expected_note : "") +
             (c.contradicted ? " (contradicted)" : ""), c.contradicted ? "contra" : null);
     }
+    if (c.standin) { field(dl, "evidence", "◇ " + c.standin + " (no GPU; a record from real TensorRT outranks it)", "standin-flag"); }
     field(dl, "stack", c.stack + (c.scope && c.scope !== "published" ? " (" + c.scope + ")" : ""));
     field(dl, "repro", c.repro);
     field(dl, "signature", c.signature);

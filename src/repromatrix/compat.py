@@ -56,6 +56,7 @@ class TrtRelease:
     tensorrt: str
     python: SpecifierSet
     index: str
+    broken: str | None = None  # a known reason its wheel does not work (with its source)
 
 
 @dataclass(frozen=True)
@@ -212,7 +213,11 @@ def pairing_note(torch: str | None, torchvision: str | None) -> str:
 
 def _trt_release(v: str, r: dict[str, Any], known: set[str]) -> TrtRelease:
     index = _known_index("index", _field(r, "index", str), known)
-    return TrtRelease(v, _spec(r, "torch"), _field(r, "tensorrt", str), _spec(r, "python"), index)
+    broken = _field(r, "broken", str, None)
+    if broken is not None:
+        broken += f" ({_field(r, 'broken_src', str)})"
+    return TrtRelease(v, _spec(r, "torch"), _field(r, "tensorrt", str), _spec(r, "python"), index,
+                      broken)
 
 
 def _ngc_release(t: str, r: dict[str, Any]) -> NgcRelease:

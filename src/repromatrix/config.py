@@ -31,8 +31,9 @@ DEFAULT_KEYS = {
     "python": str, "backend": str, "base_images": dict, "ca_bundle": (str, type(None)),
     "extra_index_urls": list, "find_links": list, "packages": list,
     "shm_size": str, "repro_timeout": (int, float), "stack_timeout": (int, float),
-    "build_timeout": (int, float), "memory": str, "pids": int,
+    "build_timeout": (int, float), "memory": str, "pids": int, "standins": list,
 }
+STANDINS = ("tensorrt",)  # what the stand-in lane can stand in (repros/_standin.py)
 STACK_KEYS = {
     "pip": ("kind", "id", "torch", "torchvision", "torch_tensorrt", "index", "python",
             "packages", "repros", "tags"),
@@ -141,9 +142,21 @@ def parse_settings(raw: Any, f: str, base: Path) -> Settings:
                                for i, p in enumerate(vals.get("find_links", [])))
     for key in ("extra_index_urls", "packages"):
         vals[key] = tuple(vals.get(key, ()))
+    vals["standins"] = check_standins(vals.get("standins", ()), "defaults.standins", f)
     if "python" in vals:
         vals["python"] = str(vals["python"])
     return Settings(**vals)
+
+
+def check_standins(names: Any, where: str, f: str | None = None) -> tuple[str, ...]:
+    """Stand-in names (``tensorrt``), each known, in order, once."""
+    out: list[str] = []
+    for i, name in enumerate(names):
+        if name not in STANDINS:
+            raise ConfigError(f"unknown stand-in {brief(name)}{did_you_mean(str(name), STANDINS)}; "
+                              f"known: {', '.join(STANDINS)}", file=f, key=f"{where}[{i}]")
+        out += [] if name in out else [name]
+    return tuple(out)
 
 
 def _check_plain_settings(vals: Mapping[str, Any], f: str) -> None:

@@ -135,3 +135,4 @@ class Settings:
     repro_timeout: float = 600.0
     stack_timeout: float = 3600.0
     build_timeout: float = 3600.0
+    standins: tuple[str, ...] = ()  # stand-ins for what is absent (`tensorrt`): see options.py

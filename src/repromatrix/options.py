@@ -46,6 +46,7 @@ class RunOptions:
     push: str | None = None  # push prepared images here (repromatrix build --push)
     image_budget_gb: float | None = None  # remove this run's finished images past this size
     env_budget_gb: float | None = None  # venv: environments + uv cache (None: from free disk)
+    standins: tuple[str, ...] = ()  # stand-ins for what is absent (--standin tensorrt)
 
     @property
     def work(self) -> Path:
@@ -136,9 +137,14 @@ def run_options(matrix: Matrix, args: Mapping[str, Any] | Any) -> RunOptions:
         jobs=int(get("jobs") or 1),
         gpus=tuple(g for g in str(get("gpus") or "").split(",") if g.strip()),
         keep=bool(get("keep", False)),
+        standins=tuple(dict.fromkeys(get("standin") or ())) or s.standins,
     )
     if options.jobs < 1:
         raise UsageError(f"--jobs {options.jobs}: must be at least 1")
+    if options.standins and options.backend != "venv":
+        raise UsageError(f"--standin {','.join(options.standins)}: the stand-in lane is built by "
+                         f"--backend venv only (not {options.backend}); the docker engine does not "
+                         f"build it yet")
     repeat = get("repeat") or 1
     if not 1 <= int(repeat) <= MAX_REPEAT:
         raise UsageError(f"--repeat {repeat}: run each cell 1 to {MAX_REPEAT} times")
@@ -214,6 +220,8 @@ def reproduce_args(matrix: Matrix, options: RunOptions) -> list[str]:
         args += ["--python", options.python]
     if options.repeat > 1:
         args += ["--repeat", str(options.repeat)]
+    for name in options.standins:
+        args += ["--standin", name]
     if options.registry:
         args += ["--registry", options.registry]
     return args + ["--results", str(options.results.resolve())]  # absolute: pasted anywhere

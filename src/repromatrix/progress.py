@@ -70,6 +70,7 @@ class RunProgress:
         self.t0 = clock()
         self.stacks: dict[str, StackProgress] = {}
         self.reused = 0
+        self.stood_in: list[tuple[str, str]] = []  # (cell, evidence level) decided on stand-ins
         self._lock = threading.Lock()
         self._live: Live | None = None
 
@@ -130,7 +131,10 @@ class RunProgress:
                 stack.now = ""
                 stack.seconds = self.clock() - (stack.started or self.t0)
             done, total = self.done_total()
+            if result.standin_note:
+                self.stood_in.append((result.cell, result.standin_note))
             line = (f"[{done}/{total}] {result.cell}: {result.status}"
+                    + (f" [{result.standin_note}]" if result.standin_note else "")
                     + (f"  ({shorten(result.message, 120)})"
                        if result.message and result.status != "pass" else "")
                     + f"  [{self.timing()}]")
@@ -199,6 +203,11 @@ class RunProgress:
 
     def print_summary(self, run_id: str = "") -> None:
         self.console.print(self.summary_table(run_id))
+        if self.stood_in:
+            self._print(f"{len(self.stood_in)} cell(s) decided with TensorRT stood in (torch-tensorrt's "
+                        f"own code, no GPU; a record from real TensorRT outranks these):")
+            for cell, note in self.stood_in:
+                self._print(f"  {cell}: {note}")
 
     def _print(self, text: str) -> None:
         target = self._live.console if self._live is not None else self.console

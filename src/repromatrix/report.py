@@ -86,6 +86,7 @@ class ReportSummary:
     changes: dict[str, list[str]] = field(default_factory=dict)
     chunks: int = 0
     rewritten: list[str] = field(default_factory=list)  # files (under out) this render wrote
+    standin: dict[str, str] = field(default_factory=dict)  # cell -> its stand-in evidence level
 
 
 def report_assets_dir() -> Path:
@@ -141,6 +142,7 @@ def render_site(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro] | 
         contradictions=[c["id"] for c in site["cells"].values() if c["contradicted"]],
         changes={k: [c["id"] for c in v] for k, v in site["changes"].items()}, chunks=chunks,
         rewritten=list(state.rewritten),
+        standin={c["id"]: c["standin"] for c in site["cells"].values() if c["standin"]},
     )
 
 
@@ -348,6 +350,7 @@ def record_summary(rec: Result) -> dict[str, Any]:
         "backend": _text(rec.backend),
         "started_at": _text(rec.started_at), "finished_at": _text(rec.finished_at),
         "evidence": skip_evidence(rec.status, rec.stages),
+        "standin": rec.standin_note,  # the verdict's evidence level when TensorRT was stood in
     }
     facts = [rec.cell, rec.repro, rec.status, rec.run_id, rec.stack_id, dict(rec.stack),
              rec.env, rec.finished_at, rec.backend, list(rec.reproduce)]
@@ -409,6 +412,7 @@ def stage_rows(stages: Iterable[StageResult]) -> list[dict[str, str]]:
             "name": st.name, "role": st.role, "status": st.status,
             "duration": _duration(st.duration_s),
             "message": st.message[:MESSAGE_LIMIT],
+            "standins": ", ".join(st.standins),
             "evidence": "" if evidence in (None, "", {}, [])
             else _JSON_ENCODER.encode(evidence)[:MESSAGE_LIMIT],
         })

@@ -19,6 +19,7 @@ from typing import Any
 
 from .report_markup import script_json
 from .report_state import RenderState
+from .result import STANDIN
 from .store import Span
 
 CHUNK_CELLS = 50
@@ -27,7 +28,7 @@ DATA_DIR = "data"
 _DETAIL_KEYS = ("id", "stack", "repro", "status", "signature", "workaround", "message",
                 "traceback", "duration", "exit", "stages", "image", "run_id", "host",
                 "backend", "started_at", "finished_at", "expected", "expected_note",
-                "contradicted", "conflict", "flaky", "previous", "command")
+                "contradicted", "conflict", "flaky", "previous", "command", "standin")
 
 
 def assign_chunks(columns: Sequence[Sequence[str]], leftover: Sequence[str],
@@ -45,7 +46,8 @@ def assign_chunks(columns: Sequence[Sequence[str]], leftover: Sequence[str],
 
 def history_rows(segments: Sequence[Span]) -> list[list[Any]]:
     """A timeline as compact rows: [status, first run, first at, last run, last at, runs]."""
-    return [[s.status, s.first_run, s.first_at, s.last_run, s.last_at, s.runs] for s in segments]
+    return [[s.status, s.first_run, s.first_at, s.last_run, s.last_at, s.runs]
+            + ([s.evidence] if s.evidence == STANDIN else []) for s in segments]
 
 
 def detail_json(cell: Mapping[str, Any]) -> str:

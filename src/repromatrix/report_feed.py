@@ -15,6 +15,7 @@ from urllib.parse import quote
 from xml.sax.saxutils import escape, quoteattr
 
 from .report_state import RenderState
+from .result import STANDIN
 from .store import Span
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -34,6 +35,11 @@ def _time(at: str, fallback: str) -> str:
     return fallback
 
 
+def shown(segment: Span) -> str:
+    """A segment's status with its evidence level ("fail (TensorRT stood in)")."""
+    return segment.status + (" (TensorRT stood in)" if segment.evidence == STANDIN else "")
+
+
 def write_feed(path: Path, title: str, updated: str,
                changes: Sequence[tuple[str, Span, Span]], state: RenderState) -> None:
     """Write the feed; ``updated`` is the generation time (RFC 3339)."""
@@ -48,10 +54,13 @@ def write_feed(path: Path, title: str, updated: str,
         when = _time(after.first_at, updated)
         href = "index.html#cell=" + quote(cell, safe="")
         entry_id = f"{FEED_ID}:{quote(cell, safe='')}:{quote(_NOT_XML.sub('', after.first_run), safe='')}"
-        summary = (f"{cell}: {before.status} -> {after.status} in run {after.first_run} "
-                   f"(was {before.status} since run {before.first_run}, {before.runs} run(s))")
+        summary = (f"{cell}: {shown(before)} -> {shown(after)} in run {after.first_run} "
+                   f"(was {shown(before)} since run {before.first_run}, {before.runs} run(s))")
+        if after.evidence == STANDIN:
+            summary += ("; decided in torch-tensorrt's own code with TensorRT stood in "
+                        "(no GPU): a record from real TensorRT outranks it")
         parts += ["<entry>",
-                  f"<title>{xml_text(cell)}: {xml_text(before.status)} → {xml_text(after.status)}</title>",
+                  f"<title>{xml_text(cell)}: {xml_text(shown(before))} → {xml_text(shown(after))}</title>",
                   f"<id>{xml_text(entry_id)}</id>",
                   f"<updated>{xml_text(when)}</updated>",
                   f"<link rel=\"alternate\" href={quoteattr(_NOT_XML.sub('', href))}/>",

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .result import Result
+from .result import REAL, STANDIN, Result
 from .store import (
     Conflict,
     Entry,
@@ -50,6 +50,18 @@ class _Latest:
     raw: bytes
     where: tuple[StoreIndex, Where] | None = None  # in an index: read back at the end
     summary: bytes = b""  # the record's summary, when its index keeps one
+    evidence: str = ""  # result.evidence_level: a real verdict outranks a stand-in one
+
+
+def _replaces(e: Entry, current: _Latest | None) -> bool:
+    """Whether ``e`` becomes its cell's shown record: the latest, except that a verdict from
+    real TensorRT is never replaced by one decided with TensorRT stood in, and always
+    replaces one."""
+    if current is None:
+        return True
+    if {e.evidence, current.evidence} == {REAL, STANDIN}:
+        return e.evidence == REAL
+    return time_key(e) > current.time
 
 
 @dataclass
@@ -172,9 +184,8 @@ class _IndexedFiles:
         out.skipped.extend(self.skipped[index].get(name, []))
         new = [(e, where) for e, where in rows if settler.add(e)]
         for e, where in new:
-            current = out.latest.get(e.cell)
-            if current is None or time_key(e) > current.time:
-                out.latest[e.cell] = _Latest(time_key(e), b"", (index, where))
+            if _replaces(e, out.latest.get(e.cell)):
+                out.latest[e.cell] = _Latest(time_key(e), b"", (index, where), evidence=e.evidence)
         if sink is None or not new:
             return
         digests = [e.digest for e, _ in new]
@@ -245,9 +256,8 @@ def _read(path: Path, out: Reduced, settler: Settler, sink: Sink | None) -> None
                     continue  # the same record shipped twice counts once
                 if sink is not None:
                     sink.add(None if upgraded else raw.rstrip(b"\n"), data, e.digest)
-                current = out.latest.get(e.cell)
-                if current is None or time_key(e) > current.time:
-                    out.latest[e.cell] = _Latest(time_key(e), raw)
+                if _replaces(e, out.latest.get(e.cell)):
+                    out.latest[e.cell] = _Latest(time_key(e), raw, evidence=e.evidence)
     except OSError as exc:
         out.skipped.append(Skipped(name, 0, f"cannot read: {exc.strerror or exc}"))
 

@@ -37,6 +37,7 @@ _MARK_CONTRA = '<span class="mark" aria-hidden="true">!</span>'
 _MARK_CONFLICT = '<span class="mark" aria-hidden="true">≠</span>'
 _MARK_FLAKY = '<span class="mark" aria-hidden="true">~</span>'
 _MARK_EVIDENCE = '<span class="mark" aria-hidden="true">+</span>'
+_MARK_STANDIN = '<span class="mark standin" aria-hidden="true">◇</span>'
 _CONTRA_FLAG = ' <strong class="contra-flag">! contradicts expectation</strong>'
 
 
@@ -99,12 +100,16 @@ def matrix_td(cell: Mapping[str, Any] | None, rid: str, page: str) -> str:
         (" flaky" if flaky else "")
     expected = f" (expected {escape(cell['expected'])})" if cell["expected"] else ""
     evidence = f"; {escape(cell['evidence'])}" if cell["evidence"] else ""
-    notes = ("; contradicts its expectation" if contra else "") + \
+    standin = cell.get("standin", "")
+    flags += " standin" if standin else ""
+    notes = (f"; {escape(standin)}" if standin else "") + \
+        ("; contradicts its expectation" if contra else "") + \
         ("; conflicting records" if conflict else "") + \
         (f"; flaky: {escape(flaky)}" if flaky else "")
     marks = ((_MARK_CONTRA if contra else "") + (_MARK_CONFLICT if conflict else "")
              + (_MARK_FLAKY if flaky else "")
-             + (_MARK_EVIDENCE if evidence else ""))
+             + (_MARK_EVIDENCE if evidence and not standin else "")
+             + (_MARK_STANDIN if standin else ""))
     extra = f' data-sg="{cell["stage_codes"]}"' if cell["stage_codes"] else ""
     if cell["workaround"]:
         extra += f' data-w="{escape(cell["workaround"])}"'
@@ -113,6 +118,13 @@ def matrix_td(cell: Mapping[str, Any] | None, rid: str, page: str) -> str:
             f'<a href="{page}#{escape(fragment(cell["id"]))}" '
             f'title="{cid}: {status}{expected}{evidence}{notes}"><span class="l">'
             f'{escape(cell["letter"])}</span>{marks}</a></td>')
+
+
+def _standin_flag(note: str) -> str:
+    """The stand-in evidence level beside a status badge on a repro page."""
+    if not note:
+        return ""
+    return f' <span class="standin-flag" title="{escape(note)}">◇ {escape(note)}</span>'
 
 
 def repro_tr(entry: Mapping[str, Any]) -> str:
@@ -128,7 +140,8 @@ def repro_tr(entry: Mapping[str, Any]) -> str:
             f'data-k="{cell["chunk"]}" data-scope="{escape(stack["scope"])}">\n'
             f'      <th scope="row"><span class="sid">{escape(stack["id"])}</span> '
             f'<small class="ver">{escape(stack["label"])}</small></th>\n'
-            f'      <td>{badge_html(cell["status"])}{_CONTRA_FLAG if contra else ""}</td>\n'
+            f'      <td>{badge_html(cell["status"])}{_CONTRA_FLAG if contra else ""}'
+            f'{_standin_flag(cell.get("standin", ""))}</td>\n'
             f'      <td>{escape(cell["expected"] or "—")}</td>\n'
             f'      <td>{workaround}</td>\n'
             f'      <td><details class="cell-detail" data-cell="{cid}"><summary>{summary}</summary>'

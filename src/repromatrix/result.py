@@ -26,7 +26,7 @@ from . import __version__
 from .model import TRACEBACK_LIMIT, Status, cell_id
 from .textsafe import bounded
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 STATUSES = frozenset(s.value for s in Status)
 ROLES = ("main", "workaround", "info")
 MESSAGE_LIMIT = 500
@@ -35,6 +35,13 @@ EVIDENCE_KEYS_LIMIT = 50
 CHECKS_LIMIT = 50
 NAME_LIMIT = 200  # stage names, signature ids, workaround status, signal names
 RECORD_LIMIT = 64 * 1024  # bytes of one record's JSON line, whatever the repro writes
+STANDINS_LIMIT = 20
+# Evidence levels of a verdict (``evidence_level``): a real GPU / TensorRT stack decided it, or
+# torch-tensorrt's own code did with TensorRT stood in (repros/_standin.py).
+REAL, STANDIN = "real", "standin"
+STANDIN_BAD = "reproduced in torch-tensorrt's code, TensorRT stood in"
+STANDIN_GOOD = "not reproduced in torch-tensorrt's code up to where TensorRT is needed " \
+               "(TensorRT stood in)"
 
 
 def now_iso() -> str:
@@ -53,6 +60,7 @@ class StageResult:
     evidence: Mapping[str, Any] = field(default_factory=dict)
     signature: str | None = None
     checks: tuple[Any, ...] = ()
+    standins: tuple[str, ...] = ()  # what was stood in while it ran (empty: nothing)
 
     @classmethod
     def from_raw(cls, raw: Any) -> StageResult | None:
@@ -62,7 +70,9 @@ class StageResult:
             return None
         role = raw.get("role") if raw.get("role") in ROLES else "main"
         checks = raw.get("checks") if isinstance(raw.get("checks"), list) else []
-        return cls(name=bounded(raw["name"], NAME_LIMIT), status=raw["status"], role=role,
+        standins = raw.get("standins") if isinstance(raw.get("standins"), list) else []
+        return cls(standins=tuple(bounded(str(x), 100) for x in standins[:STANDINS_LIMIT]),
+                   name=bounded(raw["name"], NAME_LIMIT), status=raw["status"], role=role,
                    duration_s=_float(raw.get("duration_s")),
                    message=bounded(str(raw.get("message") or ""), STAGE_TEXT_LIMIT),
                    evidence=_bounded_evidence(raw.get("evidence")),
@@ -79,6 +89,7 @@ class StageResult:
         out = dataclasses.asdict(self)
         out["checks"] = list(self.checks)
         out["evidence"] = dict(self.evidence)
+        out["standins"] = list(self.standins)
         return out
 
 
@@ -134,6 +145,25 @@ class Result:
     def stage(self, name: str) -> StageResult | None:
         return next((s for s in self.stages if s.name == name), None)
 
+    @property
+    def evidence_level(self) -> str:
+        """What decided this record: ``real`` (a fail or pass on the real stack),
+        ``standin`` (a fail raised in torch-tensorrt's code, or every main stand-in stage
+        cleared the bug's point, with TensorRT stood in), or "" (no verdict)."""
+        return evidence_level(self.status, [s.to_dict() for s in self.stages])
+
+    @property
+    def standin_verdict(self) -> str | None:
+        """``bad`` / ``good`` when stand-in stages decided this record, else None."""
+        if self.evidence_level != STANDIN:
+            return None
+        return "bad" if self.status == "fail" else "good"
+
+    @property
+    def standin_note(self) -> str:
+        """The stand-in evidence level in words ("" when stand-ins did not decide it)."""
+        return {"bad": STANDIN_BAD, "good": STANDIN_GOOD}.get(self.standin_verdict or "", "")
+
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         out["stack"] = dict(self.stack)
@@ -160,6 +190,27 @@ class Result:
         return cls(**kwargs)
 
 
+def evidence_level(status: str, stages: Iterable[Any]) -> str:
+    """``Result.evidence_level`` from a status and stage dicts (a record's JSON, unparsed)."""
+    main = [s for s in stages if isinstance(s, Mapping) and s.get("role", "main") == "main"]
+    if status == "fail":
+        first = next((s for s in main if s.get("status") == "fail"), None)
+        return STANDIN if first is not None and first.get("standins") else REAL
+    if status == "pass":
+        return REAL
+    stood_in = [s for s in main if s.get("standins")]
+    if status == "skip" and stood_in and all(_cleared(s) for s in stood_in):
+        return STANDIN
+    return ""
+
+
+def _cleared(stage: Mapping[str, Any]) -> bool:
+    """A stand-in stage that ran torch-tensorrt's code clean past where the bug would be."""
+    evidence = stage.get("evidence")
+    return stage.get("status") == "skip" and isinstance(evidence, Mapping) \
+        and bool(evidence.get("cleared"))
+
+
 # -- reading older records -----------------------------------------------------------------
 
 def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
@@ -171,7 +222,15 @@ def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
+def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """v3 made every stage list what was stood in while it ran: nothing, before the lane."""
+    for stage in data.get("stages") or []:
+        if isinstance(stage, dict):
+            stage.setdefault("standins", [])
+    return data
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def migrate(raw: Mapping[str, Any]) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
-from .result import Result, _problem, migrate
+from .result import Result, _problem, evidence_level, migrate
 
 try:  # a fast parser when installed; the standard library decides anything it refuses
     import orjson as _orjson
@@ -96,6 +96,7 @@ class Entry(NamedTuple):
     started_at: str
     digest: str  # a hash of the line: the same digest, the same record
     source: str  # "file:line"
+    evidence: str = ""  # result.evidence_level: "real", "standin" (TensorRT stood in) or ""
 
 
 class Span(NamedTuple):
@@ -107,6 +108,7 @@ class Span(NamedTuple):
     first_at: str
     last_run: str
     last_at: str
+    evidence: str = ""  # the records' evidence level ("standin": TensorRT stood in)
 
 
 # -- one parser -----------------------------------------------------------------------------
@@ -185,7 +187,7 @@ def entry(data: dict[str, Any], raw: bytes, source: str) -> Entry:
                  attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else 1,
                  data["status"], None if key is None else str(key),
                  str(data.get("finished_at") or ""), str(data.get("started_at") or ""),
-                 digest(raw), source)
+                 digest(raw), source, evidence_level(data["status"], data.get("stages") or []))
 
 
 def iter_result_files(paths: Iterable[Path | str]) -> tuple[list[Path], list[Skipped]]:
@@ -360,14 +362,15 @@ def store_conflicts(entries: list[Entry]) -> list[Conflict]:
 
 def history(entries: Iterable[Entry], limit: int = HISTORY_LIMIT) -> tuple[list[Span], int]:
     """A cell's timeline of status changes, oldest first: consecutive records with the same
-    status are one span. Returns the newest ``limit`` spans and how many were dropped."""
+    status and evidence level are one span. Returns the newest ``limit`` spans and how many were dropped."""
     spans: list[Span] = []
     for e in sorted(entries, key=time_key):
         at = e.finished_at or e.started_at
-        if spans and spans[-1].status == e.status:
+        if spans and (spans[-1].status, spans[-1].evidence) == (e.status, e.evidence):
             last = spans[-1]
-            spans[-1] = Span(last.status, last.runs + 1, last.first_run, last.first_at, e.run_id, at)
+            spans[-1] = Span(last.status, last.runs + 1, last.first_run, last.first_at, e.run_id, at,
+                             e.evidence)
         else:
-            spans.append(Span(e.status, 1, e.run_id, at, e.run_id, at))
+            spans.append(Span(e.status, 1, e.run_id, at, e.run_id, at, e.evidence))
     dropped = max(0, len(spans) - limit)
     return spans[dropped:], dropped

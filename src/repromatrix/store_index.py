@@ -45,7 +45,7 @@ from .result import Result
 from .store import LATER_SQL, Entry, Skipped, digest, entry, parse_line, parse_upgraded, walk_jsonl
 
 INDEX_NAME = ".index.sqlite"
-FORMAT = "repromatrix-index-5"  # another value in `meta`: the index is rebuilt
+FORMAT = "repromatrix-index-6"  # another value in `meta`: the index is rebuilt
 TAIL = 256  # bytes before the indexed offset that must be unchanged to read on from there
 BUSY_TIMEOUT_S = 60.0
 MAX_OPEN = 64  # record files held open at once while reading records back
@@ -58,7 +58,7 @@ CREATE TABLE IF NOT EXISTS files (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT N
 CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY, file INTEGER NOT NULL,
     line INTEGER, offset INTEGER, length INTEGER, run_id TEXT, cell TEXT, attempt INTEGER,
     stack_id TEXT, repro TEXT, status TEXT, cache_key TEXT, started_at TEXT, finished_at TEXT, signature TEXT,
-    workaround TEXT, digest TEXT, upgraded INTEGER);
+    workaround TEXT, digest TEXT, upgraded INTEGER, evidence TEXT);
 CREATE INDEX IF NOT EXISTS records_by_cell
     ON records (cell, finished_at DESC, started_at DESC, run_id DESC);  -- LATER_SQL
 CREATE INDEX IF NOT EXISTS records_by_file ON records (file, offset);
@@ -70,7 +70,7 @@ CREATE TABLE IF NOT EXISTS cells (cell TEXT PRIMARY KEY, record INTEGER, stack_i
     signature TEXT, workaround TEXT, digest TEXT) WITHOUT ROWID;
 """
 _RECORD_COLS = ("file, line, offset, length, run_id, cell, attempt, stack_id, repro, status, cache_key, "
-                "started_at, finished_at, signature, workaround, digest, upgraded")
+                "started_at, finished_at, signature, workaround, digest, upgraded, evidence")
 _KEY_COLS = "stack_id, repro, status, cache_key, run_id, finished_at, signature, workaround, digest"
 _CELL_COLS = "cell, record, started_at, " + _KEY_COLS
 
@@ -391,13 +391,14 @@ class StoreIndex:
         ``file:line``) and where it is (``read_lines`` reads it back)."""
         rows = self._query(
             "SELECT r.run_id, r.cell, r.attempt, r.status, r.cache_key, r.finished_at, "
-            "r.started_at, r.digest, f.path, r.line, r.file, r.offset, r.length, r.upgraded "
-            "FROM records r JOIN files f ON f.id = r.file ORDER BY f.path, r.offset")
+            "r.started_at, r.digest, f.path, r.line, r.file, r.offset, r.length, r.upgraded, "
+            "r.evidence FROM records r JOIN files f ON f.id = r.file ORDER BY f.path, r.offset")
         root = str(self.root) + os.sep
-        return [(Entry(run, cell, attempt, status, key, fin, start, dig, f"{root}{path}:{line}"),
+        return [(Entry(run, cell, attempt, status, key, fin, start, dig, f"{root}{path}:{line}",
+                       evidence or ""),
                  Where(fid, offset, length, line, dig, bool(upgraded)))
                 for run, cell, attempt, status, key, fin, start, dig, path, line, fid, offset, length,
-                upgraded in rows]
+                upgraded, evidence in rows]
 
     def files(self) -> dict[str, tuple[int, int]]:
         """Every indexed file (its path) -> (file id, lines read): what ``entries`` covers."""
@@ -537,11 +538,11 @@ def _rest_is_blank(fh: Any, offset: int) -> bool:
 def _insert(conn: sqlite3.Connection, fid: int, number: int, offset: int, raw: bytes,
             data: dict[str, Any], upgraded: bool = False) -> None:
     e = entry(data, raw, "")
-    conn.execute(f"INSERT INTO records ({_RECORD_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    conn.execute(f"INSERT INTO records ({_RECORD_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                  (fid, number, offset, len(raw), e.run_id, e.cell, e.attempt,
                   str(data["stack"]["id"]), data["repro"], e.status, e.cache_key, e.started_at,
                   e.finished_at, _opt(data.get("signature")), _opt(data.get("workaround")),
-                  e.digest, int(upgraded)))
+                  e.digest, int(upgraded), e.evidence))
 
 
 def _opt(value: Any) -> str | None:

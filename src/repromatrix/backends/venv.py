@@ -12,6 +12,10 @@ The cache folder is ``$REPROMATRIX_VENV_DIR``, else
 ``$XDG_CACHE_HOME/repromatrix/venvs`` (``~/.cache/repromatrix/venvs``); uv installs
 from its own cache inside it, and ``venv_disk`` keeps both within ``--env-budget``.
 An environment whose build did not finish is rebuilt, never used.
+
+With ``--standin tensorrt`` a stack pinning torch-tensorrt is built on the
+stand-in lane (``standins.py``): its install spec says so, so it is a different
+environment from the one with real TensorRT.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +44,7 @@ from ..images import index_options, requirements, wheelhouse_listing
 from ..indexes import check_indexes, uv_default_index
 from ..model import Stack
 from ..paths import cache_dir
-from . import EngineContext, Prepared, RunnerJob
+from . import EngineContext, Prepared, RunnerJob, standins
 from .process import LocalProcess, local_process
 from .venv_disk import MARKER, EnvDisk, estimate_bytes
 
@@ -52,15 +57,21 @@ def venv_root() -> Path:
     return Path(env) if env else cache_dir() / "venvs"
 
 
-def install_spec(stack: Stack, settings: Any) -> dict[str, Any]:
-    """Everything that decides what ends up in a stack's environment."""
+def install_spec(stack: Stack, settings: Any, standin: tuple[str, ...] = (),
+                 harness_dir: Path | None = None) -> dict[str, Any]:
+    """Everything that decides what ends up in a stack's environment (``standin``: the
+    run's stand-ins, with the harness folder their sources are read from)."""
     local_links = [str(Path(p)) for p in settings.find_links if "://" not in p]
-    return {
+    reqs = requirements(stack, settings)
+    spec = {
         "python": stack.python or settings.python,
-        "requirements": requirements(stack, settings),
+        "requirements": reqs,
         "index_options": [a for opt in index_options(stack, settings) for a in shlex.split(opt)],
         "find_links": {p: wheelhouse_listing(Path(p)) for p in local_links},
     }
+    if harness_dir is not None and standins.applies(stack, standin):
+        spec["standins"] = standins.spec(stack, reqs, harness_dir)
+    return spec
 
 
 def spec_key(spec: dict[str, Any]) -> str:
@@ -92,6 +103,9 @@ class VenvEngine:
                                  f"{stack.kind} stack (use --backend docker or local)")
         if not shutil.which("uv"):
             raise EngineUnavailable("--backend venv needs uv on PATH (pip install uv)")
+        if self.ctx.options.standins and not shutil.which("cc"):
+            raise EngineUnavailable("--standin tensorrt compiles its native stand-ins with cc: "
+                                    "install a C compiler (e.g. apt-get install gcc)")
         if not (self.ctx.harness_dir / "runner.py").is_file():
             raise UsageError(f"{self.ctx.harness_dir}/runner.py is missing: is this a source checkout?")
         to_build = [s for s in stacks if not self._built(self.fingerprint(s)[len("venv:"):])]
@@ -101,13 +115,19 @@ class VenvEngine:
 
     def fingerprint(self, stack: Stack) -> str:
         """What the environment is built from: known before (and without) building it."""
-        return "venv:" + spec_key(install_spec(stack, self.ctx.settings))
+        return "venv:" + spec_key(self._spec(stack))
+
+    def _spec(self, stack: Stack) -> dict[str, Any]:
+        return install_spec(stack, self.ctx.settings, self.ctx.options.standins,
+                            self.ctx.harness_dir)
 
     def prepare(self, stack: Stack, stop: threading.Event) -> Prepared:
         """The stack's environment, built unless a finished one exists; held (never removed
         by a run) until ``release``."""
-        spec = install_spec(stack, self.ctx.settings)
+        spec = self._spec(stack)
         key = spec_key(spec)
+        if spec.get("standins"):
+            self.ctx.log(standins.label(stack))
         self.root.mkdir(parents=True, exist_ok=True)
         target = self.root / key
         exe = target / "bin" / "python"
@@ -148,6 +168,9 @@ class VenvEngine:
         return (target / MARKER).is_file() and (target / "bin" / "python").exists()
 
     def start(self, prepared: Prepared, job: RunnerJob) -> AbstractContextManager[LocalProcess]:
+        folder = Path(prepared.handle).parent.parent / standins.FOLDER
+        if (folder / "standins.json").is_file():
+            job = replace(job, env={**job.env, standins.ENV: str(folder)})
         return local_process(self.ctx, prepared, job)
 
     def release(self, prepared: Prepared) -> None:
@@ -164,13 +187,19 @@ class VenvEngine:
         shutil.rmtree(target, ignore_errors=True)
         options = _reachable(spec["index_options"], self.ctx.log)
         links = [a for p in spec["find_links"] for a in ("--find-links", p)]
-        steps = [
+        python = str(target / "bin" / "python")
+        install = [uv, "pip", "install", "--cache-dir", str(self.disk.cache), "--python", python,
+                   "--index-strategy", "unsafe-best-match", *options, *links]
+        lane = spec.get("standins")
+        if lane:
+            install += standins.install_options(lane, target)
+        steps: list[list[str]] = [
             [uv, "venv", "--quiet", "--cache-dir", str(self.disk.cache), "--python", spec["python"],
              str(target)],
-            [uv, "pip", "install", "--cache-dir", str(self.disk.cache),
-             "--python", str(target / "bin" / "python"),
-             "--index-strategy", "unsafe-best-match", *options, *links, *spec["requirements"]],
+            [*install, *spec["requirements"]],
         ]
+        if lane:
+            steps += standins.venv_steps(lane, install, python, target, self.ctx.harness_dir)
         timeout = self.ctx.options.build_timeout
         with log_path.open("w") as log:
             for cmd in steps:

@@ -102,6 +102,16 @@ def outcome(record: Result, stage: str | None) -> tuple[str, str]:
     return "missing", f"no stage {stage!r} in this record (cell {status}: {note}; stages: {names})"
 
 
+def standin_status(record: Result, status: str, standins: Sequence[str], stage: str | None) -> str:
+    """The status a probe's verdict is read from. On the stand-in lane (``--standin``) a
+    record that stand-in stages decided reads as ``fail`` (the bug raised in torch-tensorrt's
+    code) or ``pass`` (its code ran clean past the bug's point, so the cell is a ``skip`` that
+    needs real TensorRT beyond it); every other record reads as its own status."""
+    if not standins or stage or status == "flaky" or not record.standin_verdict:
+        return status
+    return Status.FAIL.value if record.standin_verdict == "bad" else Status.PASS.value
+
+
 def _first_line(text: Any) -> str:
     lines = str(text or "").strip().splitlines()
     return shorten(lines[0], 300) if lines else ""
@@ -199,7 +209,10 @@ class Bisect:
             status = "flaky"
             note = "cannot tell: attempts disagree (" + ", ".join(
                 f"{n} {s}" for s, n in sorted(flaky.items())) + ")"
-        verdict = classify(status, self.setup.bad_if, a.find_fix)
+        verdict = classify(standin_status(record, status, self.options.standins, a.stage),
+                           self.setup.bad_if, a.find_fix)
+        if verdict is not Verdict.SKIP and record.standin_note and status != "flaky":
+            note = f"{record.standin_note}; {note}"
         self.probes[index] = Probe(index, cand, record, status, note, verdict, reused=not mine)
         return verdict
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..compat import load_table
 from ..images import index_options, requirements
 from ..model import Settings, Stack, Status
 from ..result import Result
@@ -248,7 +249,15 @@ def _good_bad(setup: Setup, old: Probe, new: Probe) -> tuple[str, str]:
 def _why_untested(p: Probe | None, c: Candidate) -> str:
     if p is None:
         return f"no installable stack ({c.reason})" if c.reason else "not probed"
-    return f"{p.status} ({p.note})" if p.note else p.status
+    known = known_broken(c)
+    return (f"{p.status} ({p.note})" if p.note else p.status) + (f"; known: {known}" if known else "")
+
+
+def known_broken(c: Candidate) -> str:
+    """What the compat table knows about a candidate torch-tensorrt release that does not work."""
+    trt = c.stack.torch_tensorrt if c.stack else None
+    row = load_table().torch_tensorrt.get(trt) if trt else None
+    return row.broken or "" if row else ""
 
 
 def wrong_bounds_message(setup: Setup, result: BoundsFailed, probes: dict[int, Probe]) -> str:

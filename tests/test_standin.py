@@ -1,0 +1,309 @@
+"""The stand-in lane: TensorRT stood in so torch-tensorrt's own code runs without a GPU.
+
+Container side (repros/_standin.py, protocol): the native stand-ins are compiled with the
+host's C compiler and loaded for real by a library that links against TensorRT; signatures
+tied to a torch-tensorrt frame match real exceptions. Host side: install specs, options,
+records (schema 3, evidence levels), the page's choice between a real and a stand-in record,
+and bisect's reading of a stand-in record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from repromatrix.backends import EngineContext
+from repromatrix.backends.venv import VenvEngine, install_spec
+from repromatrix.bisect.command import standin_status
+from repromatrix.cli import main as cli_main
+from repromatrix.config import parse_settings
+from repromatrix.errors import ConfigError
+from repromatrix.model import Settings, Stack
+from repromatrix.options import RunOptions, reproduce_args
+from repromatrix.paths import repros_dir
+from repromatrix.report_feed import shown
+from repromatrix.report_load import Segment, reduce_records
+from repromatrix.result import SCHEMA_VERSION, STANDIN_BAD, STANDIN_GOOD, Result
+
+REPROS = repros_dir()
+sys.path.insert(0, str(REPROS))
+import _standin  # noqa: E402
+import protocol  # noqa: E402
+
+STACK = Stack(id="pip-torch2.4.1-trt2.4.0-pypi-py3.11", kind="pip", python="3.11", torch="2.4.1",
+              torchvision="0.19.1", torch_tensorrt="2.4.0", tensorrt="10.1.0", index="pypi")
+CC = shutil.which("cc")
+
+
+# -- native stand-ins, made and loaded for real --------------------------------------------
+
+def fake_torch_tensorrt(root: Path) -> Path:
+    """A package named torch_tensorrt whose libtorchtrt.so links against TensorRT 10 and
+    calls it, as the real wheel's does (built with the stand-in library to link against)."""
+    pkg = root / "site" / "torch_tensorrt"
+    (pkg / "lib").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "_version.py").write_text('__version__ = "2.4.0"\n__tensorrt_version__ = "10.1.0"\n')
+    (pkg / "_Device.py").write_text("import torch\n")
+    link = root / "link"
+    link.mkdir()
+    for name in ("libnvinfer.so.10", "libnvinfer_plugin.so.10"):
+        _standin._compile(CC, _standin.NVINFER_C, str(link / name), name, [])
+    src = root / "trt.c"
+    src.write_text(textwrap.dedent("""
+        void *getPluginRegistry(void);
+        int initLibNvInferPlugins(void *, const char *);
+        int uses_tensorrt(void) { return getPluginRegistry() != 0 && initLibNvInferPlugins(0, ""); }
+    """))
+    subprocess.run([CC, "-shared", "-fPIC", "-Wl,--no-as-needed", "-o",
+                    str(pkg / "lib" / "libtorchtrt.so"), str(src), str(link / "libnvinfer.so.10"),
+                    str(link / "libnvinfer_plugin.so.10")], check=True)
+    return pkg
+
+
+@pytest.mark.skipif(CC is None, reason="needs a C compiler (cc)")
+def test_make_compiles_what_libtorchtrt_needs_and_it_loads(tmp_path) -> None:
+    pkg = fake_torch_tensorrt(tmp_path)
+    dest = tmp_path / "standins"
+    env = dict(os.environ, PYTHONPATH=str(pkg.parent))
+    subprocess.run([sys.executable, str(REPROS / "_standin.py"), "make", str(dest), CC],
+                   check=True, env=env, capture_output=True)
+    manifest = json.loads((dest / "standins.json").read_text())
+    assert manifest["nvinfer"] == {"libnvinfer": "10", "libnvinfer_plugin": "10"}
+    assert manifest["tensorrt_version"] == "10.1.0" and manifest["standins"] == ["tensorrt"]
+    assert "preload" not in manifest  # this torch-tensorrt does not ask the CUDA runtime itself
+    code = ("import ctypes, sys, tensorrt; lib = ctypes.CDLL(sys.argv[1]); "
+            "assert lib.uses_tensorrt() == 1; "
+            "assert tensorrt.__standin__ and tensorrt.__version__ == '10.1.0'; "
+            "assert tensorrt.tensorrt.ITensor is tensorrt.ITensor; "
+            "assert not hasattr(tensorrt, 'tensorrt_rtx'); "
+            "import tensorrt.plugin as trtp; f = trtp.register('x')(len); "
+            "from tensorrt.plugin import TensorDesc; assert trtp.TensorDesc is TensorDesc; "
+            "print('loaded')")
+    run_env = dict(os.environ, LD_LIBRARY_PATH=str(dest / "lib"), PYTHONPATH=str(dest / "python"))
+    out = subprocess.run([sys.executable, "-c", code, str(pkg / "lib" / "libtorchtrt.so")],
+                         env=run_env, capture_output=True, text=True)
+    assert out.stdout.strip() == "loaded", out.stderr
+    # without the stand-ins the library does not load (what the lane is for)
+    bare = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                           str(pkg / "lib" / "libtorchtrt.so")], capture_output=True, text=True)
+    assert "libnvinfer" in bare.stderr
+
+
+def test_nothing_is_made_where_a_real_tensorrt_imports(tmp_path) -> None:
+    real = tmp_path / "real" / "tensorrt"
+    real.mkdir(parents=True)
+    (real / "__init__.py").write_text('__version__ = "10.1.0"\n')
+    env = dict(os.environ, PYTHONPATH=str(real.parent))
+    subprocess.run([sys.executable, str(REPROS / "_standin.py"), "make", str(tmp_path / "s")],
+                   check=True, env=env, capture_output=True)
+    manifest = json.loads((tmp_path / "s" / "standins.json").read_text())
+    assert manifest["standins"] == [] and "real TensorRT 10.1.0" in manifest["not_made"]
+
+
+# -- stages that opt in --------------------------------------------------------------------
+
+def test_a_standin_stage_skips_without_standins(tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv(_standin.ENV, raising=False)
+    r = protocol.Repro("x", [], None)
+    r.stage("on_standins", lambda s: None, standins=["tensorrt"])
+    stage = r.stages[0].to_dict()
+    assert stage["status"] == "skip" and "--standin tensorrt" in stage["message"]
+    assert stage["standins"] == []
+
+
+def _raise_in_torch_tensorrt(tmp_path: Path) -> BaseException:
+    pkg = tmp_path / "torch_tensorrt" / "ts"
+    pkg.mkdir(parents=True)
+    code = "def _from(d):\n    return d.gpu_id\n"
+    (pkg / "_Device.py").write_text(code)
+    namespace: dict = {}
+    exec(compile(code, str(pkg / "_Device.py"), "exec"), namespace)
+    try:
+        namespace["_from"](object())
+    except AttributeError as exc:
+        return exc
+    raise AssertionError("no exception")
+
+
+def test_a_frame_signature_matches_only_the_named_torch_tensorrt_frame(tmp_path) -> None:
+    exc = _raise_in_torch_tensorrt(tmp_path)
+    where = protocol.raised_in(exc)
+    assert where is not None and where.startswith("torch_tensorrt/ts/_Device.py:2 in _from:")
+    good = protocol.Signature("a", exc="AttributeError", pattern="gpu_id",
+                              frame=r"torch_tensorrt/ts/_Device\.py:\d+ in _from: .*d\.gpu_id")
+    near = protocol.Signature("b", exc="AttributeError", pattern="gpu_id",
+                              frame=r"torch_tensorrt/_Device\.py:\d+ in _from")
+    assert good.matches_exception(exc) and not near.matches_exception(exc)
+    try:
+        raise AttributeError("'torch.device' object has no attribute 'gpu_id'")
+    except AttributeError as elsewhere:  # the same text raised outside torch-tensorrt
+        assert not good.matches_exception(elsewhere)
+    assert protocol.Signature.from_dict(good.to_dict()).frame == good.frame
+
+
+def test_a_standin_stage_is_matched_only_by_frame_signatures(tmp_path) -> None:
+    exc = _raise_in_torch_tensorrt(tmp_path)
+    loose = protocol.Signature("loose", exc="AttributeError", pattern="gpu_id")
+    r = protocol.Repro("x", [loose], None)
+    s = protocol.Stage("st")
+    s.standins = ["tensorrt"]
+    r._record_exception(s, exc)
+    assert s.status == "error" and s.evidence["raised_in"].startswith("torch_tensorrt/ts/_Device.py")
+    plain = protocol.Stage("real")
+    r._record_exception(plain, exc)
+    assert plain.status == "fail"
+
+
+def test_stop_at_ends_a_stage_as_skip_past_the_point_never_pass() -> None:
+    class Native:
+        @staticmethod
+        def compile_graph(*args):
+            raise AssertionError("the real native call must not run")
+
+    def stage(s):
+        with _standin.stop_at(Native, "compile_graph", "_C.compile_graph") as state:
+            Native.compile_graph(1)
+        _standin.past(s, state, "the device parse")
+
+    r = protocol.Repro("x", [], None)
+    r.execute(s := protocol.Stage("st"), stage, (), {})
+    assert s.status == "skip" and "needs real TensorRT" in s.message
+    assert s.evidence["cleared"] == "the device parse" and s.evidence["stopped_at"] == "_C.compile_graph"
+    r.execute(s2 := protocol.Stage("unstopped"), lambda st: _standin.past(st, {}, "x"), (), {})
+    assert s2.status == "error"  # a block that never reached its tripwire proves nothing
+
+
+# -- host side -----------------------------------------------------------------------------
+
+def _engine(tmp_path: Path, standins: tuple[str, ...]) -> VenvEngine:
+    ctx = EngineContext(settings=Settings(), options=RunOptions(results=tmp_path, standins=standins),
+                        harness_dir=REPROS, repros_dir=REPROS, run_id="r", log=lambda line: None)
+    return VenvEngine(ctx, tmp_path / "venvs")
+
+
+def test_the_lane_is_a_different_environment_without_torch_tensorrt_deps(tmp_path) -> None:
+    real, lane = _engine(tmp_path, ()), _engine(tmp_path, ("tensorrt",))
+    assert real.fingerprint(STACK) != lane.fingerprint(STACK)
+    spec = install_spec(STACK, Settings(), ("tensorrt",), REPROS)
+    assert "torch-tensorrt==2.4.0" not in spec["requirements"]
+    assert spec["standins"]["torch_tensorrt"] == "torch-tensorrt==2.4.0"
+    assert spec["standins"]["tensorrt"] == "10.1.0" and spec["standins"]["excluded"] == ["triton"]
+    plain = Stack(id="pip-torch2.4.1-pypi-py3.11", kind="pip", python="3.11", torch="2.4.1",
+                  index="pypi")
+    assert "standins" not in install_spec(plain, Settings(), ("tensorrt",), REPROS)
+    assert not (tmp_path / "venvs").exists()
+
+
+def test_standins_are_checked_before_anything_is_built(tmp_path, capsys) -> None:
+    with pytest.raises(ConfigError, match=r"unknown stand-in 'tensorrtt'.*did you mean"):
+        parse_settings({"standins": ["tensorrtt"]}, "m.yaml", tmp_path)
+    assert parse_settings({"standins": ["tensorrt"]}, "m.yaml", tmp_path).standins == ("tensorrt",)
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(["run", "--standin", "cuda", "--results", str(tmp_path)])
+    assert exit_.value.code == 2 and "--standin" in capsys.readouterr().err
+
+
+def test_the_lane_is_never_silently_ignored(tmp_path, capsys) -> None:
+    code = cli_main(["run", "--standin", "tensorrt", "--backend", "docker", "--results", str(tmp_path)])
+    assert code == 2 and "--backend venv only" in capsys.readouterr().err
+
+
+def test_a_pasted_command_keeps_the_lane(tmp_path) -> None:
+    from repromatrix.config import load_matrix
+
+    matrix = load_matrix(None)
+    args = reproduce_args(matrix, RunOptions(results=tmp_path, standins=("tensorrt",)))
+    assert args[args.index("--standin") + 1] == "tensorrt"
+
+
+def record(status: str, stages: list[dict], finished: str = "2026-01-01T00:00:00+00:00",
+           run_id: str = "r1") -> dict:
+    return {"schema_version": SCHEMA_VERSION, "run_id": run_id, "cell": "s--x", "repro": "x",
+            "status": status, "stack": {"id": "s"}, "stages": stages, "finished_at": finished}
+
+
+STOOD_IN_FAIL = {"name": "a", "status": "fail", "role": "main", "standins": ["tensorrt"]}
+STOOD_IN_CLEARED = {"name": "a", "status": "skip", "role": "main", "standins": ["tensorrt"],
+                    "evidence": {"cleared": "run_decompositions"}}
+REAL_FAIL = {"name": "b", "status": "fail", "role": "main", "standins": []}
+
+
+def test_evidence_levels() -> None:
+    assert Result.from_dict(record("fail", [STOOD_IN_FAIL])).standin_note == STANDIN_BAD
+    assert Result.from_dict(record("skip", [STOOD_IN_CLEARED])).standin_note == STANDIN_GOOD
+    assert Result.from_dict(record("fail", [REAL_FAIL])).evidence_level == "real"
+    unclear = dict(STOOD_IN_CLEARED, evidence={})
+    assert Result.from_dict(record("skip", [unclear])).evidence_level == ""
+    info = dict(STOOD_IN_FAIL, role="info")
+    assert Result.from_dict(record("skip", [info])).evidence_level == ""
+
+
+def test_old_records_stood_nothing_in() -> None:
+    old = record("fail", [{"name": "a", "status": "fail", "role": "main"}])
+    old["schema_version"] = 2
+    rec = Result.from_dict(old)
+    assert rec.stages[0].standins == () and rec.evidence_level == "real"
+    assert rec.to_dict()["stages"][0]["standins"] == []
+
+
+def test_a_real_record_outranks_a_newer_standin_one(tmp_path) -> None:
+    real = record("fail", [REAL_FAIL], "2026-01-01T00:00:00+00:00", "old")
+    stood_in = record("skip", [STOOD_IN_CLEARED], "2026-02-01T00:00:00+00:00", "new")
+    (tmp_path / "a.jsonl").write_text(json.dumps(real) + "\n" + json.dumps(stood_in) + "\n")
+    reduced = reduce_records([tmp_path])
+    assert reduced.result("s--x").run_id == "old"
+    later_error = record("error", [], "2026-03-01T00:00:00+00:00", "newest")
+    (tmp_path / "b.jsonl").write_text(json.dumps(later_error) + "\n")
+    assert reduce_records([tmp_path]).result("s--x").run_id == "newest"  # otherwise the latest
+
+
+def test_bisect_reads_a_standin_record_only_on_the_lane() -> None:
+    cleared = Result.from_dict(record("skip", [STOOD_IN_CLEARED]))
+    failed = Result.from_dict(record("fail", [STOOD_IN_FAIL]))
+    assert standin_status(cleared, "skip", ("tensorrt",), None) == "pass"
+    assert standin_status(failed, "fail", ("tensorrt",), None) == "fail"
+    assert standin_status(cleared, "skip", (), None) == "skip"
+    assert standin_status(cleared, "skip", ("tensorrt",), "a") == "skip"
+
+
+def test_the_feed_says_when_tensorrt_was_stood_in() -> None:
+    seg = Segment("fail", "r", "t", "r", "t", 1, "standin")
+    assert shown(seg) == "fail (TensorRT stood in)"
+    assert shown(Segment("fail", "r", "t", "r", "t", 1)) == "fail"
+
+
+def test_the_page_and_feed_mark_a_standin_verdict(tmp_path) -> None:
+    from repromatrix.report import render_site
+
+    before = record("skip", [], "2026-01-01T00:00:00+00:00", "r0")
+    after = record("fail", [STOOD_IN_FAIL], "2026-01-02T00:00:00+00:00", "r1")
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "a.jsonl").write_text(json.dumps(before) + "\n" + json.dumps(after) + "\n")
+    render_site([tmp_path / "r"], tmp_path / "site")
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert 'class="cell st-fail standin"' in index and STANDIN_BAD.replace("'", "&#39;") in index
+    assert "mark-standin" in index  # the legend
+    feed = (tmp_path / "site" / "changes.atom").read_text()
+    assert "skip → fail (TensorRT stood in)" in feed
+
+
+def test_check_names_the_evidence_level_of_a_contradiction(tmp_path, capsys) -> None:
+    cell = "pip-torch2.5.1-trt2.5.0-pypi-py3.11--deform_conv2d_device"
+    stood_in = dict(record("fail", [STOOD_IN_FAIL]), cell=cell, repro="deform_conv2d_device",
+                    stack={"id": cell.split("--")[0], "torch_tensorrt": "2.5.0", "torch": "2.5.1"},
+                    env={"torch_tensorrt": "2.5.0", "torch": "2.5.1"})
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "a.jsonl").write_text(json.dumps(stood_in) + "\n")
+    code = cli_main(["report", "--results", str(tmp_path / "r"), "--out", str(tmp_path / "site"),
+                     "--check"])
+    out, err = capsys.readouterr()
+    assert code == 4 and "1 cell(s) decided with TensorRT stood in" in out
+    assert f"contradicts its expectation: {cell} [◇ {STANDIN_BAD}]" in err

@@ -1,0 +1,76 @@
+"""The stand-in lane for real: torch-tensorrt 2.4.0 (both bugs) and 2.5.0 (deform fixed) from
+PyPI, TensorRT stood in, on a machine without a GPU (about 4 GB per environment and a few
+minutes each; the uv cache is shared, the environments are deleted afterwards)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from repromatrix.cli import main as cli_main
+from repromatrix.result import REAL, STANDIN, STANDIN_BAD, Result
+
+MATRIX = """
+defaults:
+  python: "3.11"
+  extra_index_urls: []
+  packages: []
+repros: [deform_conv2d_device, ts_device_gpu_id]
+stacks:
+  - {kind: pip, torch: "2.4", torch_tensorrt: "2.4.0", index: pypi, tags: [default]}
+  - {kind: pip, torch: "2.5", torch_tensorrt: "2.5.0", index: pypi, tags: [default]}
+"""
+
+
+def records(folder: Path) -> dict[str, Result]:
+    out = {}
+    for f in folder.glob("*/*.jsonl"):
+        for line in f.read_text().splitlines():
+            rec = Result.from_dict(json.loads(line))
+            out[rec.cell] = rec
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_both_bugs_at_a_buggy_and_a_fixed_release(tmp_path, monkeypatch, capsys) -> None:
+    if not shutil.which("uv") or not shutil.which("cc"):
+        pytest.skip("needs uv and a C compiler (cc) on PATH, and PyPI")
+    (tmp_path / "matrix.yaml").write_text(textwrap.dedent(MATRIX))
+    monkeypatch.setenv("REPROMATRIX_VENV_DIR", str(tmp_path / "venvs"))
+    try:
+        code = cli_main(["run", "--matrix", str(tmp_path / "matrix.yaml"), "--backend", "venv",
+                         "--standin", "tensorrt", "--results", str(tmp_path / "results")])
+    finally:
+        shutil.rmtree(tmp_path / "venvs", ignore_errors=True)  # ~4 GB each
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "TensorRT stood in: torch-tensorrt 2.4.0's own code" in out
+    found = records(tmp_path / "results")
+    gpu_24 = found["pip-torch2.4.1-trt2.4.0-pypi-py3.11--ts_device_gpu_id"]
+    deform_24 = found["pip-torch2.4.1-trt2.4.0-pypi-py3.11--deform_conv2d_device"]
+    deform_25 = found["pip-torch2.5.1-trt2.5.0-pypi-py3.11--deform_conv2d_device"]
+    gpu_25 = found["pip-torch2.5.1-trt2.5.0-pypi-py3.11--ts_device_gpu_id"]
+    for rec, stage, frame in (
+            (gpu_24, "ts_compile_torch_device_standin", "torch_tensorrt/ts/_Device.py:66 in _from"),
+            (gpu_25, "ts_compile_torch_device_standin", "torch_tensorrt/ts/_Device.py:66 in _from"),
+            (deform_24, "trt_dynamo_compile_standin", "torch_tensorrt/dynamo/_compiler.py:185 in compile")):
+        assert rec.status == "fail" and rec.evidence_level == STANDIN, rec.message
+        decided = rec.stage(stage)
+        assert decided is not None and decided.status == "fail" and "tensorrt" in decided.standins
+        assert str(decided.evidence["raised_in"]).startswith(frame)
+        assert rec.standin_note == STANDIN_BAD
+        assert rec.env["standins"]["standins"][0] == "tensorrt"
+    assert deform_25.status == "skip" and deform_25.evidence_level == STANDIN
+    cleared = deform_25.stage("trt_dynamo_compile_standin")
+    assert cleared is not None and "needs real TensorRT" in cleared.message
+    assert deform_25.stage("trt_table_without_empty_strided_standin").status == "pass"
+    assert deform_24.stage("trt_table_without_empty_strided_standin").status == "pass"  # control
+    assert deform_24.stage("trt_empty_strided_device_standin").evidence["returned_device"] == "cpu"
+    assert deform_25.stage("trt_empty_strided_device_standin").evidence["returned_device"] == "cuda:0"
+    assert all(s.standins == () for r in found.values() for s in r.stages if "standin" not in s.name)
+    assert REAL not in {r.evidence_level for r in found.values()}

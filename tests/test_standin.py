@@ -29,7 +29,8 @@ from repromatrix.model import Settings, Stack
 from repromatrix.options import RunOptions, reproduce_args
 from repromatrix.paths import repros_dir
 from repromatrix.report_feed import shown
-from repromatrix.report_load import Segment, reduce_records
+from repromatrix.report_load import reduce_records
+from repromatrix.store import Span
 from repromatrix.result import SCHEMA_VERSION, STANDIN_BAD, STANDIN_GOOD, Result
 
 REPROS = repros_dir()
@@ -258,11 +259,12 @@ def test_a_real_record_outranks_a_newer_standin_one(tmp_path) -> None:
     real = record("fail", [REAL_FAIL], "2026-01-01T00:00:00+00:00", "old")
     stood_in = record("skip", [STOOD_IN_CLEARED], "2026-02-01T00:00:00+00:00", "new")
     (tmp_path / "a.jsonl").write_text(json.dumps(real) + "\n" + json.dumps(stood_in) + "\n")
-    reduced = reduce_records([tmp_path])
-    assert reduced.result("s--x").run_id == "old"
+    with reduce_records([tmp_path]) as reduced:
+        assert reduced.result("s--x").run_id == "old"
     later_error = record("error", [], "2026-03-01T00:00:00+00:00", "newest")
     (tmp_path / "b.jsonl").write_text(json.dumps(later_error) + "\n")
-    assert reduce_records([tmp_path]).result("s--x").run_id == "newest"  # otherwise the latest
+    with reduce_records([tmp_path]) as reduced:
+        assert reduced.result("s--x").run_id == "newest"  # otherwise the latest
 
 
 def test_bisect_reads_a_standin_record_only_on_the_lane() -> None:
@@ -275,9 +277,9 @@ def test_bisect_reads_a_standin_record_only_on_the_lane() -> None:
 
 
 def test_the_feed_says_when_tensorrt_was_stood_in() -> None:
-    seg = Segment("fail", "r", "t", "r", "t", 1, "standin")
+    seg = Span("fail", 1, "r", "t", "r", "t", "standin")
     assert shown(seg) == "fail (TensorRT stood in)"
-    assert shown(Segment("fail", "r", "t", "r", "t", 1)) == "fail"
+    assert shown(Span("fail", 1, "r", "t", "r", "t")) == "fail"
 
 
 def test_the_page_and_feed_mark_a_standin_verdict(tmp_path) -> None:

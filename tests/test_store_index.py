@@ -93,8 +93,8 @@ def test_conflicts_identical_copies_and_history_like_the_loader(tmp_path):
         kept, conflicts = settle(index)
         assert len(conflicts) == 1
         assert history(e for e in kept if e.cell == "pip-t2.0--repro_0") == ([
-            Span("fail", 1, "run-1", "2026-01-01T00:01:00Z", "run-1", "2026-01-01T00:01:00Z"),
-            Span("pass", 2, "run-2", "2026-01-02T00:01:00Z", "run-3", "2026-01-03T00:01:00Z"),
+            Span("fail", 1, "run-1", "2026-01-01T00:01:00Z", "run-1", "2026-01-01T00:01:00Z", "real"),
+            Span("pass", 2, "run-2", "2026-01-02T00:01:00Z", "run-3", "2026-01-03T00:01:00Z", "real"),
             Span("error", 1, "run-4", "2026-01-04T00:02:00Z", "run-4", "2026-01-04T00:02:00Z")], 0)
         assert history(e for e in kept if e.cell == "pip-t2.1--repro_1")[0][-1].status == "fail"
 

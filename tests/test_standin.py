@@ -214,7 +214,7 @@ def test_standins_are_checked_before_anything_is_built(tmp_path, capsys) -> None
 
 def test_the_lane_is_never_silently_ignored(tmp_path, capsys) -> None:
     code = cli_main(["run", "--standin", "tensorrt", "--backend", "docker", "--results", str(tmp_path)])
-    assert code == 2 and "--backend venv only" in capsys.readouterr().err
+    assert code == 2 and "venv engine only" in capsys.readouterr().err
 
 
 def test_a_pasted_command_keeps_the_lane(tmp_path) -> None:
@@ -309,3 +309,20 @@ def test_check_names_the_evidence_level_of_a_contradiction(tmp_path, capsys) -> 
     out, err = capsys.readouterr()
     assert code == 4 and "1 cell(s) decided with TensorRT stood in" in out
     assert f"contradicts its expectation: {cell} [◇ {STANDIN_BAD}]" in err
+
+
+def test_the_matrix_lane_applies_where_venv_makes_stacks_and_not_to_a_docker_only_run(tmp_path):
+    """The shipped matrix asks for the lane (defaults.standins) with `docker|venv`: a run with
+    that chain keeps it; `--backend docker` alone (an NGC bisect, say) builds real TensorRT and
+    is not refused for the matrix's wish; `--standin` given with docker alone still is."""
+    from repromatrix.config import load_matrix
+    from repromatrix.errors import UsageError
+    from repromatrix.options import run_options
+
+    matrix = load_matrix()
+    assert matrix.settings.standins == ("tensorrt",)
+    results = str(tmp_path / "r")
+    assert run_options(matrix, {"results": results}).standins == ("tensorrt",)
+    assert run_options(matrix, {"results": results, "backend": "docker"}).standins == ()
+    with pytest.raises(UsageError, match="venv engine only"):
+        run_options(matrix, {"results": results, "backend": "docker", "standin": ["tensorrt"]})

@@ -30,8 +30,8 @@ from repromatrix.options import RunOptions, reproduce_args
 from repromatrix.paths import repros_dir
 from repromatrix.report_feed import shown
 from repromatrix.report_load import reduce_records
-from repromatrix.store import Span
 from repromatrix.result import SCHEMA_VERSION, STANDIN_BAD, STANDIN_GOOD, Result
+from repromatrix.store import Span
 
 REPROS = repros_dir()
 sys.path.insert(0, str(REPROS))

@@ -56,6 +56,14 @@ def test_nox_matrix_on_a_machine_without_gpu_gives_a_page_with_standin_verdicts(
     repo = checkout_copy(tmp_path / "repromatrix")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["XDG_CACHE_HOME"] = str(tmp_path / "cache")  # no environment exists yet
+    try:
+        check_main_command(repo, env)
+    finally:  # the environment takes ~6 GB: leave nothing behind in the temporary folder
+        shutil.rmtree(tmp_path / "cache", ignore_errors=True)
+        shutil.rmtree(repo / ".nox", ignore_errors=True)
+
+
+def check_main_command(repo: Path, env: dict[str, str]) -> None:
     proc = subprocess.run(main_command(), cwd=repo, env=env, capture_output=True, text=True,
                           timeout=3000)
     out = proc.stdout + proc.stderr

@@ -93,6 +93,7 @@ class EnvDisk:
         self._budget = budget_gb * GB if budget_gb is not None else None
         self._held: dict[str, IO[str]] = {}
         self._reclaimable: float | None = None  # usage seen by the first check_fits of a run
+        self._said_need = 0.0
 
     @property
     def budget(self) -> float:
@@ -182,6 +183,11 @@ class EnvDisk:
             self._reclaimable = usage_bytes(self.root) if self.root.is_dir() else 0
         reclaim = self._reclaimable
         free = free_bytes(self.root)
+        if need > self._said_need:  # said up front, once per run (preflight may ask per stack)
+            self._said_need = need
+            self.log(f"{len(to_build)} environment(s) to build under {self.root}: ~{need / GB:.1f} "
+                     f"GB to download and store by the documented per-stack estimates "
+                     f"(--env-budget {self.budget / GB:g} GB, {free / GB:.1f} GB free)")
         if largest > self.budget:
             self.log(f"warning: one environment (~{largest / GB:.1f} GB) is larger than --env-budget "
                      f"{self.budget / GB:g} GB: the budget is exceeded while it exists")

@@ -22,8 +22,11 @@ UNDECIDED = frozenset({Status.SKIP.value, Status.BROKEN.value, Status.TIMEOUT.va
 
 # (what was lacking, how a record says so), first match wins
 NEEDS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("an engine that can make the stack (docker with registry access for NGC images)",
-     re.compile(r"^cannot be made here")),
+    ("docker with access to NVIDIA's registry (NGC images)",
+     re.compile(r"^cannot be made here.*nvcr\.io")),
+    ("the PyTorch wheel index (or a mirror) for their CUDA pin",
+     re.compile(r"^cannot be made here.*download\.pytorch\.org")),
+    ("an engine that can make the stack here", re.compile(r"^cannot be made here")),
     ("more CUDA GPUs", re.compile(r"needs CUDA devices")),
     ("real TensorRT", re.compile(r"needs real TensorRT|tensorrt is (not installed|installed but)",
                                  re.IGNORECASE)),
@@ -55,9 +58,10 @@ class Outlook:
         gpu = sum(len(self.lacking.get(n, ())) for n in ("a CUDA GPU", "more CUDA GPUs",
                                                           "real TensorRT"))
         if gpu:
+            made = sum(len(self.lacking.get(need, ())) for need, _ in NEEDS[:3])
             out.append(f"  a GPU machine with TensorRT (and docker with registry access for the "
-                       f"NGC stacks) would decide up to {gpu + len(self.lacking.get(NEEDS[0][0], ()))} "
-                       f"more; see each cell on the page for its reason")
+                       f"NGC stacks) would decide up to {gpu + made} more; see each cell on the "
+                       f"page for its reason")
         return out
 
 

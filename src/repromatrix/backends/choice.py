@@ -123,7 +123,7 @@ class Engines:
                 same = compat.pypi_same_build(stack.torch or "", stack.index or "")
                 if same:
                     pypi = replace(stack, index=compat.PYPI_INDEX)
-                    ok, why_pypi = self._try(name, pypi)
+                    ok, _ = self._try(name, pypi)
                     if ok is not None:
                         return Choice(ok, self.engine(name), _said(
                             name, why_not, f"{stack.index} unreachable: {first_line(why)}; "

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import docker.errors
 import pytest
 from docker_fixtures import *  # noqa: F403 - fixtures: docker_client, docker_settings, ...
 from docker_fixtures import PUBLIC_BASE
@@ -250,10 +251,13 @@ def test_ctrl_c_removes_the_container(first_run: dict[str, Any], docker_client: 
     before = managed_run_ids(docker_client)
 
     def press_ctrl_c() -> None:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
-            running = [c for c in docker_client.containers.list(
-                filters={"label": "repromatrix.managed=1"}) if c.labels.get(LABEL_RUN) not in before]
+            try:  # listing inspects each container: one removed meanwhile raises NotFound
+                running = [c for c in docker_client.containers.list(
+                    filters={"label": "repromatrix.managed=1"}) if c.labels.get(LABEL_RUN) not in before]
+            except docker.errors.APIError:
+                running = []
             if running:
                 interrupted.set()
                 _thread.interrupt_main()

@@ -32,7 +32,6 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from . import lock
 from .result import Result
@@ -40,12 +39,14 @@ from .store import (
     Conflict,
     Settler,
     Skipped,
+    canonical_record,
     entry,
     flaky_counts,
     iter_result_files,
     latest_attempts,
     latest_by_cell,
     previous_by_cell,
+    record,
     scan,
 )
 from .store_index import StoreIndex
@@ -187,13 +188,13 @@ def load_records(paths: Iterable[Path | str]) -> Loaded:
     files, skipped = iter_result_files(paths)
     out = Loaded(skipped=list(skipped))
     parsed: dict[str, Result] = {}
-    settler = Settler(lambda e: _canonical(parsed[e.source]))
+    settler = Settler(lambda e: canonical_record(parsed[e.source]))
     for path in files:
         name = str(path)
         try:
             with path.open("rb") as fh:
                 for number, _, raw, data in scan(fh, name):
-                    rec = data if isinstance(data, Skipped) else _result(data, name, number)
+                    rec = data if isinstance(data, Skipped) else record(data, name, number)
                     if isinstance(rec, Skipped):
                         out.skipped.append(rec)
                         continue
@@ -207,13 +208,3 @@ def load_records(paths: Iterable[Path | str]) -> Loaded:
     out.records = [parsed[e.source] for e in kept]
     return out
 
-
-def _result(data: dict[str, Any], name: str, number: int) -> Result | Skipped:
-    try:
-        return Result.from_dict(data)
-    except (ValueError, TypeError) as exc:
-        return Skipped(name, number, str(exc))
-
-
-def _canonical(result: Result) -> str:
-    return json.dumps(result.to_dict(), sort_keys=True, default=str)

@@ -154,8 +154,11 @@ def parse_upgraded(raw: bytes, name: str, number: int) -> tuple[dict[str, Any], 
 def parse_line(raw: bytes, name: str, number: int) -> Result | Skipped:
     """One JSONL line as a Result, or the Skipped that says why it is not one."""
     data = parse(raw, name, number)
-    if isinstance(data, Skipped):
-        return data
+    return data if isinstance(data, Skipped) else record(data, name, number)
+
+
+def record(data: dict[str, Any], name: str, number: int) -> Result | Skipped:
+    """Parsed record data (``parse``) as a Result, or the Skipped that says why it is not one."""
     try:
         return Result.from_dict(data)
     except (ValueError, TypeError) as exc:
@@ -235,9 +238,14 @@ def line_at(source: str) -> bytes:
 def canonical(raw: bytes) -> str:
     """A record line in one canonical form: two writers' spellings of one record compare equal."""
     try:
-        return json.dumps(Result.from_dict(loads(raw)).to_dict(), sort_keys=True, default=str)
+        return canonical_record(Result.from_dict(loads(raw)))
     except (ValueError, TypeError):
         return raw.decode("utf-8", "replace")
+
+
+def canonical_record(result: Result) -> str:
+    """A Result in the canonical form ``canonical`` compares."""
+    return json.dumps(result.to_dict(), sort_keys=True, default=str)
 
 
 # -- one order ------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from typing import Any
 from .errors import UsageError
 from .result import Result
 from .results import ResultStore, locked
-from .store import Skipped, canonical, iter_result_files, scan, walk_jsonl
+from .store import Skipped, canonical_record, iter_result_files, record, scan, walk_jsonl
 from .textsafe import printable
 
 
@@ -76,14 +76,12 @@ def read_records(path: Path) -> tuple[list[tuple[Result, str]], list[Skipped]]:
     good: list[tuple[Result, str]] = []
     bad: list[Skipped] = []
     with path.open("rb") as fh:
-        for number, _, raw, data in scan(fh, str(path)):
-            if isinstance(data, Skipped):
-                bad.append(data)
-                continue
-            try:
-                good.append((Result.from_dict(data), canonical(raw)))
-            except (ValueError, TypeError) as exc:
-                bad.append(Skipped(str(path), number, str(exc)))
+        for number, _, _, data in scan(fh, str(path)):
+            rec = data if isinstance(data, Skipped) else record(data, str(path), number)
+            if isinstance(rec, Skipped):
+                bad.append(rec)
+            else:
+                good.append((rec, canonical_record(rec)))
     return good, bad
 
 

@@ -25,7 +25,7 @@ def _stack_ids() -> list[str]:
     """Stack ids from matrix.yaml, read with the harness when it is importable."""
     sys.path.insert(0, str(ROOT / "src"))
     try:
-        from repromatrix.config import load_matrix
+        from repromatrix.config.matrix import load_matrix
 
         return [s.id for s in load_matrix(ROOT / "matrix.yaml").stacks]
     except Exception as exc:  # nox -l must still work with a broken matrix.yaml

@@ -20,12 +20,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from repromatrix.backends.docker_daemon import connect
-from repromatrix.catalog import load_catalog
-from repromatrix.config import Matrix
+from repromatrix.backends.docker.daemon import connect
+from repromatrix.config.catalog import load_catalog
+from repromatrix.config.matrix import Matrix
+from repromatrix.config.options import RunOptions
 from repromatrix.model import Plan, Settings, Stack, StackGroup
-from repromatrix.options import RunOptions
-from repromatrix.run import prepare_plan, run_plan
+from repromatrix.run.cells import prepare_plan, run_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 STACK = Stack(id="pip-bench-torch2.13.0-cpu", kind="pip", python="3.11", torch="2.13.0",

@@ -34,7 +34,7 @@ CHILD = """
 import resource, sys, time
 sys.path.insert(0, {src!r})
 from pathlib import Path
-from repromatrix.report import render_site
+from repromatrix.report.render import render_site
 t0, c0 = time.perf_counter(), time.process_time()
 summary = render_site([Path({store!r})], Path({out!r}))
 took, cpu = time.perf_counter() - t0, time.process_time() - c0

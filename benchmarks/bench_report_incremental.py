@@ -30,13 +30,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import ROOT, env_with, load_average, measure, spread  # noqa: E402
 from bench_report import write_store  # noqa: E402
 
-RENDER = ("import sys; from pathlib import Path; from repromatrix.report import render_site; "
+RENDER = ("import sys; from pathlib import Path; from repromatrix.report.render import render_site; "
           "s = render_site([Path(sys.argv[1])], Path(sys.argv[2])); print(s.records, s.cells, "
           "len(getattr(s, 'rewritten', ())))")
-APPEND = ("import json, sys; from repromatrix.result import Result; "
-          "from repromatrix.results import ResultStore; "
+APPEND = ("import json, sys; from repromatrix.store.record import Result; "
+          "from repromatrix.store.results import ResultStore; "
           "ResultStore(sys.argv[1]).append(Result.from_dict(json.loads(sys.argv[2])))")
-INDEX = ("import sys; from repromatrix.store_index import StoreIndex; "
+INDEX = ("import sys; from repromatrix.store.index import StoreIndex; "
          "StoreIndex.open(sys.argv[1]).close()")
 
 

@@ -40,7 +40,7 @@ def parse() -> argparse.Namespace:
 
 
 def local_matrix(dest: Path, pythons: dict[str, str]) -> Path:
-    from repromatrix.config import load_matrix
+    from repromatrix.config.matrix import load_matrix
 
     example = ROOT / "examples" / "cpu-only.yaml"
     doc = yaml.safe_load(example.read_text())

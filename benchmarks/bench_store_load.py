@@ -38,9 +38,9 @@ GOALS = {10_000: 1.0, 100_000: 5.0}
 
 def child(mode: str, root: Path) -> None:
     """Load ``root`` one way; print seconds and how many latest/previous records were found."""
-    from repromatrix.report_load import reduce_records
-    from repromatrix.results import latest_by_cell, load_records, previous_by_cell
-    from repromatrix.store_index import INDEX_NAME, StoreIndex
+    from repromatrix.report.load import reduce_records
+    from repromatrix.store.index import INDEX_NAME, StoreIndex
+    from repromatrix.store.results import latest_by_cell, load_records, previous_by_cell
 
     if mode == "index, cold":
         for suffix in ("", "-wal", "-shm"):
@@ -68,7 +68,7 @@ def bench_shape(work: Path, cells: int, runs: int, repeat: int) -> bool:
     root = work / f"store-{cells}x{runs}"
     n = fill(root, cells, runs)
     print(f"\n{n} records as {runs} run(s) of {cells} cells ({size_of(root) / 1e6:.0f} MB of JSONL)")
-    base = measure([sys.executable, "-c", "import repromatrix.store_index, repromatrix.results"],
+    base = measure([sys.executable, "-c", "import repromatrix.store.index, repromatrix.store.results"],
                    env_with(ROOT / "src"))
     print(f"  (a process that only imports them: peak RSS {base.peak_rss_mb:.0f} MB)")
     measure([sys.executable, __file__, "--child", "index", str(root)], env_with(ROOT / "src"))

@@ -24,7 +24,7 @@ INTERPRETERS = {"2.14.1": "REPROMATRIX_TEST_PY_T214", "2.13.0": "REPROMATRIX_TES
 
 def local_cpu_matrix(dest: Path) -> Path:
     """Write the CPU example with each stack as a local stack on the matching interpreter."""
-    from repromatrix.config import load_matrix
+    from repromatrix.config.matrix import load_matrix
 
     example = load_matrix(CPU_EXAMPLE)
     doc = yaml.safe_load(CPU_EXAMPLE.read_text())
@@ -61,6 +61,6 @@ def cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
 
 def cells_and_statuses(*results: Path) -> dict[str, str]:
     """The latest status of every cell in the given stores, merged."""
-    from repromatrix.results import latest_by_cell, load_records
+    from repromatrix.store.results import latest_by_cell, load_records
 
     return {cid: r.status for cid, r in latest_by_cell(load_records(results).records).items()}

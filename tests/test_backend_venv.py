@@ -11,11 +11,11 @@ import pytest
 
 from repromatrix.backends import EngineContext
 from repromatrix.backends.venv import VenvEngine, _reachable, install_spec
+from repromatrix.config.options import RunOptions
 from repromatrix.errors import UsageError
 from repromatrix.model import Plan, Settings, Stack, StackGroup
-from repromatrix.options import RunOptions
 from repromatrix.paths import repros_dir
-from repromatrix.run import run_plan
+from repromatrix.run.cells import run_plan
 
 STACK = Stack(id="pip-torch2.14.1-pypi-py3.11", kind="pip", python="3.11", torch="2.14.1",
               index="pypi")
@@ -64,7 +64,7 @@ def test_a_failed_install_gives_broken_results_with_the_log(tmp_path, monkeypatc
     assert "repromatrix-no-such-pkg" in prepared.log_tail
     assert not list((tmp_path / "venvs").glob("*/repromatrix-venv.json")), "no half-built env is kept"
 
-    from repromatrix.config import load_matrix
+    from repromatrix.config.matrix import load_matrix
 
     matrix = load_matrix()
     matrix = type(matrix)(matrix.path, Settings(find_links=(str(wheels),)), matrix.stacks,

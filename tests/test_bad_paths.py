@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from test_hostile_input import repromatrix
 
-from repromatrix.config import load_matrix
-from repromatrix.images import requirements
+from repromatrix.backends.images import requirements
+from repromatrix.config.matrix import load_matrix
 
 META = 'META = {{"id": "{id}", "title": "{id} bug"}}\n'
 MATRIX = "stacks: [{kind: pip, torch: '2.14.1', torch_tensorrt: none, index: pypi, tags: [default]}]\n"

@@ -27,7 +27,7 @@ from repromatrix.bisect.search import Verdict
 from repromatrix.cli import build_parser, cmd_bisect, main
 from repromatrix.errors import InfraError, UsageError
 from repromatrix.model import Stack
-from repromatrix.result import EngineFacts, Result
+from repromatrix.store.record import EngineFacts, Result
 
 REPRO = "onnx_export_device"
 STAGE = "fake_export_conv_mixed"
@@ -195,7 +195,7 @@ def scripted(monkeypatch):
 def regression_from(first_bad: str) -> dict[str, str]:
     from packaging.version import Version
 
-    from repromatrix.compat import load_table
+    from repromatrix.config.compat import load_table
 
     return {v: ("fail" if Version(v) >= Version(first_bad) else "pass")
             for v in load_table().torch_versions()}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from repromatrix import compat
-from repromatrix.compat import CompatError, resolve_pip
+from repromatrix.config import compat
+from repromatrix.config.compat import CompatError, resolve_pip
 
 
 def test_shorthand_resolves_to_newest_patch_and_derives_pins():
@@ -86,7 +86,7 @@ def test_torch_2_15_gets_torchvision_by_its_requirement_with_a_confidence():
 
 
 def test_a_bad_confidence_mark_names_the_row():
-    from repromatrix.compat import parse_table
+    from repromatrix.config.compat import parse_table
     from repromatrix.errors import ConfigError
 
     raw = {"torch": {"2.15.0": {"torchvision": ["0.29.2"], "python": ">=3.11", "pypi_cuda": "13.2",

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from scale_fixtures import ROOT, cli_env
 
-from repromatrix import pypi
-from repromatrix.compat import parse_table
-from repromatrix.compat_facts import floors, gather, parse_requires
-from repromatrix.compat_update import missing_stacks, propose, torchvision_pairing
-from repromatrix.yamlfile import load_yaml, read_yaml
+from repromatrix.config.compat import parse_table
+from repromatrix.config.yamlfile import load_yaml, read_yaml
+from repromatrix.releases import pypi
+from repromatrix.releases.facts import floors, gather, parse_requires
+from repromatrix.releases.update import missing_stacks, propose, torchvision_pairing
 
 RECORDED = ROOT / "tests" / "data" / "pypi"
 TABLE = ROOT / "src" / "repromatrix" / "data" / "compat.yaml"
@@ -129,7 +129,7 @@ def test_stanza_for_a_torch_minor_without_a_stack(tmp_path):
     at = lines.index('  - {kind: pip, torch: "2.15"}\n')
     assert 'torch: "2.14"' in lines[at - 1]  # after the newest minor's stack
     compat("--check", "--from", RECORDED, "--table", table, "--matrix", matrix, check=True)
-    from repromatrix.config import load_matrix
+    from repromatrix.config.matrix import load_matrix
 
     stacks = {s.torch for s in load_matrix(matrix).stacks if s.kind == "pip"}
     assert "2.15.0" in stacks                # the new stack resolves against the table

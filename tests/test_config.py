@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from repromatrix import paths
-from repromatrix.config import load_matrix, with_overrides
+from repromatrix.config.matrix import load_matrix, with_overrides
 from repromatrix.errors import ConfigError
 
 META = 'META = {{"id": "{id}", "title": "{id} bug", "upstream": [], "expect": []}}\n'
@@ -157,7 +157,7 @@ def test_ids_tell_apart_stacks_that_differ_only_in_torchvision_or_packages(tmp_p
 
 
 def test_check_plain_is_exported_for_command_line_and_environment_values():
-    from repromatrix.config import check_plain
+    from repromatrix.config.matrix import check_plain
 
     assert check_plain("mirror/py:3.11", "--base-image") == "mirror/py:3.11"
     with pytest.raises(ConfigError) as info:

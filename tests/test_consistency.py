@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from repromatrix import paths
-from repromatrix.catalog import load_catalog
 from repromatrix.cli import build_parser
-from repromatrix.config import load_matrix
+from repromatrix.config.catalog import load_catalog
+from repromatrix.config.matrix import load_matrix
 
 ROOT = paths.PROJECT_ROOT
 CATALOG = load_catalog(paths.repros_dir())
@@ -133,7 +133,7 @@ def test_architecture_names_every_record_field_and_engine():
     import dataclasses
 
     from repromatrix.backends import ENGINES
-    from repromatrix.result import Result
+    from repromatrix.store.record import Result
 
     text = (ROOT / "ARCHITECTURE.md").read_text()
     for f in dataclasses.fields(Result):

@@ -24,16 +24,16 @@ import pytest
 from docker_fixtures import *  # noqa: F403 - fixtures: docker_client, docker_settings, ...
 from docker_fixtures import PUBLIC_BASE
 
-from repromatrix.backends.docker_build import LABEL_CA
-from repromatrix.backends.docker_daemon import LABEL_RUN, check_base_images, cleanup, connect
-from repromatrix.catalog import load_catalog
-from repromatrix.config import Matrix
+from repromatrix.backends.docker.build import LABEL_CA
+from repromatrix.backends.docker.daemon import LABEL_RUN, check_base_images, cleanup, connect
+from repromatrix.backends.images import image_spec
+from repromatrix.config.catalog import load_catalog
+from repromatrix.config.matrix import Matrix
+from repromatrix.config.options import RunOptions
 from repromatrix.errors import BaseImageMissing, DockerUnavailable
-from repromatrix.images import image_spec
 from repromatrix.model import Plan, Settings, Stack, StackGroup, Status
-from repromatrix.options import RunOptions
-from repromatrix.result import Result
-from repromatrix.run import RunSummary, prepare_plan, run_plan
+from repromatrix.run.cells import RunSummary, prepare_plan, run_plan
+from repromatrix.store.record import Result
 
 ROOT = Path(__file__).resolve().parents[1]
 STATUSES = {s.value for s in Status}
@@ -358,11 +358,11 @@ CHILD = """
 import json, sys
 sys.path.insert(0, {src!r})
 from pathlib import Path
-from repromatrix.catalog import load_catalog
-from repromatrix.config import Matrix
+from repromatrix.config.catalog import load_catalog
+from repromatrix.config.matrix import Matrix
 from repromatrix.model import Plan, Settings, Stack, StackGroup
-from repromatrix.options import RunOptions
-from repromatrix.run import prepare_plan, run_plan
+from repromatrix.config.options import RunOptions
+from repromatrix.run.cells import prepare_plan, run_plan
 settings = Settings(**json.loads({settings!r}))
 stack = Stack(**json.loads({stack!r}))
 repros = Path({repros!r})

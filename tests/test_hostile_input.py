@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from repromatrix import yamlfile
+from repromatrix.config import yamlfile
 
 MEMORY_CAP = 1 << 30  # a run that needs more than 1 GiB to refuse a config is a bug
 META = 'META = {{"id": "{id}", "title": "{id} bug"}}\n'

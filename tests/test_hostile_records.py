@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from repromatrix.result import RECORD_LIMIT
+from repromatrix.store.record import RECORD_LIMIT
 
 FIXTURES = Path(__file__).parent / "data" / "hostile"
 PY = os.environ.get("REPROMATRIX_TEST_PY_T213") or os.environ.get("REPROMATRIX_TEST_PY_T214")
@@ -80,8 +80,8 @@ def test_nothing_raw_reaches_a_non_tty_stdout(hostile_run):
 def test_the_store_keeps_a_record_that_was_not_escaped(tmp_path):
     """A Result made elsewhere than make_result (a migration, a test) with a lone surrogate
     is still written, as a JSON escape, and reads back."""
-    from repromatrix.result import Result
-    from repromatrix.results import ResultStore, load_records
+    from repromatrix.store.record import Result
+    from repromatrix.store.results import ResultStore, load_records
 
     rec = Result(run_id="r1", cell="s--x", stack={"id": "s"}, repro="x", status="error",
                  message=os.fsdecode(b"/x/image-\xff.png"), host="h")
@@ -96,11 +96,11 @@ def test_a_cell_counts_as_recorded_only_once_its_record_is_written(tmp_path):
     so, instead of being lost while the next cell takes a false reason."""
     if not PY or not Path(PY).exists():
         pytest.skip("no torch interpreter: set REPROMATRIX_TEST_PY_T213 or _T214")
-    from repromatrix.config import load_matrix
-    from repromatrix.options import RunOptions
+    from repromatrix.config.matrix import load_matrix
+    from repromatrix.config.options import RunOptions
     from repromatrix.plan import make_plan
-    from repromatrix.run import _stack_work, engines_for
-    from repromatrix.schedule import Scheduler
+    from repromatrix.run.cells import _stack_work, engines_for
+    from repromatrix.run.schedule import Scheduler
 
     shutil.copytree(FIXTURES, tmp_path / "repros")
     (tmp_path / "matrix.yaml").write_text(

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from repromatrix.errors import ConfigError
-from repromatrix.images import (
+from repromatrix.backends.images import (
     build_context,
     image_spec,
     image_tag,
@@ -21,6 +20,7 @@ from repromatrix.images import (
     resolve_base_image,
     split_image,
 )
+from repromatrix.errors import ConfigError
 from repromatrix.model import Settings, Stack
 
 PIP = Stack(id="pip-py3.11-t2.5.1-tv0.20.1-ttrt2.5.0-cu124", kind="pip", python="3.11",
@@ -127,7 +127,7 @@ def test_extra_packages_merge_and_the_stack_pin_wins() -> None:
 
 
 def test_every_stack_of_the_project_matrix_renders() -> None:
-    from repromatrix.config import load_matrix
+    from repromatrix.config.matrix import load_matrix
 
     matrix = load_matrix()
     built = [s for s in matrix.stacks if s.kind != "local"]

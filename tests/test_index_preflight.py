@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from docker_fixtures import *  # noqa: F403 - fixtures: docker_client, local_base_image
 
-from repromatrix.indexes import IndexUnreachable, check_indexes, stack_indexes
+from repromatrix.backends.indexes import IndexUnreachable, check_indexes, stack_indexes
 from repromatrix.model import Settings, Stack
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,7 +56,7 @@ def test_venv_checks_uvs_own_default_index_instead_of_pypi(tmp_path: Path, monke
     """A machine whose uv installs from a mirror (UV_DEFAULT_INDEX) is judged by that mirror."""
     from repromatrix.backends import EngineContext
     from repromatrix.backends.venv import VenvEngine
-    from repromatrix.options import RunOptions
+    from repromatrix.config.options import RunOptions
     from repromatrix.paths import repros_dir
 
     if not shutil.which("uv"):

@@ -16,8 +16,8 @@ import pytest
 from docker_fixtures import *  # noqa: F403 - fixtures: docker_client, local_base_image, ...
 from docker_fixtures import PUBLIC_BASE
 
-from repromatrix.diagnose import diagnose, explain
-from repromatrix.options import host_ca_bundle, load_matrix_with
+from repromatrix.backends.diagnose import diagnose, explain
+from repromatrix.config.options import host_ca_bundle, load_matrix_with
 
 ROOT = Path(__file__).resolve().parents[1]
 

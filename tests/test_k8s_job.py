@@ -7,7 +7,7 @@ import subprocess
 import yaml
 from scale_fixtures import ROOT
 
-from repromatrix.shard import parse_shard
+from repromatrix.distribute.shard import parse_shard
 
 JOB = ROOT / "deploy" / "k8s" / "job.yaml"
 

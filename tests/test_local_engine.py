@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from repromatrix.config import load_matrix
+from repromatrix.backends.interpreter import env_probe
+from repromatrix.config.matrix import load_matrix
+from repromatrix.config.options import RunOptions
 from repromatrix.errors import UsageError
 from repromatrix.model import Plan, Stack, StackGroup
-from repromatrix.options import RunOptions
 from repromatrix.plan import make_plan
-from repromatrix.probe import env_probe
-from repromatrix.result import SCHEMA_VERSION, CellRun, EngineFacts, Result, make_result
-from repromatrix.results import load_records
-from repromatrix.run import fold_local, run_plan
+from repromatrix.run.cells import fold_local, run_plan
+from repromatrix.store.record import SCHEMA_VERSION, CellRun, EngineFacts, Result, make_result
+from repromatrix.store.results import load_records
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "data" / "repros"
@@ -170,8 +170,8 @@ def test_env_probe_of_a_torch_interpreter():
 def test_repeat_records_every_attempt_and_finds_the_flaky_cell(tmp_path, monkeypatch):
     from repromatrix.bisect.command import classify
     from repromatrix.bisect.search import Verdict
-    from repromatrix.results import flaky_counts, latest_attempts
-    from repromatrix.run import flaky_cells
+    from repromatrix.run.cells import flaky_cells
+    from repromatrix.store.results import flaky_counts, latest_attempts
 
     monkeypatch.setenv("FX_FLAKY_COUNTER", str(tmp_path / "counter"))
     matrix = user_project(tmp_path, torch_python(), ("fx_checked", "fx_flaky"))
@@ -187,7 +187,7 @@ def test_repeat_records_every_attempt_and_finds_the_flaky_cell(tmp_path, monkeyp
     assert flaky_counts(r.status for r in attempts["here--fx_checked"]) is None
     assert classify("flaky", ("fail",), False) is Verdict.SKIP
 
-    from repromatrix.report import render_site
+    from repromatrix.report.render import render_site
 
     render_site([tmp_path / "results"], tmp_path / "site")
     html = (tmp_path / "site" / "index.html").read_text()

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from repromatrix.outlook import outlook
-from repromatrix.result import CellRun, EngineFacts, make_result, unavailable_results
+from repromatrix.run.outlook import outlook
+from repromatrix.store.record import CellRun, EngineFacts, make_result, unavailable_results
 
 
 def cell(stack: str, repro: str = "r") -> CellRun:

@@ -19,13 +19,13 @@ import pytest
 from repromatrix import paths
 from repromatrix.bisect.candidates import bug_base, probe_settings
 from repromatrix.cli import main
-from repromatrix.config import load_matrix
+from repromatrix.cli.hints import base_image_hint
+from repromatrix.config.matrix import load_matrix
+from repromatrix.config.options import RunOptions
 from repromatrix.errors import BaseImageMissing, ConfigError
-from repromatrix.hints import base_image_hint
 from repromatrix.model import Plan, Settings, Stack, StackGroup
-from repromatrix.options import RunOptions
-from repromatrix.results import load_records
-from repromatrix.standalone import export
+from repromatrix.scripts.standalone import export
+from repromatrix.store.results import load_records
 
 PY = os.environ.get("REPROMATRIX_TEST_PY_T213") or os.environ.get("REPROMATRIX_TEST_PY_T214")
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -290,7 +290,7 @@ def test_base_image_hint_leaves_out_only_stacks_the_selection_has(tmp_path: Path
 
 
 def test_a_plain_script_is_inlined_as_the_user_wrote_it(tmp_path: Path) -> None:
-    from repromatrix.script import ScriptSpec, read_wrapper, write_wrapper
+    from repromatrix.scripts.plain import ScriptSpec, read_wrapper, write_wrapper
 
     script = tmp_path / "Weird Name.py"
     script.write_text("print('''quotes''' + \"\\\\\")\n")

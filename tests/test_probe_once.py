@@ -18,11 +18,11 @@ import pytest
 from repromatrix import paths
 from repromatrix.backends import EngineContext
 from repromatrix.backends.local import LocalEngine
-from repromatrix.config import load_matrix
+from repromatrix.config.matrix import load_matrix
+from repromatrix.config.options import RunOptions
 from repromatrix.model import Settings, Stack
-from repromatrix.options import RunOptions
 from repromatrix.plan import make_plan
-from repromatrix.run import run_plan
+from repromatrix.run.cells import run_plan
 
 FIXTURES = Path(__file__).parent / "data" / "repros"
 PY = os.environ.get("REPROMATRIX_TEST_PY_T213") or os.environ.get("REPROMATRIX_TEST_PY_T214")

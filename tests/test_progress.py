@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from repromatrix.config import load_matrix
-from repromatrix.options import RunOptions
+from repromatrix.config.matrix import load_matrix
+from repromatrix.config.options import RunOptions
 from repromatrix.plan import make_plan
-from repromatrix.progress import RunProgress, fmt_seconds
-from repromatrix.result import SCHEMA_VERSION, Result
-from repromatrix.run import run_plan
+from repromatrix.run.cells import run_plan
+from repromatrix.run.progress import RunProgress, fmt_seconds
+from repromatrix.store.record import SCHEMA_VERSION, Result
 
 FIXTURES = Path(__file__).parent / "data" / "repros"
 PY = os.environ.get("REPROMATRIX_TEST_PY_T213") or os.environ.get("REPROMATRIX_TEST_PY_T214")

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from docker_fixtures import *  # noqa: F403 - fixtures: docker_client, local_base_image
 
-from repromatrix.config import load_matrix
+from repromatrix.config.matrix import load_matrix
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

@@ -1,6 +1,6 @@
 """The static site from golden result sets (tests/data/results), asserted on HTML structure.
 
-Also the expectation rules (repromatrix.expect) the page uses to flag contradictions.
+Also the expectation rules (repromatrix.report.expect) the page uses to flag contradictions.
 """
 
 from __future__ import annotations
@@ -14,11 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from repromatrix.expect import evaluate, normalize_version
 from repromatrix.model import Repro
-from repromatrix.report import page_name, render_site, report_assets_dir, reproduce_command, script_json
-from repromatrix.result import SCHEMA_VERSION, Result
-from repromatrix.results import ResultStore
+from repromatrix.report.expect import evaluate, normalize_version
+from repromatrix.report.render import (
+    page_name,
+    render_site,
+    report_assets_dir,
+    reproduce_command,
+    script_json,
+)
+from repromatrix.store.record import SCHEMA_VERSION, Result
+from repromatrix.store.results import ResultStore
 
 DATA = Path(__file__).parent / "data" / "results"
 STATUSES = ["pass", "fail", "error", "crash", "timeout", "skip", "broken"]
@@ -508,8 +514,8 @@ NGC_GPU_ID_PASSES = {"23.12", "24.01", "24.02", "24.03", "24.04"}
 
 
 def test_ngc_expectations_follow_the_branches():
-    from repromatrix.catalog import load_catalog
-    from repromatrix.compat import load_table
+    from repromatrix.config.catalog import load_catalog
+    from repromatrix.config.compat import load_table
 
     catalog = load_catalog(Path(__file__).resolve().parents[1] / "repros")
     for tag, row in load_table().ngc.items():
@@ -538,8 +544,8 @@ def test_only_decisive_results_contradict(status, contradicted):
 
 def test_skipped_cell_with_stand_in_evidence_is_marked(tmp_path):
     """A cell skipped for want of a GPU whose CPU stand-in stages ran says so in the matrix."""
-    from repromatrix.report import render_site
-    from repromatrix.results import ResultStore
+    from repromatrix.report.render import render_site
+    from repromatrix.store.results import ResultStore
 
     store = ResultStore(tmp_path / "results")
     base = {"schema_version": 1, "run_id": "r1", "repro": "demo", "status": "skip", "signature": None,
@@ -566,9 +572,9 @@ def test_skipped_cell_with_stand_in_evidence_is_marked(tmp_path):
 
 
 def fresh_site(tmp_path: Path, stacks_yaml: str, checked: dict | None, *sets: str) -> Node:
-    from repromatrix.compat import load_table
-    from repromatrix.config import load_matrix
-    from repromatrix.report_fresh import freshness
+    from repromatrix.config.compat import load_table
+    from repromatrix.config.matrix import load_matrix
+    from repromatrix.report.fresh import freshness
 
     path = tmp_path / "matrix.yaml"
     path.write_text(f"stacks:\n{stacks_yaml}")
@@ -609,8 +615,8 @@ def test_freshness_without_a_checked_record_and_with_every_release_stacked(tmp_p
 
 
 def test_freshness_reads_the_checked_record_compat_update_writes(tmp_path):
-    from repromatrix.compat_update import Proposal, apply
-    from repromatrix.report_fresh import table_checked
+    from repromatrix.releases.update import Proposal, apply
+    from repromatrix.report.fresh import table_checked
 
     table = Path(__file__).resolve().parents[1] / "src" / "repromatrix" / "data" / "compat.yaml"
     text = apply(table.read_text(), Proposal(checked=CHECKED), str(table))
@@ -631,7 +637,7 @@ def test_report_command_shows_freshness_and_no_section_without_it(tmp_path):
     doc = parse(tmp_path / "site" / "index.html")
     from packaging.version import Version
 
-    from repromatrix.config import load_matrix
+    from repromatrix.config.matrix import load_matrix
 
     newest = max((s.torch for s in load_matrix().stacks if s.kind == "pip"), key=Version)
     assert fresh_rows(doc)["torch"][2] == newest  # the newest torch the project's matrix stacks
@@ -641,7 +647,7 @@ def test_report_command_shows_freshness_and_no_section_without_it(tmp_path):
 
 def test_stack_row_states_a_torchvision_pairing_confidence(tmp_path):
     """torch 2.15.0 + torchvision 0.29.2 (paired by tv's requirement) says its confidence."""
-    from repromatrix.results import ResultStore
+    from repromatrix.store.results import ResultStore
 
     store = ResultStore(tmp_path / "results")
     for sid, torch, tv in (("new", "2.15.0", "0.29.2"), ("old", "2.14.1", "0.29.1")):

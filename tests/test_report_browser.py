@@ -14,9 +14,9 @@ from urllib.parse import quote
 import pytest
 
 from repromatrix.model import Repro, Status
-from repromatrix.report import page_name, render_site
-from repromatrix.result import SCHEMA_VERSION, Result
-from repromatrix.results import ResultStore
+from repromatrix.report.render import page_name, render_site
+from repromatrix.store.record import SCHEMA_VERSION, Result
+from repromatrix.store.results import ResultStore
 
 pytestmark = pytest.mark.browser
 

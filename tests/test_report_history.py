@@ -14,12 +14,12 @@ import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
 
-from repromatrix.report import render_site
-from repromatrix.report_answers import axis_answer, stack_scope
-from repromatrix.report_load import reduce_records
-from repromatrix.result import SCHEMA_VERSION, Result
-from repromatrix.results import ResultStore
-from repromatrix.store import Entry, history
+from repromatrix.report.answers import axis_answer, stack_scope
+from repromatrix.report.load import reduce_records
+from repromatrix.report.render import render_site
+from repromatrix.store.reader import Entry, history
+from repromatrix.store.record import SCHEMA_VERSION, Result
+from repromatrix.store.results import ResultStore
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 

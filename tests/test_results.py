@@ -12,13 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from repromatrix.result import SCHEMA_VERSION, Result
-from repromatrix.results import (
-    ResultStore,
-    latest_by_cell,
-    load_records,
-    previous_by_cell,
-)
+from repromatrix.store.record import SCHEMA_VERSION, Result
+from repromatrix.store.results import ResultStore, latest_by_cell, load_records, previous_by_cell
 
 
 def make_record(**over):
@@ -73,8 +68,8 @@ def test_killed_writer_keeps_every_finished_cell(tmp_path):
     script = textwrap.dedent(f"""
         import json, sys, time
         sys.path.insert(0, {str(src)!r})
-        from repromatrix.result import Result
-        from repromatrix.results import ResultStore
+        from repromatrix.store.record import Result
+        from repromatrix.store.results import ResultStore
         record = json.loads(open({str(template)!r}).read())
         store = ResultStore({str(tmp_path / "store")!r})
         for i in range(10000):

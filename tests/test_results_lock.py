@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from repromatrix.errors import ResultsBusy
-from repromatrix.results import LOCK_NAME, ResultStore, locked, prune_work
+from repromatrix.store.results import LOCK_NAME, ResultStore, locked, prune_work
 
 DEADLINE_S = 60.0
 
 HOLDER = """
 import sys
-from repromatrix.results import locked
+from repromatrix.store.results import locked
 with locked(sys.argv[1], run_id="run-A"):
     print("held", flush=True)
     sys.stdin.readline()  # hold until the test says so
@@ -31,8 +31,8 @@ with locked(sys.argv[1], run_id="run-A"):
 
 WAITER = """
 import sys
-from repromatrix.result import Result
-from repromatrix.results import ResultStore
+from repromatrix.store.record import Result
+from repromatrix.store.results import ResultStore
 store = ResultStore(sys.argv[1])
 with store.lock(wait=True, run_id="run-B"):
     store.append(Result.from_dict({"schema_version": 1, "run_id": "run-B", "host": "h",

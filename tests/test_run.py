@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from repromatrix import paths
-from repromatrix.catalog import source_hashes
-from repromatrix.config import load_matrix
-from repromatrix.options import RunOptions
+from repromatrix.config.catalog import source_hashes
+from repromatrix.config.matrix import load_matrix
+from repromatrix.config.options import RunOptions
 from repromatrix.plan import make_plan
-from repromatrix.results import load_records
-from repromatrix.run import run_plan
+from repromatrix.run.cells import run_plan
+from repromatrix.store.results import load_records
 
 FIXTURES = Path(__file__).parent / "data" / "repros"
 PY = os.environ.get("REPROMATRIX_TEST_PY_T213") or os.environ.get("REPROMATRIX_TEST_PY_T214")

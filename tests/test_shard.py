@@ -11,12 +11,7 @@ from hypothesis import strategies as st
 from test_results import make_record
 
 from repromatrix.cli import main
-from repromatrix.errors import UsageError
-from repromatrix.model import Plan, Stack, StackGroup
-from repromatrix.paths import PROJECT_ROOT
-from repromatrix.result import Result
-from repromatrix.results import ResultStore
-from repromatrix.shard import (
+from repromatrix.distribute.shard import (
     CELL_S,
     SETUP_S,
     ShardSpec,
@@ -27,6 +22,11 @@ from repromatrix.shard import (
     select_shard,
     stack_cost,
 )
+from repromatrix.errors import UsageError
+from repromatrix.model import Plan, Stack, StackGroup
+from repromatrix.paths import PROJECT_ROOT
+from repromatrix.store.record import Result
+from repromatrix.store.results import ResultStore
 
 
 def group(sid: str, kind: str = "pip", n: int = 2) -> StackGroup:

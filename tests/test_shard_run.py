@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from scale_fixtures import cells_and_statuses, cli, local_cpu_matrix
 
-from repromatrix.results import load_records
+from repromatrix.store.results import load_records
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 SHARDS = 3  # the example has two stacks: one shard is empty, and must merge as such

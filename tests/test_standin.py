@@ -23,15 +23,15 @@ from repromatrix.backends import EngineContext
 from repromatrix.backends.venv import VenvEngine, install_spec
 from repromatrix.bisect.command import standin_status
 from repromatrix.cli import main as cli_main
-from repromatrix.config import parse_settings
+from repromatrix.config.matrix import parse_settings
+from repromatrix.config.options import RunOptions, reproduce_args
 from repromatrix.errors import ConfigError
 from repromatrix.model import Settings, Stack
-from repromatrix.options import RunOptions, reproduce_args
 from repromatrix.paths import repros_dir
-from repromatrix.report_feed import shown
-from repromatrix.report_load import reduce_records
-from repromatrix.result import SCHEMA_VERSION, STANDIN_BAD, STANDIN_GOOD, Result
-from repromatrix.store import Span
+from repromatrix.report.feed import shown
+from repromatrix.report.load import reduce_records
+from repromatrix.store.reader import Span
+from repromatrix.store.record import SCHEMA_VERSION, STANDIN_BAD, STANDIN_GOOD, Result
 
 REPROS = repros_dir()
 sys.path.insert(0, str(REPROS))
@@ -218,7 +218,7 @@ def test_the_lane_is_never_silently_ignored(tmp_path, capsys) -> None:
 
 
 def test_a_pasted_command_keeps_the_lane(tmp_path) -> None:
-    from repromatrix.config import load_matrix
+    from repromatrix.config.matrix import load_matrix
 
     matrix = load_matrix(None)
     args = reproduce_args(matrix, RunOptions(results=tmp_path, standins=("tensorrt",)))
@@ -283,7 +283,7 @@ def test_the_feed_says_when_tensorrt_was_stood_in() -> None:
 
 
 def test_the_page_and_feed_mark_a_standin_verdict(tmp_path) -> None:
-    from repromatrix.report import render_site
+    from repromatrix.report.render import render_site
 
     before = record("skip", [], "2026-01-01T00:00:00+00:00", "r0")
     after = record("fail", [STOOD_IN_FAIL], "2026-01-02T00:00:00+00:00", "r1")
@@ -315,9 +315,9 @@ def test_the_matrix_lane_applies_where_venv_makes_stacks_and_not_to_a_docker_onl
     """The shipped matrix asks for the lane (defaults.standins) with `docker|venv`: a run with
     that chain keeps it; `--backend docker` alone (an NGC bisect, say) builds real TensorRT and
     is not refused for the matrix's wish; `--standin` given with docker alone still is."""
-    from repromatrix.config import load_matrix
+    from repromatrix.config.matrix import load_matrix
+    from repromatrix.config.options import run_options
     from repromatrix.errors import UsageError
-    from repromatrix.options import run_options
 
     matrix = load_matrix()
     assert matrix.settings.standins == ("tensorrt",)

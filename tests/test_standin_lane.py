@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from repromatrix.cli import main as cli_main
-from repromatrix.result import REAL, STANDIN, STANDIN_BAD, Result
+from repromatrix.store.record import REAL, STANDIN, STANDIN_BAD, Result
 
 MATRIX = """
 defaults:

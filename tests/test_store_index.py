@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from repromatrix.result import SCHEMA_VERSION, Result
-from repromatrix.results import ResultStore, latest_by_cell, load_records, previous_by_cell
-from repromatrix.store import Settler, Span, history
-from repromatrix.store_index import INDEX_NAME, StaleIndex, StoreIndex, recorded_keys
+from repromatrix.store.index import INDEX_NAME, StaleIndex, StoreIndex, recorded_keys
+from repromatrix.store.reader import Settler, Span, history
+from repromatrix.store.record import SCHEMA_VERSION, Result
+from repromatrix.store.results import ResultStore, latest_by_cell, load_records, previous_by_cell
 
 GOLDEN = Path(__file__).parent / "data" / "results"
 
@@ -246,8 +246,8 @@ def test_a_folder_that_cannot_hold_the_index_gets_a_private_one(tmp_path):
 
 WRITER = """
 import json, sys
-from repromatrix.result import Result
-from repromatrix.results import ResultStore
+from repromatrix.store.record import Result
+from repromatrix.store.results import ResultStore
 store = ResultStore(sys.argv[1])
 for line in open(sys.argv[2]):
     store.append(Result.from_dict(json.loads(line)))

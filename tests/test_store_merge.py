@@ -7,9 +7,9 @@ import sys
 
 from scale_fixtures import ROOT, cli_env
 
-from repromatrix.results import latest_by_cell, load_records
-from repromatrix.store_index import StoreIndex
-from repromatrix.store_merge import merge_stores
+from repromatrix.store.index import StoreIndex
+from repromatrix.store.merge import merge_stores
+from repromatrix.store.results import latest_by_cell, load_records
 
 RESULTS = ROOT / "tests" / "data" / "results"
 

@@ -22,8 +22,8 @@ from test_bisect_cli import _pypi_reachable
 from repromatrix.backends import EngineContext
 from repromatrix.backends.venv import VenvEngine
 from repromatrix.backends.venv_disk import ESTIMATE_GB, GB, estimate_bytes, usage_bytes
+from repromatrix.config.options import RunOptions, host_ca_bundle
 from repromatrix.model import Settings, Stack
-from repromatrix.options import RunOptions, host_ca_bundle
 from repromatrix.paths import repros_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -168,9 +168,9 @@ def test_a_run_that_cannot_fit_is_refused_before_it_builds(tmp_path: Path) -> No
 
 
 def test_env_budget_reaches_the_engine_and_a_negative_one_is_refused(tmp_path: Path) -> None:
-    from repromatrix.config import load_matrix
+    from repromatrix.config.matrix import load_matrix
+    from repromatrix.config.options import run_options
     from repromatrix.errors import UsageError
-    from repromatrix.options import run_options
 
     matrix = load_matrix()
     assert run_options(matrix, {"env_budget": 2.5}).env_budget_gb == 2.5

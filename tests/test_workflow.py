@@ -259,7 +259,7 @@ def test_a_second_week_reuses_the_unchanged_cells_it_restored(tmp_path):
     stacks): week 2 starts from week 1's store on the results branch and reruns nothing."""
     from scale_fixtures import local_cpu_matrix
 
-    from repromatrix.config import load_matrix
+    from repromatrix.config.matrix import load_matrix
 
     matrix = local_cpu_matrix(tmp_path / "m")
     stack = load_matrix(matrix).stacks[0].id

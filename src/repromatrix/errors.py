@@ -18,7 +18,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-from .textsafe import bounded
+from repromatrix.textsafe import bounded
 
 MESSAGE_LIMIT = 4000  # an error message never echoes a whole huge value
 KEY_LIMIT = 200

@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .errors import HarnessError, ResultsBusy
-from .textsafe import printable
+from repromatrix.errors import HarnessError, ResultsBusy
+from repromatrix.textsafe import printable
 
 NOTE_RETRIES = 20  # a new holder writes its note right after locking: give it a moment
 NOTE_RETRY_S = 0.05

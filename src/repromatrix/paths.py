@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import envvars
-from .errors import UsageError
+from repromatrix import envvars
+from repromatrix.errors import UsageError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 PROJECT_ROOT = PACKAGE_DIR.parents[1]  # the checkout's root, when this is one

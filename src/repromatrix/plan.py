@@ -14,8 +14,8 @@ import re
 import shlex
 from collections.abc import Callable, Sequence
 
-from .errors import UsageError
-from .model import Cell, Plan, Stack, StackGroup
+from repromatrix.errors import UsageError
+from repromatrix.model import Cell, Plan, Stack, StackGroup
 
 DEFAULT_TAG = "default"
 _TOKEN = re.compile(r"\s*(\(|\)|[^\s()]+)")

@@ -31,42 +31,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import UsageError, did_you_mean
-from ..model import Settings, Stack
-from ..options import RunOptions
-from ..result import EngineFacts
+from repromatrix.config.options import ENGINE_NAMES, RunOptions, parse_backend
+from repromatrix.errors import UsageError, did_you_mean
+from repromatrix.model import Settings, Stack
+from repromatrix.store.record import EngineFacts
 
-ENGINES: dict[str, str] = {
-    "docker": "repromatrix.backends.docker:DockerEngine",
+ENGINES: dict[str, str] = {  # the names are config.options.ENGINE_NAMES
+    "docker": "repromatrix.backends.docker.engine:DockerEngine",
     "venv": "repromatrix.backends.venv:VenvEngine",
     "local": "repromatrix.backends.local:LocalEngine",
 }
-
-
-CHAIN_SEPARATOR = "|"
-
-
-def engine_names() -> tuple[str, ...]:
-    """The `--backend` choices (the CLI reads them from here)."""
-    return tuple(ENGINES)
-
-
-def parse_backend(spec: str, where: str = "--backend") -> tuple[str, ...]:
-    """``docker``, or a fallback chain like ``docker|venv``: each stack gets the first engine
-    of the chain whose preflight passes for it (nox's ``uv|virtualenv``). UsageError names
-    ``where`` and the value when a name is unknown, repeated, or ``local`` is chained."""
-    names = tuple(n.strip() for n in str(spec).split(CHAIN_SEPARATOR))
-    for name in names:
-        if name not in ENGINES:
-            raise UsageError(f"{where} {spec!r}: unknown engine {name!r}"
-                             f"{did_you_mean(name, ENGINES)}; choose from {', '.join(ENGINES)}, "
-                             f"or a fallback chain such as docker|venv")
-    if len(set(names)) != len(names):
-        raise UsageError(f"{where} {spec!r}: an engine appears twice in the chain")
-    if len(names) > 1 and "local" in names:
-        raise UsageError(f"{where} {spec!r}: local folds every stack into one interpreter and "
-                         f"cannot be part of a fallback chain")
-    return names
+assert tuple(ENGINES) == ENGINE_NAMES, "an engine registered here is named in config.options"
+__all__ = ["parse_backend"]  # re-exported: callers choose engines by these names
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from .. import compat
-from ..errors import EngineUnavailable, HarnessError, UsageError
-from ..model import Stack, StackGroup
-from ..textsafe import first_line as _first
-from ..textsafe import listed
+from repromatrix.config import compat
+from repromatrix.errors import EngineUnavailable, HarnessError, UsageError
+from repromatrix.model import Stack, StackGroup
+from repromatrix.textsafe import first_line as _first
+from repromatrix.textsafe import listed
+
 from . import Engine, EngineContext, engine_class, load_engine, parse_backend
 
 UNAVAILABLE_PREFIX = "unavailable:"  # the fingerprint of a stack no engine can make here

@@ -22,10 +22,11 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from ..errors import UsageError
-from ..model import Stack
-from ..probe import resolve_python
+from repromatrix.errors import UsageError
+from repromatrix.model import Stack
+
 from . import EngineContext, Prepared, RunnerJob
+from .interpreter import resolve_python
 from .process import LocalProcess, local_process
 
 SITE_TIMEOUT = 60.0

@@ -18,8 +18,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-from ..result import EngineFacts
-from ..textsafe import printable
+from repromatrix.store.record import EngineFacts
+from repromatrix.textsafe import printable
+
 from . import EngineContext, Prepared, RunnerJob
 
 KILL_GRACE_S = 5.0

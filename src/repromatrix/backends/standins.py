@@ -16,7 +16,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from ..model import Stack
+from repromatrix.model import Stack
 
 ENV = "REPROMATRIX_STANDINS"  # read by repros/_standin.py
 FOLDER = "repromatrix-standins"  # inside the environment

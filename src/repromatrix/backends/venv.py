@@ -37,14 +37,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .. import envvars
-from ..diagnose import explain
-from ..errors import EngineUnavailable, UsageError
-from ..images import index_options, requirements, wheelhouse_listing
-from ..indexes import check_indexes, uv_default_index
-from ..model import Stack
-from ..paths import cache_dir
+from repromatrix import envvars
+from repromatrix.errors import EngineUnavailable, UsageError
+from repromatrix.model import Stack
+from repromatrix.paths import cache_dir
+
 from . import EngineContext, Prepared, RunnerJob, standins
+from .diagnose import explain
+from .images import index_options, requirements, wheelhouse_listing
+from .indexes import check_indexes, uv_default_index
 from .process import LocalProcess, local_process
 from .venv_disk import MARKER, EnvDisk, estimate_bytes
 

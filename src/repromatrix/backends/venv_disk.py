@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
-from ..errors import InfraError
-from ..model import Stack
+from repromatrix.errors import InfraError
+from repromatrix.model import Stack
 
 GB = 1e9
 MARKER = "repromatrix-venv.json"

@@ -16,11 +16,11 @@ from typing import Any
 
 from packaging.version import Version
 
-from .. import compat
-from ..catalog import NOT_PACKAGES, STACK_PINS
-from ..config import parse_stack
-from ..errors import ConfigError, UsageError, did_you_mean
-from ..model import Repro, Settings, Stack
+from repromatrix.config import compat
+from repromatrix.config.catalog import NOT_PACKAGES, STACK_PINS
+from repromatrix.config.matrix import parse_stack
+from repromatrix.errors import ConfigError, UsageError, did_you_mean
+from repromatrix.model import Repro, Settings, Stack
 
 AXES = ("torch", "torch_tensorrt", "ngc")
 PIP_BASE_KEYS = ("torch", "torchvision", "torch_tensorrt", "index", "python", "packages")

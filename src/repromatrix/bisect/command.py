@@ -24,27 +24,20 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .. import paths
-from ..config import Matrix
-from ..errors import InfraError, UsageError, did_you_mean
-from ..model import Plan, StackGroup, Status, cell_id
-from ..options import RunOptions, reproduce_args
-from ..result import Result, shorten
-from ..results import flaky_counts, latest_attempts, load_records
-from ..script import read_wrapper
-from ..standalone import export
-from ..store_index import recorded_latest
-from ..textsafe import printable
+from repromatrix import paths
+from repromatrix.config.matrix import Matrix
+from repromatrix.config.options import RunOptions, reproduce_args
+from repromatrix.errors import InfraError, UsageError, did_you_mean
+from repromatrix.model import Plan, StackGroup, Status, cell_id
+from repromatrix.scripts.plain import read_wrapper
+from repromatrix.scripts.standalone import export
+from repromatrix.store.index import recorded_latest
+from repromatrix.store.record import Result, shorten
+from repromatrix.store.results import flaky_counts, latest_attempts, load_records
+from repromatrix.textsafe import printable
+
 from . import candidates as cands
-from .report import (
-    Probe,
-    Setup,
-    infra_only,
-    json_report,
-    progress_line,
-    text_report,
-    wrong_bounds_message,
-)
+from .report import Probe, Setup, infra_only, json_report, progress_line, text_report, wrong_bounds_message
 from .search import BoundsFailed, Found, Step, Verdict, search
 
 BAD_IF_ALLOWED = (Status.FAIL.value, Status.ERROR.value, Status.CRASH.value, Status.TIMEOUT.value)
@@ -189,7 +182,7 @@ class Bisect:
         return found, old, new
 
     def probe(self, index: int, cand: cands.Candidate) -> Verdict:
-        from ..run import run_plan
+        from repromatrix.run.cells import run_plan
 
         a, stack = self.args, cand.stack
         assert stack is not None

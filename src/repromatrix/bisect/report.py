@@ -16,10 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..compat import load_table
-from ..images import index_options, requirements
-from ..model import Settings, Stack, Status
-from ..result import Result
+from repromatrix.backends.images import index_options, requirements
+from repromatrix.config.compat import load_table
+from repromatrix.model import Settings, Stack, Status
+from repromatrix.store.record import Result
+
 from .candidates import Candidate, probe_settings
 from .search import BoundsFailed, Found, Step, Verdict
 

@@ -1,0 +1,218 @@
+"""The repro catalog: every `repros/<id>.py`, described by its META literal.
+
+The host never imports a repro (it would import torch): META is read with
+`ast.literal_eval`. Source hashes feed the cell cache key, so an edited repro,
+protocol module or runner makes its cells stale.
+
+A file whose name is not a plain id (the name is the repro id: it becomes part
+of cell ids, file names and the runner's comma-separated ``--repros`` list), a
+file that is not UTF-8, or a META of the wrong shape is a ConfigError naming
+the file (exit 2).
+
+A catalog may span several folders (``join_catalogs``): the built-in one and a
+user's (``--repros DIR``, a ``repros/`` beside a user's matrix). A user folder
+contributes its repro scripts and its own ``_*.py`` helpers; its copies of
+``protocol.py``/``runner.py`` (or of a harness helper) are never used.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from repromatrix.errors import ConfigError
+from repromatrix.model import Repro
+from repromatrix.textsafe import brief
+
+from .validate import check_id, read_regular, regular_file
+
+NOT_REPROS = ("protocol.py", "runner.py")
+REPRO_FILES = "a repro folder holds plain .py files"
+# META `requires` entries that name no package to install, and those the stack pins itself
+NOT_PACKAGES = ("cuda", "cuda-build", "gpus", "python", "ngc")
+STACK_PINS = {"torchvision": "torchvision", "torch-tensorrt": "torch_tensorrt",
+              "tensorrt": "torch_tensorrt"}  # TensorRT comes with torch-tensorrt
+META_KEYS = {"id", "title", "upstream", "description", "requires", "expect"}
+
+
+def repro_files(repros_dir: Path) -> list[Path]:
+    """The folder's repro scripts; one that is not a regular file is a ConfigError."""
+    return sorted(plain_file(p) for p in repros_dir.glob("*.py")
+                  if p.name not in NOT_REPROS and not p.name.startswith("_"))
+
+
+def plain_file(path: Path) -> Path:
+    """``path`` if it is (or links to) a regular file; else a ConfigError naming it, decided
+    by ``stat`` alone: a FIFO, a device (``/dev/zero``), a socket or a folder is never opened."""
+    return regular_file(path, REPRO_FILES)
+
+
+def read_plain(path: Path) -> bytes:
+    """The bytes of a regular file of a repro folder (see ``validate.read_regular``)."""
+    return read_regular(path, REPRO_FILES)
+
+
+def load_catalog(repros_dir: Path) -> dict[str, Repro]:
+    """All repros in `repros_dir`, by id; a malformed META is a ConfigError."""
+    return {r.id: r for r in (read_repro(p) for p in repro_files(repros_dir))}
+
+
+def package_name(req: str) -> str:
+    """The normalised project name a requirement starts with (the text itself if none)."""
+    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
+    return re.sub(r"[-_.]+", "-", m.group(1)).lower() if m else req
+
+
+def needed_packages(repros: Iterable[Repro]) -> tuple[str, ...]:
+    """What the repros' META ``requires`` names that pip installs beside the torch family
+    (``onnx``, ``onnxscript``, ...): not ``cuda``/``gpus``/``python``, not the pinned stack."""
+    out = [req.strip() for r in repros for req in r.requires
+           if package_name(req) not in (*NOT_PACKAGES, *STACK_PINS, "torch")]
+    return tuple(dict.fromkeys(out))
+
+
+def join_catalogs(dirs: Sequence[Path]) -> dict[str, Repro]:
+    """The repros of every folder, in folder order; an id found twice is a ConfigError
+    naming both files."""
+    out: dict[str, Repro] = {}
+    for folder in dirs:
+        for rid, repro in load_catalog(folder).items():
+            if rid in out:
+                raise ConfigError(f"repro id {rid!r} is also {out[rid].path}: rename one of them "
+                                  f"(the id is the file name)", file=repro.path, key="META.id")
+            out[rid] = repro
+    return out
+
+
+def read_repro(path: Path) -> Repro:
+    try:
+        check_id(path.stem, "file name")
+    except ConfigError as exc:
+        raise ConfigError(f"{exc.detail}: the file name is the repro id; rename the file",
+                          file=str(path)) from None
+    meta = _read_meta(path)
+    unknown = [k for k in meta if k not in META_KEYS]
+    if unknown:
+        names = sorted(brief(k) if not isinstance(k, str) else k for k in unknown)
+        raise ConfigError(f"unknown META keys {names}", file=str(path), key="META")
+    if meta.get("id", path.stem) != path.stem:
+        raise ConfigError(f"id {brief(meta['id'])} must equal the file name {path.stem!r}",
+                          file=str(path), key="META.id")
+    _check_meta_types(meta, str(path))
+    return Repro(
+        id=path.stem,
+        path=str(path),
+        title=str(meta.get("title", path.stem)),
+        upstream=tuple(meta.get("upstream", ())),
+        expect=tuple(meta.get("expect", ())),
+        requires=tuple(meta.get("requires", ())),
+        description=str(meta.get("description", "")),
+    )
+
+
+_META_TYPES: dict[str, tuple[type, type | None]] = {
+    # key: (container or scalar type, item type)
+    "id": (str, None), "title": (str, None), "description": (str, None),
+    "upstream": ((list, tuple), str), "requires": ((list, tuple), str),
+    "expect": ((list, tuple), dict),
+}
+
+
+def _check_meta_types(meta: dict[Any, Any], file: str) -> None:
+    for key, (kind, item) in _META_TYPES.items():
+        if key not in meta:
+            continue
+        value = meta[key]
+        ok = isinstance(value, kind) and (item is None or all(isinstance(x, item) for x in value))
+        if not ok:
+            want = f"a list of {item.__name__}" if item else f"a {kind.__name__}"
+            raise ConfigError(f"expected {want}, got {brief(value)}", file=file, key=f"META.{key}")
+
+
+def _read_source(path: Path) -> str:
+    try:
+        data = read_plain(path)
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"line {line}: not UTF-8 (byte 0x{data[exc.start]:02x}); "
+                          f"save the file as UTF-8", file=str(path)) from None
+
+
+def _read_meta(path: Path) -> dict:
+    try:
+        tree = ast.parse(_read_source(path), filename=str(path))
+    except SyntaxError as exc:
+        raise ConfigError(f"syntax error on line {exc.lineno}: {exc.msg}", file=str(path)) from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
+        raise ConfigError(f"cannot parse: {type(exc).__name__}: {brief(str(exc))}",
+                          file=str(path)) from None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "META" for t in node.targets):
+            try:
+                value = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError) as exc:
+                why = "an unhashable key" if isinstance(exc, TypeError) else "a non-literal value"
+                raise ConfigError(f"META must be a pure literal dict (it has {why})",
+                                  file=str(path), key="META") from None
+            if not isinstance(value, dict):
+                raise ConfigError("META must be a dict", file=str(path), key="META")
+            return value
+    raise ConfigError("no top-level META = {...} literal", file=str(path))
+
+
+def shared_sources(harness_dir: Path, repros_dir: Path | None = None) -> list[Path]:
+    """What every repro depends on: the harness's protocol, runner and ``_*.py`` helpers,
+    plus the ``_*.py`` helpers of a separate repros folder."""
+    named = [harness_dir / n for n in NOT_REPROS]
+    out = [p for p in named if p.exists()] + sorted(harness_dir.glob("_*.py"))
+    if repros_dir is not None and repros_dir.resolve() != harness_dir.resolve():
+        out += sorted(repros_dir.glob("_*.py"))
+    return out
+
+
+def source_hashes(repros_dir: Path, harness_dir: Path | None = None) -> dict[str, str]:
+    """sha256 of each repro's source plus every shared source (see shared_sources)."""
+    shared = hashlib.sha256()
+    for p in shared_sources(harness_dir or repros_dir, repros_dir):
+        shared.update(p.name.encode() + b"\0" + read_plain(p))
+    out = {}
+    for p in repro_files(repros_dir):
+        h = shared.copy()
+        h.update(read_plain(p))
+        out[p.stem] = h.hexdigest()
+    return out
+
+
+def user_helpers(folder: Path, harness_dir: Path) -> list[Path]:
+    """A user folder's own ``_*.py`` helpers: none of the harness's folder, and never one
+    named like a harness file (the harness's copy wins)."""
+    if folder.resolve() == harness_dir.resolve():
+        return []
+    taken = {p.name for p in shared_sources(harness_dir)}
+    return sorted(plain_file(p) for p in folder.glob("_*.py") if p.name not in taken)
+
+
+def catalog_hashes(repros: Mapping[str, Repro], harness_dir: Path) -> dict[str, str]:
+    """sha256 per repro of a (possibly joined) catalog: the harness's shared sources, the
+    ``_*.py`` helpers of the repro's own folder, and the repro's source."""
+    shared = hashlib.sha256()
+    for p in shared_sources(harness_dir):
+        shared.update(p.name.encode() + b"\0" + read_plain(p))
+    out = {}
+    for rid, repro in repros.items():
+        path = Path(repro.path)
+        h = shared.copy()
+        for helper in user_helpers(path.parent, harness_dir):
+            h.update(helper.name.encode() + b"\0" + read_plain(helper))
+        h.update(read_plain(path))
+        out[rid] = h.hexdigest()
+    return out

@@ -1,0 +1,275 @@
+"""The report's view of the results store: latest record per cell, per-cell history.
+
+Flow: results store -> **report_load** -> report. The report needs the latest
+record of each cell in full (or the summary of it its index keeps), and of every
+other record only its ``store.Entry`` (status, run, time: for "previous run", the
+per-cell timeline and the Atom feed). A folder is read through its index
+(``store_index.entries``: no line parsed); a file given on its own is streamed
+through the store's one reader (``store.parse``). Either way ``store.Settler``
+drops copies and finds conflicts. Only each cell's latest line (or summary) is
+held, and ``Reduced.summaries`` hands them over one at a time, so memory grows
+with cells, not with history.
+
+Every usable record goes to ``results.json`` (``report_raw.RawSink``: whole result
+files copied a chunk at a time), so the published data stays complete.
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from repromatrix.store.index import StaleIndex, StoreIndex, Where
+from repromatrix.store.reader import (
+    Conflict,
+    Entry,
+    Settler,
+    Skipped,
+    Span,
+    TimeKey,
+    digest,
+    entry,
+    history,
+    iter_result_files,
+    loads,
+    parse,
+    parse_upgraded,
+    time_key,
+)
+from repromatrix.store.record import REAL, STANDIN, Result
+
+
+@dataclass
+class _Latest:
+    time: TimeKey
+    raw: bytes
+    where: tuple[StoreIndex, Where] | None = None  # in an index: read back at the end
+    summary: bytes = b""  # the record's summary, when its index keeps one
+    evidence: str = ""  # result.evidence_level: a real verdict outranks a stand-in one
+
+
+def _replaces(e: Entry, current: _Latest | None) -> bool:
+    """Whether ``e`` becomes its cell's shown record: the latest, except that a verdict from
+    real TensorRT is never replaced by one decided with TensorRT stood in, and always
+    replaces one."""
+    if current is None:
+        return True
+    if {e.evidence, current.evidence} == {REAL, STANDIN}:
+        return e.evidence == REAL
+    return time_key(e) > current.time
+
+
+@dataclass
+class Reduced:
+    """What the report reads from the store."""
+
+    latest: dict[str, _Latest] = field(default_factory=dict)   # raw latest line per cell
+    seen: dict[str, list[Entry]] = field(default_factory=dict)  # every kept record per cell
+    skipped: list[Skipped] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    records: int = 0
+    summary_version: str = ""  # whose summaries the indexes were asked for
+    _new: dict[StoreIndex, list[tuple[str, bytes]]] = field(default_factory=dict)
+
+    def previous(self, cell: str) -> str:
+        """The status of the cell's latest record from a run other than its latest run."""
+        latest = self.latest[cell].time[2]
+        older = [e for e in self.seen.get(cell, ()) if e.run_id != latest]
+        return max(older, key=time_key).status if older else ""
+
+    def result(self, cell: str) -> Result:
+        """The latest record of ``cell``, parsed."""
+        return Result.from_dict(loads(self.latest[cell].raw))
+
+    def summaries(self, make: Callable[[Result], dict[str, Any]]
+                  ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every cell's latest record as ``make`` summarises it, one at a time: the summary
+        its index keeps, else made from the parsed record (and kept by ``keep_summaries``)."""
+        for cell, found in self.latest.items():
+            if found.summary:
+                summary = loads(found.summary)
+            else:
+                summary = make(Result.from_dict(loads(found.raw)))
+                if found.where is not None and self.summary_version:
+                    data = json.dumps(summary, separators=(",", ":")).encode("ascii")
+                    self._new.setdefault(found.where[0], []).append(
+                        (f"{found.where[1].digest}:{self.summary_version}", data))
+            found.raw = found.summary = b""
+            yield cell, summary
+
+    def keep_summaries(self) -> None:
+        """Hand the summaries made by ``summaries`` to their indexes (for the next render)."""
+        for index, items in self._new.items():
+            with contextlib.suppress(sqlite3.Error, OSError):  # only a cache: next time, then
+                index.keep_summaries(items, self.summary_version)
+        self._new.clear()
+
+
+class Sink(Protocol):
+    """Where usable records go as they stream past (report_raw.RawSink): a stored line,
+    lines read back later, or a whole file's lines; closed at the end of the load."""
+
+    def add(self, raw: bytes | None, data: dict[str, Any], digest: str) -> None: ...
+
+    def add_lines(self, digests: list[str], read: Callable[[], Iterable[bytes]]) -> None: ...
+
+    def add_block(self, digests: list[str], read: Callable[[], Iterator[bytes]]) -> None: ...
+
+    def close(self, skipped: list[Skipped], conflicts: list[Conflict]) -> None: ...
+
+
+@contextlib.contextmanager
+def reduce_records(paths: Iterable[Path | str], sink: Sink | None = None,
+                   summary_version: str = "") -> Iterator[Reduced]:
+    """Every record under ``paths``: the latest per cell and what history needs (the
+    indexes stay open inside the ``with`` block, for ``Reduced.summaries``).
+
+    A folder is read through its index (``store_index``: the key fields of every record
+    come from SQLite, and only the latest line of each cell is read back from the files,
+    unless the index keeps that record's summary of ``summary_version``); a file given on
+    its own, or one no index covers, is streamed."""
+    files, missing = iter_result_files(paths)
+    out = Reduced(skipped=list(missing), summary_version=summary_version)
+    settler = Settler()
+    with contextlib.ExitStack() as stack:
+        covered: dict[Path, tuple[StoreIndex, str, int]] = {}
+        for p in paths:
+            if Path(p).is_dir():
+                index = stack.enter_context(StoreIndex.open(p))
+                for name, (_, lines) in index.files().items():
+                    covered.setdefault(Path(name).resolve(), (index, name, lines))
+        indexed = _IndexedFiles()
+        for path in files:
+            found = covered.get(path.resolve())
+            if found is None:
+                _read(path, out, settler, sink)
+            else:
+                indexed.read(*found, out, settler, sink)
+        _fill_latest(out)
+        kept, out.conflicts = settler.finish()
+        out.records = len(kept)
+        for e in kept:
+            out.seen.setdefault(e.cell, []).append(e)
+        if sink is not None:
+            sink.close(out.skipped, out.conflicts)
+        yield out
+
+
+class _IndexedFiles:
+    """The files an index covers, read from its tables; latest lines read back at the end."""
+
+    def __init__(self) -> None:
+        self.entries: dict[StoreIndex, dict[str, list[tuple[Entry, Where]]]] = {}
+        self.skipped: dict[StoreIndex, dict[str, list[Skipped]]] = {}
+
+    def _of(self, index: StoreIndex) -> dict[str, list[tuple[Entry, Where]]]:
+        if index not in self.entries:
+            names = {fid: name for name, (fid, _) in index.files().items()}
+            self.entries[index] = {names[fid]: list(rows) for fid, rows in  # in file order
+                                   itertools.groupby(index.entries(), key=lambda r: r[1].file)}
+            skipped: dict[str, list[Skipped]] = {}
+            for item in index.skipped():
+                skipped.setdefault(item.file, []).append(item)
+            self.skipped[index] = skipped
+        return self.entries[index]
+
+    def read(self, index: StoreIndex, name: str, lines: int, out: Reduced, settler: Settler,
+             sink: Sink | None) -> None:
+        rows = self._of(index).get(name, [])
+        out.skipped.extend(self.skipped[index].get(name, []))
+        new = [(e, where) for e, where in rows if settler.add(e)]
+        for e, where in new:
+            if _replaces(e, out.latest.get(e.cell)):
+                out.latest[e.cell] = _Latest(time_key(e), b"", (index, where), evidence=e.evidence)
+        if sink is None or not new:
+            return
+        digests = [e.digest for e, _ in new]
+        if len(new) == len(rows) == lines and not any(w.upgraded for _, w in new):
+            sink.add_block(digests, lambda: _chunks(index, Path(name), rows[-1][1]))
+            return
+        run: list[tuple[Entry, Where]] = []  # consecutive lines stored in the current schema
+        for e, where in [*new, (None, None)]:
+            if where is not None and not where.upgraded:
+                run.append((e, where))
+                continue
+            if run:
+                sink.add_lines([r.digest for r, _ in run],
+                               lambda rows=run: [raw for _, raw in index.read_lines(rows)])
+                run = []
+            if where is not None:
+                (_, raw), = index.read_lines([(None, where)])
+                sink.add(None, parse(raw, name, where.line), e.digest)  # type: ignore[arg-type]
+
+
+def _fill_latest(out: Reduced) -> None:
+    """Each cell whose latest record an index holds: the summary the index keeps, else the
+    line read back."""
+    wanted: dict[StoreIndex, list[tuple[str, Where]]] = {}
+    for cell, found in out.latest.items():
+        if found.where is not None:
+            wanted.setdefault(found.where[0], []).append((cell, found.where[1]))
+    for index, rows in wanted.items():
+        kept = index.summaries([f"{w.digest}:{out.summary_version}" for _, w in rows]) \
+            if out.summary_version else {}
+        for cell, where in rows:
+            out.latest[cell].summary = kept.get(f"{where.digest}:{out.summary_version}", b"")
+        for cell, raw in index.read_lines((c, w) for c, w in rows if not out.latest[c].summary):
+            out.latest[cell].raw = raw
+
+
+def _chunks(index: StoreIndex, path: Path, last: Where, size: int = 1 << 22) -> Iterator[bytes]:
+    """The bytes of a file whose every line is a distinct current record, up to the end of
+    the last indexed one, in chunks; StaleIndex when the file is no longer as indexed."""
+    end = last.offset + last.length
+    with path.open("rb") as fh:
+        fh.seek(last.offset)
+        tail = fh.read(last.length)
+        if not tail.endswith(b"\n") or digest(tail) != last.digest:
+            index.forget(path)
+            raise StaleIndex(f"{path} changed since it was indexed: render again")
+        fh.seek(0)
+        while fh.tell() < end:
+            yield fh.read(min(size, end - fh.tell()))
+
+
+def _read(path: Path, out: Reduced, settler: Settler, sink: Sink | None) -> None:
+    name = str(path)
+    try:
+        with path.open("rb") as fh:
+            number = 0
+            for raw in iter(fh.readline, b""):
+                number += 1
+                if not raw.strip():
+                    continue
+                parsed = parse_upgraded(raw, name, number)
+                if isinstance(parsed, Skipped):
+                    out.skipped.append(parsed)
+                    continue
+                data, upgraded = parsed
+                e = entry(data, raw, f"{name}:{number}")
+                if not settler.add(e):
+                    continue  # the same record shipped twice counts once
+                if sink is not None:
+                    sink.add(None if upgraded else raw.rstrip(b"\n"), data, e.digest)
+                if _replaces(e, out.latest.get(e.cell)):
+                    out.latest[e.cell] = _Latest(time_key(e), raw, evidence=e.evidence)
+    except OSError as exc:
+        out.skipped.append(Skipped(name, 0, f"cannot read: {exc.strerror or exc}"))
+
+
+def status_changes(reduced: Reduced, keep: Callable[[str], bool] = lambda cell: True,
+                   limit: int = 200) -> list[tuple[str, Span, Span]]:
+    """Every status change in the store, newest first: (cell, before, after)."""
+    out: list[tuple[str, Span, Span]] = []
+    for cell, seen in reduced.seen.items():
+        if not keep(cell):
+            continue
+        spans, _ = history(seen, limit=limit)
+        out.extend((cell, a, b) for a, b in zip(spans, spans[1:], strict=False))
+    out.sort(key=lambda c: (c[2].first_at, c[0]), reverse=True)
+    return out[:limit]

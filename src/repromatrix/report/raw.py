@@ -1,0 +1,148 @@
+"""The report stage's raw data, published beside the page (caniuse publishes its data too).
+
+    out/results.json   every usable record (streamed as it is loaded), what was skipped, conflicts
+    out/results.csv    the latest record per cell, flattened, spreadsheet-safe
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from repromatrix.store.reader import Conflict, Skipped
+
+from .state import RenderState
+
+_CSV_FORMULA = ("=", "+", "@", "\t", "\r")
+CSV_COLUMNS = ["cell", "stack", "repro", "status", "expected", "contradicted", "signature",
+               "workaround", "message", "duration", "exit", "image", "run_id", "host",
+               "backend", "started_at", "finished_at", "previous", "versions", "scope"]
+
+
+class RawSink:
+    """Collects usable records for ``results.json``: ``{"generated_at", "records": [...],
+    "skipped", "conflicts"}``, one record a line (the line as stored when its schema is current).
+
+    Records arrive as they are loaded, each with its line's digest; lines still in the
+    result files are read only when written. ``close`` writes the file, or, when its
+    records begin with those the last render into this folder wrote (``RenderState``),
+    appends the rest in place.
+    """
+
+    def __init__(self, path: Path, generated_at: str, state: RenderState) -> None:
+        self.path, self.state = path, state
+        self.header = ('{"generated_at": ' + json.dumps(generated_at) + ',\n"records": [\n'
+                       ).encode("utf-8")
+        self.pieces: list[tuple[int, Callable[[], Any]]] = []
+        self.blocks: set[int] = set()  # the pieces that are whole files (add_block)
+        self.count = 0
+        self._chain = hashlib.sha1()
+        self._want = state.results.get("count")
+        self._at_want: str | None = self._chain.hexdigest() if self._want == 0 else None
+
+    def _note(self, digests: Iterable[str]) -> int:
+        n = 0
+        for digest in digests:
+            self._chain.update(digest.encode("ascii"))
+            n += 1
+            if self.count + n == self._want:
+                self._at_want = self._chain.hexdigest()
+        self.count += n
+        return n
+
+    def add(self, raw: bytes | None, data: Mapping[str, Any], digest: str) -> None:
+        """One record: its stored line (no newline), or None to write ``data`` (upgraded)."""
+        text = raw if raw is not None else json.dumps(
+            data, ensure_ascii=False, default=str).encode("utf-8")
+        self.pieces.append((self._note([digest]), lambda: [text]))
+
+    def add_lines(self, digests: list[str], read: Callable[[], Iterable[bytes]]) -> None:
+        """Records whose lines ``read`` returns (newline included) when they are written."""
+        self.pieces.append((self._note(digests), lambda: [r.rstrip(b"\n") for r in read()]))
+
+    def add_block(self, digests: list[str], read: Callable[[], Iterator[bytes]]) -> None:
+        """Records that are every line of the bytes ``read`` yields in chunks (each line
+        ending in a newline): copied a chunk at a time, never held whole."""
+        self.blocks.add(len(self.pieces))
+        self.pieces.append((self._note(digests), read))
+
+    def close(self, skipped: list[Skipped], conflicts: list[Conflict]) -> None:
+        tail = {
+            "skipped": [{"file": s.file, "line": s.line, "reason": s.reason} for s in skipped],
+            "conflicts": [{"run_id": c.run_id, "cell": c.cell, "sources": list(c.sources),
+                           "statuses": list(c.statuses), "kept": c.kept,
+                           "cache_key": c.cache_key} for c in conflicts],
+        }
+        end = ("\n],\n" + json.dumps(tail, ensure_ascii=False)[1:] + "\n").encode("utf-8")
+        known = self.state.results
+        resume = (self._at_want is not None and known.get("chain") == self._at_want
+                  and known.get("header") == len(self.header) and self.state.unchanged(self.path))
+        ends = [hashlib.sha1(self.header).hexdigest(), hashlib.sha1(end).hexdigest()]
+        if resume and self.count == known["count"] and known.get("ends") == ends:
+            self.state.written.add(self.state.name(self.path))
+            return  # the same records, header and tail: the file stays as it is
+        with open(self.path, "r+b" if resume else "wb") as fh:
+            fh.write(self.header)
+            skip, written = (known["count"], known["count"]) if resume else (0, 0)
+            if resume:
+                fh.seek(known["end"])
+                fh.truncate()
+            for number, (n, read) in enumerate(self.pieces):
+                if skip >= n:
+                    skip -= n
+                    continue
+                if written:
+                    fh.write(b",\n")
+                if number in self.blocks:
+                    _copy_lines(read(), skip, fh)
+                else:
+                    fh.write(b",\n".join(read()[skip:]))
+                written += n - skip
+                skip = 0
+            records_end = fh.tell()
+            fh.write(end)
+            fh.truncate()
+        self.state.results = {"count": self.count, "chain": self._chain.hexdigest(),
+                              "end": records_end, "header": len(self.header), "ends": ends}
+        self.state.noted(self.path, "")  # too large to hash again: its size and mtime identify it
+
+
+def _copy_lines(chunks: Iterator[bytes], skip: int, fh: BinaryIO) -> None:
+    """Write the lines in ``chunks`` after the first ``skip``, joined by ",\\n" (the last
+    newline dropped)."""
+    held = b""
+    for chunk in chunks:
+        while skip and chunk:
+            cut = chunk.find(b"\n")
+            chunk = b"" if cut < 0 else chunk[cut + 1:]
+            skip -= cut >= 0
+        if chunk:
+            data = held + chunk
+            held = data[-1:]
+            fh.write(data[:-1].replace(b"\n", b",\n"))
+
+
+def write_csv(out: Path, site: Mapping[str, Any], state: RenderState) -> None:
+    """results.csv: the latest record per cell."""
+    stacks = {s["id"]: s for s in site["stacks"]}
+    fh = io.StringIO(newline="")
+    writer = csv.writer(fh)
+    writer.writerow(CSV_COLUMNS)
+    own = CSV_COLUMNS[1:-2]
+    for c in site["cells"].values():
+        stack = stacks.get(c["stack"], {})
+        writer.writerow([_csv_safe(c["id"]), *[_csv_safe(c[k]) for k in own],
+                         _csv_safe(stack.get("full_label", "")), stack.get("scope", "")])
+    state.write(out / "results.csv", fh.getvalue())
+
+
+def _csv_safe(value: Any) -> Any:
+    """Neutralise spreadsheet formulas in hostile text ('=cmd|...' -> "'=cmd|...")."""
+    if isinstance(value, str) and value.startswith(_CSV_FORMULA):
+        return "'" + value
+    return value

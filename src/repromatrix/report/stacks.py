@@ -1,0 +1,144 @@
+"""Rows people can scan: stacks labelled, grouped by axis and ordered by version.
+
+Flow: report -> **report_stacks**. A stack's short label reads like
+``torch 2.4.1 · trt 2.4.0 · cu124`` (NGC: ``NGC 24.05 · torch 2.4.0 · trt 2.4.0``);
+the full label names every version. Rows are grouped by torch minor (pip and
+local stacks) and by NGC year, each group in version order; ``rank`` is a
+stack's place in plain version order (torch, torch-tensorrt, NGC), which is
+what "newest" means when the page suggests a stack.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping
+from typing import Any
+
+import pandas as pd
+
+from repromatrix.config.compat import pairing_note
+from repromatrix.store.record import Result
+
+from . import expect as expect_mod
+from .answers import stack_scope
+
+VERSION_KEYS = ("torch", "torch_tensorrt", "ngc")
+LABEL_KEYS = (("torch", "torch"), ("torchvision", "tv"), ("torch_tensorrt", "trt"),
+              ("tensorrt", "TensorRT"), ("ngc", "ngc"), ("python", "py"), ("cuda", "cuda"))
+_CUDA_LOCAL = re.compile(r"\+(cu\d+|cpu|rocm[\d.]+)$")
+
+
+def stack_versions(rec: Result) -> dict[str, str]:
+    """Display versions of a record's stack: spec pins, else the probe."""
+    out = {}
+    for key, _ in LABEL_KEYS:
+        value = expect_mod.probe_version(None, rec.stack, key) or \
+            expect_mod.probe_version(rec.env, None, key)
+        if value:
+            out[key] = value
+    return out
+
+
+def _plain(version: str) -> str:
+    return version.split("+", 1)[0]
+
+
+def short_label(kind: str, versions: Mapping[str, str]) -> str:
+    """``torch 2.4.1 · trt 2.4.0 · cu124``: what tells stacks apart at a glance."""
+    parts = [f"NGC {versions['ngc']}"] if kind == "ngc" and versions.get("ngc") else []
+    if versions.get("torch"):
+        parts.append(f"torch {_plain(versions['torch'])}")
+    if versions.get("torch_tensorrt"):
+        parts.append(f"trt {_plain(versions['torch_tensorrt'])}")
+    cuda = versions.get("cuda")
+    local = _CUDA_LOCAL.search(versions.get("torch", ""))
+    if cuda and re.match(r"^\d+\.\d+", cuda):
+        parts.append("cu" + "".join(cuda.split(".")[:2]))
+    elif local:
+        parts.append(local.group(1))
+    return " · ".join(parts)
+
+
+def stack_group(kind: str, versions: Mapping[str, str]) -> tuple[tuple[Any, ...], str]:
+    """(sort key, label) of a stack's row group: NGC year, else torch minor, else other."""
+    ngc = versions.get("ngc", "")
+    if kind == "ngc" and re.match(r"^\d{2}\.\d{2}", ngc):
+        return (1, int(ngc[:2])), f"NGC 20{ngc[:2]}"
+    torch = expect_mod.normalize_version(versions.get("torch"))
+    if torch is not None:
+        minor = (torch.major, torch.minor)
+        return (0, minor), f"torch {minor[0]}.{minor[1]}"
+    return (2,), "other"
+
+
+class StackBook:
+    """The stacks seen while the records stream past: each from its latest-finished record."""
+
+    def __init__(self, published: Collection[str] | None = None) -> None:
+        self.published = published
+        self.stacks: dict[str, dict[str, Any]] = {}
+
+    def add(self, rec: Result) -> None:
+        found = self.stacks.get(rec.stack_id)
+        if found is None or rec.finished_at > found["_finished"]:
+            self.stacks[rec.stack_id] = {
+                "id": rec.stack_id, "kind": str(rec.stack.get("kind") or ""),
+                "versions": stack_versions(rec), "_finished": rec.finished_at,
+                "scope": stack_scope(rec.stack, self.published)}
+
+    def ordered(self) -> list[dict[str, Any]]:
+        """Grouped and in version order; each with labels, group, scope and rank."""
+        for st in self.stacks.values():
+            versions = st["versions"]
+            st["full_label"] = " · ".join(f"{short} {versions[k]}" for k, short in LABEL_KEYS
+                                          if k in versions)
+            st["label"] = short_label(st["kind"], versions)
+            st["pairing"] = pairing_note(_plain(versions.get("torch", "")),
+                                         _plain(versions.get("torchvision", "")))
+            if st["pairing"]:
+                st["full_label"] += f" · {st['pairing']}"
+            st["group_key"], st["group"] = stack_group(st["kind"], versions)
+        for rank, st in enumerate(sorted(self.stacks.values(), key=stack_sort_key)):
+            st["rank"] = rank
+        return sorted(self.stacks.values(), key=lambda s: (s["group_key"], stack_sort_key(s)))
+
+
+def stack_sort_key(stack: Mapping[str, Any]) -> tuple:
+    """Versions compared as versions (2.10 after 2.9); unknown versions first."""
+    key: list[Any] = []
+    for name in VERSION_KEYS:
+        version = expect_mod.normalize_version(stack["versions"].get(name))
+        key.append((0, expect_mod.Version("0")) if version is None else (1, version))
+    key.append(stack["id"])
+    return tuple(key)
+
+
+def pivot(cells: Mapping[str, Mapping[str, Any]], stack_ids: list[str],
+          repro_ids: list[str]) -> pd.DataFrame:
+    """stack x repro frame of cell ids ('' where a cell has no result)."""
+    frame = pd.DataFrame([(c["stack"], c["repro"], c["id"], c["finished_at"])
+                          for c in cells.values()],
+                         columns=["stack", "repro", "cell", "finished"])
+    if frame.empty:
+        return pd.DataFrame("", index=pd.Index(stack_ids), columns=pd.Index(repro_ids))
+    frame = frame.sort_values("finished").drop_duplicates(["stack", "repro"], keep="last")
+    grid = frame.pivot(index="stack", columns="repro", values="cell")
+    return grid.reindex(index=stack_ids, columns=repro_ids).astype(object).fillna("")
+
+
+def matrix_rows(stacks: list[dict[str, Any]], grid: pd.DataFrame,
+                cells: Mapping[str, Mapping[str, Any]], shown_scope: str) -> list[dict[str, Any]]:
+    """Rows for the matrix template: the stack, its cells (None where missing), whether it
+    opens a group, and whether the default scope hides it."""
+    rows = []
+    previous_group = None
+    for stack, values in zip(stacks, grid.itertuples(index=False, name=None), strict=True):
+        row_cells = [cells[v] if v else None for v in values]
+        present = [c["status"] for c in row_cells if c]
+        rows.append({"stack": stack, "cells": row_cells,
+                     "group_start": stack["group"] != previous_group,
+                     "hidden": shown_scope != "all" and stack["scope"] != shown_scope,
+                     "all_broken": bool(present) and set(present) == {"broken"},
+                     "broken_message": next((c["message"] for c in row_cells if c), "")})
+        previous_group = stack["group"]
+    return rows

@@ -1,0 +1,224 @@
+"""Progress of `repromatrix run` / `matrix` in the terminal, and the closing summary table.
+
+Run stage -> **progress** -> the terminal. Fed by the run's ``log`` callback
+(stack lines are prefixed ``[stack id]``: building / reusing / running /
+broken) and by every Result ``run.run_plan`` emits. On a TTY a live table
+(rich) shows each stack as waiting, preparing, running or done, the cells per
+status, elapsed and estimated time; elsewhere (CI logs) each line is printed
+plainly with a ``[done/total]`` counter. Either way a summary table closes the run.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich import box
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from repromatrix.model import Status
+from repromatrix.store.record import Result, shorten
+from repromatrix.textsafe import printable
+
+STATUS_STYLE = {"pass": "green", "fail": "red", "error": "dark_orange", "crash": "magenta",
+                "timeout": "yellow", "skip": "bright_black", "broken": "bold"}
+STATUSES = tuple(s.value for s in Status)
+_STACK_LINE = re.compile(r"^\[([^\]]+)\] (.*)$")
+_PREPARING = ("building", "reusing", "image ", "built ", "environment")
+LIVE_ROWS = 12  # stacks shown in the live table; the rest are counted
+
+
+@dataclass
+class StackProgress:
+    """One stack's state while the run goes on."""
+
+    id: str
+    cells: int
+    state: str = "waiting"
+    done: int = 0
+    statuses: dict[str, int] = field(default_factory=dict)
+    now: str = ""
+    started: float | None = None
+    seconds: float = 0.0
+
+
+def fmt_seconds(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+def counts_text(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts.get(s)) or "none yet"
+
+
+class RunProgress:
+    """The run's terminal view; use as a context manager around ``run_plan``."""
+
+    def __init__(self, console: Console | None = None, *, live: bool | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.console = console or Console(highlight=False)
+        self.live_mode = self.console.is_terminal if live is None else live
+        self.clock = clock
+        self.t0 = clock()
+        self.stacks: dict[str, StackProgress] = {}
+        self.reused = 0
+        self.stood_in: list[tuple[str, str]] = []  # (cell, evidence level) decided on stand-ins
+        self._lock = threading.Lock()
+        self._live: Live | None = None
+
+    # -- context -------------------------------------------------------------------------
+    def __enter__(self) -> RunProgress:
+        if self.live_mode:
+            self._live = Live(console=self.console, get_renderable=self.render,
+                              refresh_per_second=4, transient=True)
+            self._live.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    # -- what the run feeds in -----------------------------------------------------------
+    def start(self, cells_by_stack: Mapping[str, int], reused: int = 0) -> None:
+        """The cells about to run, per stack (after reuse), and how many were reused."""
+        with self._lock:
+            self.t0 = self.clock()
+            self.reused = reused
+            self.stacks = {sid: StackProgress(sid, n) for sid, n in cells_by_stack.items()}
+
+    def log(self, line: str) -> None:
+        """The run's log callback: updates stack states; prints what is not shown live."""
+        text = str(line)
+        with self._lock:
+            match = _STACK_LINE.match(text)
+            stack = self.stacks.get(match.group(1)) if match else None
+            if stack is not None:
+                shown_live = self._stack_line(stack, match.group(2))
+                if shown_live and self._live is not None:
+                    return
+        self._print(text)
+
+    def _stack_line(self, stack: StackProgress, rest: str) -> bool:
+        """Update ``stack`` from one of its log lines; True when the live table shows it."""
+        if rest.startswith("[runner]"):
+            stack.now = shorten(printable(rest[len("[runner]"):].strip()), 80)
+            return True
+        if rest.startswith("running "):
+            stack.state, stack.started = "running", self.clock()
+        elif rest.startswith(_PREPARING) and stack.state == "waiting":
+            stack.state = "preparing"
+        elif rest.startswith("broken"):
+            stack.state = "broken"
+        return False
+
+    def result(self, result: Result) -> None:
+        """One finished cell (called by run_plan's emit)."""
+        with self._lock:
+            stack = self.stacks.setdefault(result.stack_id, StackProgress(result.stack_id, 0))
+            stack.done += 1
+            stack.statuses[result.status] = stack.statuses.get(result.status, 0) + 1
+            if stack.done >= stack.cells:
+                stack.state = "broken" if stack.state == "broken" else "done"
+                stack.now = ""
+                stack.seconds = self.clock() - (stack.started or self.t0)
+            done, total = self.done_total()
+            if result.standin_note:
+                self.stood_in.append((result.cell, result.standin_note))
+            line = (f"[{done}/{total}] {result.cell}: {result.status}"
+                    + (f" [{result.standin_note}]" if result.standin_note else "")
+                    + (f"  ({shorten(result.message, 120)})"
+                       if result.message and result.status != "pass" else "")
+                    + f"  [{self.timing()}]")
+        if self._live is None:
+            self._print(line)
+
+    # -- derived -------------------------------------------------------------------------
+    def done_total(self) -> tuple[int, int]:
+        return (sum(s.done for s in self.stacks.values()),
+                sum(max(s.cells, s.done) for s in self.stacks.values()))
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for s in self.stacks.values():
+            for k, v in s.statuses.items():
+                out[k] = out.get(k, 0) + v
+        return out
+
+    def timing(self) -> str:
+        """``elapsed 1:02, ~3:10 left`` (the estimate from the cells done so far)."""
+        elapsed = self.clock() - self.t0
+        done, total = self.done_total()
+        text = f"elapsed {fmt_seconds(elapsed)}"
+        if 0 < done < total:
+            text += f", ~{fmt_seconds(elapsed / done * (total - done))} left"
+        return text
+
+    def render(self) -> Group:
+        """The live view: one headline and a table of the stacks that matter now."""
+        with self._lock:
+            done, total = self.done_total()
+            head = Text(f"{done}/{total} cells · {counts_text(self.counts())} · {self.timing()}"
+                        + (f" · {self.reused} reused" if self.reused else ""))
+            table = Table(box=box.SIMPLE, show_edge=False, pad_edge=False)
+            for col in ("stack", "state", "cells", "statuses"):
+                table.add_column(col, no_wrap=True)
+            table.add_column("now", no_wrap=True, overflow="ellipsis", ratio=1)
+            order = {"running": 0, "preparing": 1, "broken": 2, "done": 3, "waiting": 4}
+            stacks = sorted(self.stacks.values(), key=lambda s: order.get(s.state, 5))
+            for s in stacks[:LIVE_ROWS]:
+                table.add_row(s.id, s.state, f"{s.done}/{s.cells}", _styled(s.statuses), s.now)
+            rest = stacks[LIVE_ROWS:]
+            if rest:
+                states = {st: sum(1 for s in rest if s.state == st) for st in order}
+                table.add_row(f"+{len(rest)} more", ", ".join(f"{n} {k}" for k, n in states.items() if n),
+                              "", "", "")
+        return Group(head, table)
+
+    def summary_table(self, run_id: str = "") -> Table:
+        """The closing table: every stack, its cells per status and time."""
+        table = Table(title=f"run {run_id}" if run_id else None, box=box.SIMPLE_HEAD)
+        totals = self.counts()
+        shown = [s for s in STATUSES if totals.get(s)] or list(STATUSES)
+        table.add_column("stack", no_wrap=True)
+        table.add_column("state", no_wrap=True)
+        for status in shown:
+            table.add_column(status, justify="right", style=STATUS_STYLE[status])
+        table.add_column("time", justify="right", no_wrap=True)
+        for s in self.stacks.values():
+            table.add_row(s.id, s.state, *[str(s.statuses.get(k, "")) for k in shown],
+                          fmt_seconds(s.seconds) if s.done else "")
+        table.add_row("total", f"{self.reused} reused" if self.reused else "",
+                      *[str(totals.get(k, "")) for k in shown],
+                      fmt_seconds(self.clock() - self.t0), style="bold")
+        return table
+
+    def print_summary(self, run_id: str = "") -> None:
+        self.console.print(self.summary_table(run_id))
+        if self.stood_in:
+            self._print(f"{len(self.stood_in)} cell(s) decided with TensorRT stood in (torch-tensorrt's "
+                        f"own code, no GPU; a record from real TensorRT outranks these):")
+            for cell, note in self.stood_in:
+                self._print(f"  {cell}: {note}")
+
+    def _print(self, text: str) -> None:
+        target = self._live.console if self._live is not None else self.console
+        target.print(Text(printable(text)), soft_wrap=True)
+
+
+def _styled(statuses: Mapping[str, int]) -> Text:
+    text = Text()
+    for status in STATUSES:
+        if statuses.get(status):
+            if text:
+                text.append(" ")
+            text.append(f"{statuses[status]} {status}", style=STATUS_STYLE[status])
+    return text

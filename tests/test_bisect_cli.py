@@ -24,7 +24,8 @@ from repromatrix.backends import choice as engine_choice
 from repromatrix.bisect.command import classify, outcome, parse_bad_if
 from repromatrix.bisect.report import _git, _release
 from repromatrix.bisect.search import Verdict
-from repromatrix.cli import build_parser, cmd_bisect, main
+from repromatrix.cli import bisect as bisect_command
+from repromatrix.cli import build_parser, main
 from repromatrix.errors import InfraError, UsageError
 from repromatrix.model import Stack
 from repromatrix.store.record import EngineFacts, Result
@@ -339,7 +340,7 @@ def test_bisect_outcomes_leave_through_the_error_classes(scripted, tmp_path, bou
     script.update({**regression_from("2.12.0"), **bounds})
     args = build_parser().parse_args(bisect(tmp_path, "--stage", STAGE))
     with pytest.raises(error) as info:
-        cmd_bisect(args)
+        bisect_command.run(args)
     assert type(info.value).exit_code == code
 
 
@@ -348,7 +349,7 @@ def test_interrupted_bisect_raises_keyboard_interrupt_after_the_resume_hint(scri
     script, _ = scripted
     script["2.9.0"] = "interrupt"
     with pytest.raises(KeyboardInterrupt):
-        cmd_bisect(build_parser().parse_args(bisect(tmp_path, "--stage", STAGE)))
+        bisect_command.run(build_parser().parse_args(bisect(tmp_path, "--stage", STAGE)))
     assert "To resume" in capsys.readouterr().err
 
 

@@ -143,3 +143,53 @@ def test_architecture_names_every_record_field_and_engine():
     backend = build_parser()._subparsers._group_actions[0].choices["run"]._option_string_actions[
         "--backend"]
     assert set(backend.metavar.split("|")) == set(ENGINES)  # the help names every engine
+
+
+def test_readme_option_table_is_the_declaration():
+    """README's option table is generated from config/flags.py, never edited by hand."""
+    from repromatrix.config.flags import markdown_table
+
+    readme = (ROOT / "README.md").read_text()
+    assert markdown_table() in readme, (
+        "README.md's option table differs from config/flags.py; regenerate it with\n"
+        "python -c 'from repromatrix.config.flags import markdown_table; print(markdown_table())'")
+
+
+def test_each_shared_option_is_declared_once_and_parsed_from_it():
+    """Every flag of the declaration reaches the parser with its declared help; no command
+    adds a shared flag its own way."""
+    from repromatrix.config.flags import OPTIONS, _help
+
+    declared = {flag: opt for opt in OPTIONS for flag in opt.flags}
+    assert len(declared) == sum(len(o.flags) for o in OPTIONS), "a flag is declared twice"
+    own_ways = {("report", "--matrix"), ("report", "--results"), ("export slurm", "--backend"),
+                ("export slurm", "--results"), ("env", "--python"), ("compat update", "--matrix")}
+    seen = 0
+    for name, parser in _subparsers(build_parser()):
+        for action in parser._actions:
+            for flag in action.option_strings:
+                if flag in declared and (name, flag) not in own_ways:
+                    assert action.help == _help(declared[flag]), f"{name} {flag}"
+                    seen += 1
+    assert seen > len(OPTIONS), "the commands take the declared options"
+
+
+def _subparsers(parser, prefix=""):
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                full = f"{prefix} {name}".strip()
+                yield full, sub
+                yield from _subparsers(sub, full)
+
+
+def test_exit_codes_are_the_readme_table():
+    from repromatrix.errors import Exit
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### Exit codes"):]
+    section = section[:section.index("\n### ", 1)]
+    listed = {int(m) for m in re.findall(r"^\| (\d+) \|", section, re.M)}
+    assert listed == {int(e) for e in Exit}

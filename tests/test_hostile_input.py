@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import repromatrix as repromatrix_package
 from repromatrix.config import yamlfile
 
 MEMORY_CAP = 1 << 30  # a run that needs more than 1 GiB to refuse a config is a bug
@@ -157,7 +158,7 @@ def test_repro_file_whose_name_is_not_a_plain_id_is_refused(tmp_path, repros, na
 def test_bad_row_in_the_compat_table_names_file_and_row(tmp_path, repros, edit, needle):
     """A user editing the table of a source checkout: a copy of the package with one row broken."""
     pkg = tmp_path / "src" / "repromatrix"
-    shutil.copytree(Path(yamlfile.__file__).parent, pkg,
+    shutil.copytree(Path(repromatrix_package.__file__).parent, pkg,
                     ignore=shutil.ignore_patterns("__pycache__"))
     table = pkg / "data" / "compat.yaml"
     text = table.read_text()

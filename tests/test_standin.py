@@ -23,8 +23,9 @@ from repromatrix.backends import EngineContext
 from repromatrix.backends.venv import VenvEngine, install_spec
 from repromatrix.bisect.command import standin_status
 from repromatrix.cli import main as cli_main
+from repromatrix.config.flags import reproduce_args
 from repromatrix.config.matrix import parse_settings
-from repromatrix.config.options import RunOptions, reproduce_args
+from repromatrix.config.options import RunOptions
 from repromatrix.errors import ConfigError
 from repromatrix.model import Settings, Stack
 from repromatrix.paths import repros_dir

@@ -10,11 +10,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+# Variables that are no command-line option; an option's own variable is declared with
+# the option (config/flags.py), which adds it here through ``declare``.
 VARIABLES: dict[str, str] = {
-    "REPROMATRIX_BASE_IMAGES": "mirror map, `PUBLIC=LOCAL,...` (like `--base-image`)",
-    "REPROMATRIX_CA_BUNDLE": "CA bundle added to images and environment builds (like `--ca-bundle`)",
-    "REPROMATRIX_FIND_LINKS": "local wheelhouses, `:`-separated (like `--find-links`)",
-    "REPROMATRIX_PYTHON": "interpreter for `--backend local` when `--python` is not given",
     "REPROMATRIX_VENV_DIR": "cache folder of the venv backend (default ~/.cache/repromatrix/venvs)",
     "REPROMATRIX_IMAGES_DIR": "folder of the Dockerfile templates (default: the project's images/)",
     "REPROMATRIX_REPORT_DIR": "folder of the page templates and assets (default: the project's report/)",
@@ -24,6 +22,13 @@ VARIABLES: dict[str, str] = {
 # Where the host says its CA bundle is: forwarded into builds unless `--ca-bundle none`
 # (pip's own `cert` setting in its config files counts too; see options.host_ca_bundle).
 HOST_CA_VARIABLES = ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
+
+
+def declare(name: str, meaning: str) -> None:
+    """Add an option's variable to the table (config/flags.py, once per option)."""
+    if not name.startswith("REPROMATRIX_"):
+        raise ValueError(f"{name}: repromatrix's variables are named REPROMATRIX_*")
+    VARIABLES[name] = meaning
 
 
 def host(name: str, environ: Mapping[str, str] | None = None) -> str | None:

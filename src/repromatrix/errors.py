@@ -1,4 +1,5 @@
-"""Harness faults and their exit codes; caught only at the entry point (cli.main).
+"""Every exit code, and the harness faults that end a command with one; faults are caught
+only at the entry point (cli.main).
 
     HarnessError (1, unexpected harness fault)
     ├── UsageError (2, bad input: config file, arguments)
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from enum import IntEnum
 
 from repromatrix.textsafe import bounded
 
@@ -24,12 +26,24 @@ MESSAGE_LIMIT = 4000  # an error message never echoes a whole huge value
 KEY_LIMIT = 200
 
 
+class Exit(IntEnum):
+    """repromatrix's exit codes (README "Exit codes" lists the same; a test holds them equal)."""
+
+    OK = 0  # done: bugs reproducing is a normal outcome
+    FAULT = 1  # an unexpected harness fault
+    BEHIND = 1  # `compat update --check`: the table or matrix is behind the index
+    USAGE = 2  # bad input: matrix file, arguments
+    INFRA = 3  # infrastructure unavailable, or an environment failed in `build`
+    CONTRADICTION = 4  # `report --check`: a cell contradicts its documented expectation
+    INTERRUPTED = 130  # Ctrl-C, SIGTERM: recorded results are kept
+
+
 class HarnessError(Exception):
-    exit_code = 1
+    exit_code = Exit.FAULT
 
 
 class UsageError(HarnessError):
-    exit_code = 2
+    exit_code = Exit.USAGE
 
 
 class ConfigError(UsageError):
@@ -44,7 +58,7 @@ class ConfigError(UsageError):
 
 
 class InfraError(HarnessError):
-    exit_code = 3
+    exit_code = Exit.INFRA
 
 
 class EngineUnavailable(InfraError):

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from repromatrix.config.options import ENGINE_NAMES, RunOptions, parse_backend
-from repromatrix.errors import UsageError, did_you_mean
+from repromatrix.errors import UsageError
 from repromatrix.model import Settings, Stack
 from repromatrix.store.record import EngineFacts
 

@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from repromatrix import paths
+from repromatrix.config.flags import reproduce_args
 from repromatrix.config.matrix import Matrix
-from repromatrix.config.options import RunOptions, reproduce_args
+from repromatrix.config.options import RunOptions
 from repromatrix.errors import InfraError, UsageError, did_you_mean
 from repromatrix.model import Plan, StackGroup, Status, cell_id
 from repromatrix.scripts.plain import read_wrapper
@@ -274,7 +275,7 @@ def _check_installable(found: list[cands.Candidate], old: int, new: int, axis: s
 
 
 def main(request: BisectRequest, matrix: Matrix, options: RunOptions) -> int:
-    """Entry point called by `repromatrix bisect` (cli.cmd_bisect)."""
+    """Entry point called by `repromatrix bisect` (cli/bisect.py)."""
     def out(line: str) -> None:
         print(printable(line, newlines=True), flush=True)
 

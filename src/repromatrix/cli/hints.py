@@ -11,8 +11,9 @@ import argparse
 import shlex
 from collections.abc import Sequence
 
+from repromatrix.config.flags import reproduce_args
 from repromatrix.config.matrix import Matrix
-from repromatrix.config.options import RunOptions, reproduce_args
+from repromatrix.config.options import RunOptions
 from repromatrix.errors import BaseImageMissing
 from repromatrix.model import Plan
 from repromatrix.paths import PROJECT_ROOT

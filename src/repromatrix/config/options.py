@@ -20,6 +20,7 @@ from typing import Any
 
 from repromatrix import envvars
 from repromatrix.errors import ConfigError, UsageError, did_you_mean
+from repromatrix.model import Settings
 
 from .matrix import Matrix, check_plain, check_timeout, load_matrix, with_overrides
 
@@ -58,9 +59,9 @@ class RunOptions:
     results: Path = DEFAULT_RESULTS
     work_dir: Path | None = None
     rerun: bool = False
-    repro_timeout: float = 600.0
-    stack_timeout: float = 3600.0
-    build_timeout: float = 3600.0
+    repro_timeout: float = Settings.repro_timeout  # defaults: matrix.yaml's own (model.Settings)
+    stack_timeout: float = Settings.stack_timeout
+    build_timeout: float = Settings.build_timeout
     jobs: int = 1
     gpus: tuple[str, ...] = ()
     keep: bool = False
@@ -225,41 +226,3 @@ def _registry(value: Any, flag: str) -> str | None:
 
 def _seconds(value: Any, flag: str) -> float:
     return check_timeout(value, flag)
-
-
-def reproduce_args(matrix: Matrix, options: RunOptions) -> list[str]:
-    """The options a pasted command needs to see what this run saw: the matrix, its
-    catalog folders (and script), the mirror map, the CA bundle, the wheelhouses, the
-    backend and the results folder."""
-    s = matrix.settings
-    args = ["--matrix", str(Path(matrix.path).resolve()), *matrix.catalog_args]
-    for public, local in s.base_images.items():
-        args += ["--base-image", f"{public}={local}"]
-    if s.ca_bundle:
-        args += ["--ca-bundle", s.ca_bundle]
-    for link in s.find_links:
-        args += ["--find-links", link]
-    if options.backend != (matrix.settings.backend or "docker"):
-        args += ["--backend", options.backend]
-    if options.backend == "local" and options.python:
-        args += ["--python", options.python]
-    if options.repeat > 1:
-        args += ["--repeat", str(options.repeat)]
-    for name in options.standins:
-        args += ["--standin", name]
-    if options.registry:
-        args += ["--registry", options.registry]
-    return args + ["--results", str(options.results.resolve())]  # absolute: pasted anywhere
-
-
-def rerun_command(matrix: Matrix, options: RunOptions, stack_id: str, repro: str) -> list[str]:
-    """`repromatrix run` that re-runs one cell with this run's options. A cell of the
-    stack `--backend local` folds pip/ngc stacks into (``local``) is selected by its repro."""
-    from repromatrix.model import cell_id
-
-    folded = options.backend == "local" and stack_id == "local"
-    args = reproduce_args(matrix, options)
-    if folded and "--python" not in args:
-        args += ["--python", options.local_python]
-    return ["repromatrix", "run", *args, "-k", repro if folded else cell_id(stack_id, repro),
-            "--rerun"]

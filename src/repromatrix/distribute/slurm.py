@@ -17,11 +17,10 @@ system the nodes share.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -121,63 +120,45 @@ def write_scripts(job: SlurmJob, dest: Path) -> list[Path]:
     return out
 
 
-def add_parser(sub: argparse._SubParsersAction, add_matrix_args: Callable[..., None]) -> None:
-    """`export slurm` and its options."""
-    p = sub.add_parser("slurm", help="an sbatch job array (one task per shard) and a report job")
-    add_matrix_args(p)
-    p.add_argument("--shards", type=int, required=True, metavar="N", help="array size")
-    p.add_argument("--dir", type=Path, default=Path("slurm"), help="where the scripts go")
-    p.add_argument("--backend", default="venv", choices=("venv", "local", "docker"),
-                   help="backend on the nodes (default venv: no docker needed)")
-    p.add_argument("--results", type=Path, default=Path("results"),
-                   help="shared folder holding one store per shard (shard-K)")
-    p.add_argument("--out", type=Path, default=Path("site"), help="where the report job renders")
-    p.add_argument("--durations", type=Path, nargs="+", action="extend", default=[], metavar="PATH",
-                   help="results whose recorded durations weigh the shards")
-    p.add_argument("--sbatch", action="append", default=[], metavar="OPTION",
-                   help="extra option for the shard tasks, e.g. --sbatch=--gpus-per-task=1 "
-                        "--sbatch=--partition=gpu (repeatable)")
-    p.add_argument("--repromatrix", metavar="COMMAND",
-                   help="how a node starts repromatrix (default: this interpreter -m repromatrix.cli)")
-    p.add_argument("run_args", nargs="*", metavar="-- RUN-OPTIONS",
-                   help="more `repromatrix run` options, after `--` (e.g. -- --timeout 300)")
-
-
-def job_from_args(args: argparse.Namespace, cwd: Path | None = None) -> SlurmJob:
-    """A SlurmJob from parsed `export slurm` arguments; paths made absolute."""
+def make_job(*, shards: int, folder_of_results: Path, site: Path, backend: str,
+             matrix: Path | None = None, expr: str | None = None, all_stacks: bool = False,
+             sbatch: Sequence[str] = (), run_args: Sequence[str] = (),
+             durations: Sequence[Path] = (), repromatrix: str | None = None,
+             cwd: Path | None = None) -> SlurmJob:
+    """A SlurmJob from `export slurm`'s options; paths made absolute (against ``cwd``)."""
     from .shard import check_count
 
     cwd = cwd or Path.cwd()
-    check_count(args.shards)
+    check_count(shards)
     absolute = lambda p: Path(os.path.abspath(cwd / p))  # noqa: E731
-    for opt in args.sbatch:
+    for opt in sbatch:
         if not opt.startswith("--") or "\n" in opt:
             raise UsageError(f"--sbatch {opt!r}: give one long sbatch option, e.g. --sbatch=--time=2:00:00")
-    bad = [a for a in args.run_args if a.split("=", 1)[0] in ("--shard", "--results", "--durations")]
+    bad = [a for a in run_args if a.split("=", 1)[0] in ("--shard", "--results", "--durations")]
     if bad:
         raise UsageError(f"{bad[0]!r} after `--`: export slurm sets it per shard; use its own option")
-    select = [*(["--matrix", str(absolute(args.matrix))] if args.matrix else []),
-              *(["-k", args.expr] if args.expr else []), *(["--all"] if args.all_stacks else [])]
-    command = (tuple(shlex.split(args.repromatrix)) if args.repromatrix
-               else (sys.executable, "-m", "repromatrix.cli"))
+    select = [*(["--matrix", str(absolute(matrix))] if matrix else []),
+              *(["-k", expr] if expr else []), *(["--all"] if all_stacks else [])]
+    command = (tuple(shlex.split(repromatrix)) if repromatrix
+               else (sys.executable, "-m", "repromatrix"))
     if not command:
         raise UsageError("--repromatrix '': give the command that starts repromatrix on a node")
-    results = absolute(args.results)
-    return SlurmJob(shards=args.shards, command=command, select=tuple(select),
-                    run_args=("--backend", args.backend, *args.run_args), workdir=cwd.resolve(),
-                    results=results, site=absolute(args.out), logs=results / "slurm-logs",
-                    sbatch=tuple(args.sbatch), durations=tuple(absolute(p) for p in args.durations))
+    results = absolute(folder_of_results)
+    return SlurmJob(shards=shards, command=command, select=tuple(select),
+                    run_args=("--backend", backend, *run_args), workdir=cwd.resolve(),
+                    results=results, site=absolute(site), logs=results / "slurm-logs",
+                    sbatch=tuple(sbatch), durations=tuple(absolute(p) for p in durations))
 
 
-def export(args: argparse.Namespace, plan: Plan) -> int:
-    """Write the scripts for ``plan`` (already selected) and print the assignment."""
+def export(job: SlurmJob, plan: Plan, folder: Path) -> list[Path]:
+    """Write the scripts for ``plan`` (already selected) into ``folder`` and print the
+    assignment; the scripts written, ``submit.sh`` last."""
     from .shard import assign, format_assignment, recorded_durations
 
-    job = job_from_args(args)
     shards = assign(plan, job.shards, recorded_durations(job.durations))
-    written = write_scripts(job, args.dir)
+    written = write_scripts(job, folder)
     job.logs.mkdir(parents=True, exist_ok=True)
     print(format_assignment(shards))
     print(f"wrote {', '.join(str(p) for p in written)}")
     print(f"submit with: sh {shlex.quote(str(written[-1]))}")
-    return 0
+    return written

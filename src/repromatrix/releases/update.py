@@ -29,7 +29,7 @@ from packaging.version import Version
 
 from repromatrix.config.compat import CompatTable, parse_table, spec_text
 from repromatrix.config.yamlfile import load_yaml
-from repromatrix.errors import ConfigError
+from repromatrix.errors import ConfigError, Exit
 
 from .facts import Facts, Requires
 
@@ -345,33 +345,14 @@ def read_text(path: Path) -> str:
 # ----------------------------------------------------------------- the command
 
 
-def add_parser(sub: Any) -> None:
-    """`repromatrix compat update` (sub is the CLI's subparsers)."""
-    p = sub.add_parser("compat", help="the compatibility table (data/compat.yaml)")
-    actions = p.add_subparsers(dest="compat_command", required=True, metavar="ACTION")
-    u = actions.add_parser("update", help="propose the rows the table lacks, from PyPI's metadata")
-    u.add_argument("--check", action="store_true", help="exit 1 when the table (or, with --matrix, "
-                   "the matrix file) is behind the index")
-    u.add_argument("--write", action="store_true", help="apply the proposal to the table (and add "
-                   "the missing stacks to --matrix) and record the `checked` date")
-    u.add_argument("--stanza", action="store_true",
-                   help="print only the matrix.yaml stacks of torch minors that have none yet "
-                        "(in --matrix, default the project's matrix.yaml)")
-    u.add_argument("--table", type=Path, metavar="F",
-                   help="the table file (default: the packaged compat.yaml)")
-    u.add_argument("--matrix", type=Path, metavar="F", help="a matrix file whose pip stacks should "
-                   "reach the table's newest torch minor")
-    u.add_argument("--index", default=PYPI_URL, metavar="URL", help="package index (PEP 691)")
-    u.add_argument("--from", dest="recorded", type=Path, metavar="DIR",
-                   help="read recorded index answers from DIR instead of the network")
-    u.add_argument("--record", type=Path, metavar="DIR",
-                   help="also write the answers read (trimmed) into DIR, for --from")
-
-
 PYPI_URL = "https://pypi.org"
 
 
-def cmd_compat(args: Any) -> int:
+def update(*, table: Path | None = None, matrix: Path | None = None, index_url: str = PYPI_URL,
+           recorded: Path | None = None, record: Path | None = None, check: bool = False,
+           write: bool = False, stanza_only: bool = False) -> Exit:
+    """`compat update`: read the index, propose the rows the table lacks, print (``check``:
+    exit BEHIND when behind), apply (``write``) or print only the missing stacks (``stanza_only``)."""
     from importlib import resources
 
     from repromatrix.config.options import host_ca_bundle
@@ -380,35 +361,35 @@ def cmd_compat(args: Any) -> int:
     from . import pypi
     from .facts import gather, is_linux_wheel
 
-    table_path = args.table or Path(str(resources.files("repromatrix").joinpath("data/compat.yaml")))
+    table_path = table or Path(str(resources.files("repromatrix").joinpath("data/compat.yaml")))
     text = read_text(table_path)
-    table = parse_table(load_yaml(text.encode("utf-8"), str(table_path)), str(table_path))
-    if args.recorded:
-        index: pypi.Index = pypi.RecordedIndex(args.recorded)
+    known = parse_table(load_yaml(text.encode("utf-8"), str(table_path)), str(table_path))
+    if recorded:
+        index: pypi.Index = pypi.RecordedIndex(recorded)
     else:
         ca = host_ca_bundle()
-        index = pypi.LiveIndex(args.index, ca[0] if ca else None)
-    recorder = pypi.Recorder(index, args.record) if args.record else None
-    facts = gather(recorder or index, table)
+        index = pypi.LiveIndex(index_url, ca[0] if ca else None)
+    recorder = pypi.Recorder(index, record) if record else None
+    facts = gather(recorder or index, known)
     if recorder:
         recorder.save_pages({p: {f.filename for r in rels for f in r.files if f.wheel_tags is None
                                  or is_linux_wheel(f)} for p, rels in facts.releases.items()})
-    proposal = propose(table, facts, today())
+    proposal = propose(known, facts, today())
     new_text = apply(text, proposal, str(table_path))
-    matrix_path = args.matrix or (default_matrix() if args.stanza else None)
+    matrix_path = matrix or (default_matrix() if stanza_only else None)
     matrix_text = read_text(matrix_path) if matrix_path else ""
     stacks = missing_stacks(parse_table(load_yaml(new_text.encode("utf-8"), str(table_path)),
                                         str(table_path)), matrix_text) if matrix_path else []
-    if args.stanza:
+    if stanza_only:
         print(stanza(stacks), end="")
-        return 0
+        return Exit.OK
     _print_proposal(proposal, diff(text, new_text, table_path.name), stacks)
-    if args.write:
+    if write:
         table_path.write_text(new_text, encoding="utf-8")
         if matrix_path and stacks:
             matrix_path.write_text(add_stacks(matrix_text, stacks), encoding="utf-8")
         print(f"compat: wrote {table_path}" + (f" and {matrix_path}" if stacks else ""))
-    return 1 if args.check and (proposal.behind or stacks) else 0
+    return Exit.BEHIND if check and (proposal.behind or stacks) else Exit.OK
 
 
 def _print_proposal(proposal: Proposal, patch: str, stacks: list[str]) -> None:

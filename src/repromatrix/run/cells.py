@@ -23,8 +23,9 @@ from repromatrix import __version__, paths
 from repromatrix.backends import EngineContext, Prepared
 from repromatrix.backends.choice import UNAVAILABLE_PREFIX, Choice, Engines
 from repromatrix.config.catalog import catalog_hashes
+from repromatrix.config.flags import rerun_command
 from repromatrix.config.matrix import Matrix
-from repromatrix.config.options import RunOptions, rerun_command
+from repromatrix.config.options import RunOptions
 from repromatrix.errors import UsageError
 from repromatrix.model import Plan, Stack, StackGroup, Status, cell_id
 from repromatrix.store.index import CellKey, recorded_keys

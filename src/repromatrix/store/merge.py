@@ -16,7 +16,6 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from repromatrix.errors import UsageError
 from repromatrix.textsafe import printable
@@ -84,23 +83,3 @@ def read_records(path: Path) -> tuple[list[tuple[Result, str]], list[Skipped]]:
             else:
                 good.append((rec, canonical_record(rec)))
     return good, bad
-
-
-def add_parser(sub: Any) -> None:
-    p = sub.add_parser("store", help="results stores: merge them (to keep one across runs)")
-    actions = p.add_subparsers(dest="store_command", required=True, metavar="ACTION")
-    m = actions.add_parser("merge", help="add every record of SRC (folders, files) that DIR lacks")
-    m.add_argument("sources", nargs="+", type=Path, metavar="SRC",
-                   help="results folders (any depth) or JSONL files")
-    m.add_argument("--into", type=Path, required=True, metavar="DIR", help="the store to merge into")
-
-
-def cmd_store(args: Any) -> int:
-    summary = merge_stores(args.sources, args.into)
-    for problem in summary.skipped:
-        print(printable(f"store merge: skipped {problem}"), file=sys.stderr)
-    extra = f" ({summary.differing} differing from a record of the same run and cell)" \
-        if summary.differing else ""
-    print(printable(f"store merge: {summary.added} record(s) added{extra}, {summary.present} already "
-                    f"in {args.into}"))
-    return 0

@@ -1,0 +1,47 @@
+"""`repromatrix export slurm`: job scripts that run the shards on many machines."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from repromatrix.config.flags import add_options
+from repromatrix.errors import Exit
+
+from .common import load, plan_for
+
+HELP = "write job scripts that run the shards on many machines"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("export", help=HELP)
+    targets = p.add_subparsers(dest="target", required=True, metavar="TARGET")
+    s = targets.add_parser("slurm", help="an sbatch job array (one task per shard) and a report job")
+    add_options(s, "select")
+    s.add_argument("--shards", type=int, required=True, metavar="N", help="array size")
+    s.add_argument("--dir", type=Path, default=Path("slurm"), help="where the scripts go")
+    s.add_argument("--backend", default="venv", choices=("venv", "local", "docker"),
+                   help="backend on the nodes (default venv: no docker needed)")
+    s.add_argument("--results", type=Path, default=Path("results"),
+                   help="shared folder holding one store per shard (shard-K)")
+    s.add_argument("--out", type=Path, default=Path("site"), help="where the report job renders")
+    add_options(s, "shard", skip=("--shard",))
+    s.add_argument("--sbatch", action="append", default=[], metavar="OPTION",
+                   help="extra option for the shard tasks, e.g. --sbatch=--gpus-per-task=1 "
+                        "--sbatch=--partition=gpu (repeatable)")
+    s.add_argument("--repromatrix", metavar="COMMAND",
+                   help="how a node starts repromatrix (default: this interpreter -m repromatrix)")
+    s.add_argument("run_args", nargs="*", metavar="-- RUN-OPTIONS",
+                   help="more `repromatrix run` options, after `--` (e.g. -- --timeout 300)")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from repromatrix.distribute.slurm import export, make_job
+
+    job = make_job(shards=args.shards, folder_of_results=args.results, site=args.out,
+                   backend=args.backend, matrix=args.matrix, expr=args.expr,
+                   all_stacks=args.all_stacks, sbatch=args.sbatch, run_args=args.run_args,
+                   durations=args.durations, repromatrix=args.repromatrix)
+    export(job, plan_for(args, load(args, overrides=False)), args.dir)
+    return Exit.OK

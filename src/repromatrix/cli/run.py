@@ -1,0 +1,80 @@
+"""`repromatrix run`: run the selected cells and record their results."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from repromatrix.config.flags import add_options
+from repromatrix.config.options import RunOptions, run_options
+from repromatrix.errors import BaseImageMissing, Exit
+from repromatrix.textsafe import listed, printable
+
+from .common import load, pairing_notes, plan_for, say, with_script
+from .hints import base_image_hint
+
+HELP = "run the selected cells and record results"
+RUN_GROUPS = ("select", "image", "engine", "run", "shard", "script")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("run", help=HELP)
+    add_options(p, *RUN_GROUPS)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from repromatrix.distribute.shard import parse_shard, shard_plan
+    from repromatrix.run.cells import run_plan
+    from repromatrix.run.outlook import outlook
+    from repromatrix.run.progress import RunProgress
+    from repromatrix.store.index import recorded_latest
+
+    shard = parse_shard(args.shard) if args.shard else None  # a bad K/N fails before any work
+    matrix = load(args)
+    options: RunOptions = run_options(matrix, args)
+    matrix = with_script(args, matrix, options.results)
+    plan = plan_for(args, matrix)
+    if shard is not None:
+        plan = shard_plan(plan, shard, args.durations, args.results)
+        if not plan.groups:
+            return Exit.OK
+    for line in pairing_notes(plan):
+        print(printable(f"note: {line}"), file=sys.stderr)
+    try:
+        with RunProgress() as progress:
+            summary = run_plan(matrix, plan, options, log=progress.log, progress=progress)
+    except BaseImageMissing as exc:
+        raise base_image_hint(exc, args, matrix, options, plan) from None
+    progress.print_summary(summary.run_id)
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "nothing new"
+    print(printable(f"run {summary.run_id}: {summary.ran} cell(s) run ({counts}), {summary.reused} "
+                    f"reused; results in {options.results}/"))
+    for line in outlook(recorded_latest(options.results, summary.cells).values()).lines():
+        print(printable(line))
+    code = all_broken(summary)
+    if not code:  # some stacks broken, others tested: say why, the exit stays 0
+        say_why_broken(summary.results)
+    return code
+
+
+def say_why_broken(results: Sequence[Any]) -> None:
+    """Each reason cells ended `broken` (nothing tested there), with the stacks it hit."""
+    stacks: dict[str, list[str]] = {}
+    for r in results:
+        if r.status == "broken" and r.stack_id not in stacks.setdefault(r.message, []):
+            stacks[r.message].append(r.stack_id)
+    for reason, ids in stacks.items():
+        say(f"broken on {len(ids)} stack(s) ({listed(ids)}): {reason}")
+
+
+def all_broken(summary: Any) -> Exit:
+    """Exit 3 when every cell of the run is `broken`: nothing was tested, say why."""
+    if not summary.results or summary.reused or any(r.status != "broken" for r in summary.results):
+        return Exit.OK
+    reasons = list(dict.fromkeys(r.message for r in summary.results))
+    more = f" (and {len(reasons) - 3} other reason(s))" if len(reasons) > 3 else ""
+    say("error: every cell is broken, nothing was tested: " + " | ".join(reasons[:3]) + more)
+    return Exit.INFRA

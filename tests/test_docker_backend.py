@@ -227,7 +227,8 @@ def test_overrunning_container_is_killed_and_removed(
         repros_dir: Path, tmp_path: Path) -> None:
     seen_running: list[bool] = []
 
-    def log(line: str) -> None:
+    def log(item: object) -> None:
+        line = str(item)  # plain lines and typed stack events alike
         if line.startswith("  ") and ": " in line:  # one line per recorded cell
             live = [c for c in docker_client.containers.list(
                 filters={"label": "repromatrix.managed=1"}) if CPU.id in c.name]
@@ -463,7 +464,7 @@ def test_push_then_pull_instead_of_building_and_the_image_budget(
 
     docker_client.images.remove(tag, force=True)  # another machine: the image is not here
     lines: list[str] = []
-    summary = drive(docker_settings, repros_dir, tmp_path, [group], log=lines.append,
+    summary = drive(docker_settings, repros_dir, tmp_path, [group], log=lambda line: lines.append(str(line)),
                     registry=prefix, image_budget_gb=0.0)
     assert [(r.cell, r.status) for r in summary.results] == [(f"{shared.id}--rmtest_ok", "pass")]
     assert any(f"pulled {prefix}/{repo}:{short}" in line for line in lines), lines

@@ -88,7 +88,7 @@ def test_docker_without_the_base_image_falls_back_to_venv_and_says_why(
     lines: list[str] = []
     summary = run_plan(matrix_with(settings), Plan((StackGroup(pip_stack(), ("onnx_export_device",)),)),
                        RunOptions(backend="docker|venv", results=tmp_path / "results"),
-                       log=lines.append)
+                       log=lambda line: lines.append(str(line)))
     [rec] = summary.results
     assert rec.backend == "venv"
     assert "first of the chain that works here" in rec.backend_reason
@@ -132,7 +132,7 @@ def test_no_daemon_passes_docker_over_for_every_stack(empty_wheelhouse, tmp_path
     lines: list[str] = []
     summary = run_plan(matrix_with(settings), plan,
                        RunOptions(backend="docker|venv", results=tmp_path / "results"),
-                       log=lines.append)
+                       log=lambda line: lines.append(str(line)))
     assert {r.backend for r in summary.results} == {"venv"}
     assert all("cannot reach the docker daemon" in r.backend_reason for r in summary.results)
     said = [line for line in lines if line.startswith("engine venv")]

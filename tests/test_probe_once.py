@@ -71,7 +71,7 @@ def test_the_runner_probes_once_per_stack_per_run(tmp_path):
     matrix = load_matrix(tmp_path / "matrix.yaml")
     lines: list[str] = []
     summary = run_plan(matrix, make_plan(matrix.stacks), RunOptions(results=tmp_path / "results"),
-                       log=lines.append)
+                       log=lambda line: lines.append(str(line)))
     assert summary.ran == 2
     out = tmp_path / "results" / ".work" / "out" / summary.run_id / "here"
     written = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))

@@ -16,6 +16,7 @@ from rich.console import Console
 
 from repromatrix.config.matrix import load_matrix
 from repromatrix.config.options import RunOptions
+from repromatrix.model import Broken, Done, Note, Output, Preparing, Running
 from repromatrix.plan import make_plan
 from repromatrix.run.cells import run_plan
 from repromatrix.run.progress import RunProgress, fmt_seconds
@@ -48,17 +49,17 @@ def console(tty: bool) -> tuple[Console, io.StringIO]:
 def test_plain_lines_count_cells_and_estimate_the_rest():
     con, out = console(tty=False)
     clock = Clock()
-    with RunProgress(con, clock=clock) as progress:
+    with RunProgress(con, clock=clock, groups=False) as progress:
         assert not progress.live_mode
         progress.start({"a": 2, "b": 2}, reused=1)
-        progress.log("[a] building environment /x")
-        progress.log("[a] running 2 repro(s) with python")
-        progress.log("[a] [runner] r1: running (timeout 600s)")
+        progress.log(Preparing("a", "building environment /x"))
+        progress.log(Running("a", "running 2 repro(s) with python"))
+        progress.log(Output("a", "[runner] r1: running (timeout 600s)"))
         clock.now += 10
         progress.result(result("a", "r1", "fail", "signature matched"))
         clock.now += 10
         progress.result(result("a", "r2", "pass"))
-        progress.log("[b] broken: image build failed")
+        progress.log(Broken("b", "image build failed"))
     lines = out.getvalue().splitlines()
     assert "[a] [runner] r1: running (timeout 600s)" in lines   # CI logs keep every line
     assert "[1/4] a--r1: fail  (signature matched)  [elapsed 0:10, ~0:30 left]" in lines
@@ -79,9 +80,9 @@ def test_live_table_shows_states_and_what_each_stack_runs_now():
     with RunProgress(con, clock=clock) as progress:
         assert progress.live_mode
         progress.start({"a": 1, "b": 1, "c": 1})
-        progress.log("[a] running 1 repro(s) with python")
-        progress.log("[a] [runner] dynamic_unet_shapes: running (timeout 600s)")
-        progress.log("[b] reusing environment /venvs/b")
+        progress.log(Running("a", "running 1 repro(s) with python"))
+        progress.log(Output("a", "[runner] dynamic_unet_shapes: running (timeout 600s)"))
+        progress.log(Preparing("b", "reusing environment /venvs/b"))
         progress.log("a line about nothing in particular")
         clock.now += 5
         render = Console(file=io.StringIO(), width=120)
@@ -95,6 +96,42 @@ def test_live_table_shows_states_and_what_each_stack_runs_now():
     shown = out.getvalue()
     assert "a line about nothing in particular" in shown        # printed above the live table
     assert "[a] [runner]" not in shown                          # shown in the table instead
+
+
+def test_state_comes_from_the_event_type_never_its_wording():
+    con, _ = console(tty=False)
+    with RunProgress(con, groups=False) as progress:
+        progress.start({"a": 1, "b": 1})
+        progress.log("[a] running 1 repro(s) with python")   # a plain line: no state change
+        progress.log(Note("b", "broken: in words only"))
+        assert progress.stacks["a"].state == "waiting" and progress.stacks["b"].state == "waiting"
+        progress.log(Running("a", "anything"))
+        progress.log(Broken("b", "anything"))
+        assert progress.stacks["a"].state == "running" and progress.stacks["b"].state == "broken"
+
+
+def test_github_actions_folds_each_stack_into_one_group():
+    """Two stacks whose lines interleave come out as two whole groups, each closed when
+    its stack ends; cell lines stay outside the groups."""
+    con, out = console(tty=False)
+    with RunProgress(con, groups=True) as progress:
+        progress.start({"a": 1, "b": 1})
+        progress.log(Preparing("a", "building environment /a"))
+        progress.log(Preparing("b", "building environment /b"))
+        progress.log(Running("a", "running 1 repro(s)"))
+        progress.log(Broken("b", "environment build FAILED"))
+        progress.log(Output("a", "[runner] r1: running"))
+        progress.result(result("a", "r1", "pass"))
+        progress.log(Done("a", "1 cell(s) recorded"))
+    lines = out.getvalue().splitlines()
+    b = lines.index("::group::b (broken)")
+    assert lines[b + 1:b + 4] == ["[b] building environment /b", "[b] environment build FAILED",
+                                  "::endgroup::"]
+    a = lines.index("::group::a (done)")
+    assert lines[a + 1:a + 5] == ["[a] building environment /a", "[a] running 1 repro(s)",
+                                  "[a] [runner] r1: running", "[a] 1 cell(s) recorded"]
+    assert lines[a + 5] == "::endgroup::"
+    assert any(line.startswith("[1/2] a--r1: pass") for line in lines[:a])
 
 
 def test_fmt_seconds():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,3 +137,42 @@ class Settings:
     stack_timeout: float = 3600.0
     build_timeout: float = 3600.0
     standins: tuple[str, ...] = ()  # stand-ins for what is absent (`tensorrt`): see options.py
+
+
+# -- progress: what the terminal learns about a stack, as typed events (run/progress.py) --
+@dataclass(frozen=True)
+class StackEvent:
+    """Something that happened to one stack; printed as ``[stack] text``."""
+
+    stack: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"[{self.stack}] {self.text}"
+
+
+class Preparing(StackEvent):
+    """Its environment is being made, pulled or found ready."""
+
+
+class Running(StackEvent):
+    """Its runner has started."""
+
+
+class Output(StackEvent):
+    """A line its runner printed."""
+
+
+class Broken(StackEvent):
+    """Nothing runs on it; ``text`` is the reason."""
+
+
+class Done(StackEvent):
+    """Its runner has ended and its cells are recorded."""
+
+
+class Note(StackEvent):
+    """Anything else about it worth a line (a kept container, a stand-in lane, a timeout)."""
+
+
+Say = Callable[["str | StackEvent"], None]  # the run's log: plain lines and stack events

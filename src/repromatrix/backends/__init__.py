@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from repromatrix.config.options import ENGINE_NAMES, RunOptions, parse_backend
 from repromatrix.errors import UsageError
-from repromatrix.model import Settings, Stack
+from repromatrix.model import Say, Settings, Stack
 from repromatrix.store.record import EngineFacts
 
 ENGINES: dict[str, str] = {  # the names are config.options.ENGINE_NAMES
@@ -54,7 +54,7 @@ class EngineContext:
     harness_dir: Path  # runner.py, protocol.py and the _*.py helpers
     repros_dir: Path  # the repro scripts of the matrix's catalog
     run_id: str
-    log: Callable[[str], None] = print
+    log: Say = print  # plain lines and typed stack events (model.StackEvent)
 
 
 @dataclass(frozen=True)

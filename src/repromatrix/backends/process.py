@@ -14,10 +14,11 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+from repromatrix.model import Output, Running, Say
 from repromatrix.store.record import EngineFacts
 from repromatrix.textsafe import printable
 
@@ -58,8 +59,8 @@ class LocalProcess:
 @contextlib.contextmanager
 def local_process(ctx: EngineContext, prepared: Prepared, job: RunnerJob) -> Iterator[LocalProcess]:
     """Start the runner with the prepared interpreter; always end its process group on exit."""
-    prefix, log = f"[{prepared.stack.id}] ", ctx.log
-    log(f"{prefix}running {len(job.repros)} repro(s) with {prepared.handle}")
+    sid, log = prepared.stack.id, ctx.log
+    log(Running(sid, f"running {len(job.repros)} repro(s) with {prepared.handle}"))
     job.outdir.mkdir(parents=True, exist_ok=True)
     log_path = job.outdir / "runner.log"
     cmd = [prepared.handle, *job.runner_args(str(ctx.harness_dir / "runner.py"), str(job.outdir),
@@ -68,7 +69,7 @@ def local_process(ctx: EngineContext, prepared: Prepared, job: RunnerJob) -> Ite
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True, env=env,
                             preexec_fn=die_with_parent)
-    relay = threading.Thread(target=_relay, args=(proc.stdout, log_path, log, prefix), daemon=True)
+    relay = threading.Thread(target=_relay, args=(proc.stdout, log_path, log, sid), daemon=True)
     relay.start()
     try:
         yield LocalProcess(proc, log_path)
@@ -78,14 +79,14 @@ def local_process(ctx: EngineContext, prepared: Prepared, job: RunnerJob) -> Ite
         relay.join(timeout=5)
 
 
-def _relay(stream: IO[bytes] | None, log_path: Path, log: Callable[[str], None], prefix: str) -> None:
+def _relay(stream: IO[bytes] | None, log_path: Path, log: Say, sid: str) -> None:
     if stream is None:
         return
     with log_path.open("wb") as fh:
         for line in stream:
             fh.write(line)
             fh.flush()
-            log(prefix + printable(line.decode("utf-8", "replace").rstrip()))
+            log(Output(sid, printable(line.decode("utf-8", "replace").rstrip())))
 
 
 def die_with_parent() -> None:

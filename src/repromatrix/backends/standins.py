@@ -16,7 +16,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from repromatrix.model import Stack
+from repromatrix.model import Note, Stack
 
 ENV = "REPROMATRIX_STANDINS"  # read by repros/_standin.py
 FOLDER = "repromatrix-standins"  # inside the environment
@@ -60,9 +60,9 @@ def venv_steps(lane: dict[str, Any], install: list[str], python: str, target: Pa
             [python, source, "make", str(target / FOLDER)]]
 
 
-def label(stack: Stack) -> str:
+def label(stack: Stack) -> Note:
     """How the run output names a stand-in stack."""
-    return (f"[{stack.id}] TensorRT stood in: torch-tensorrt {stack.torch_tensorrt}'s own code "
+    return Note(stack.id, f"TensorRT stood in: torch-tensorrt {stack.torch_tensorrt}'s own code "
             f"with stand-ins for TensorRT {stack.tensorrt or '?'} (repros/_standin.py)")
 
 

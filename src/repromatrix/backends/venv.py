@@ -39,7 +39,7 @@ from typing import Any
 
 from repromatrix import envvars
 from repromatrix.errors import EngineUnavailable, UsageError
-from repromatrix.model import Stack
+from repromatrix.model import Note, Preparing, Stack
 from repromatrix.paths import cache_dir
 
 from . import EngineContext, Prepared, RunnerJob, standins
@@ -138,7 +138,7 @@ class VenvEngine:
         fcntl.flock(lock, fcntl.LOCK_SH)  # a finished environment: shared with other runs
         if self._built(key):
             self.disk.hold(key, lock)
-            self.ctx.log(f"[{stack.id}] reusing environment {target}")
+            self.ctx.log(Preparing(stack.id, f"reusing environment {target}"))
             return Prepared(stack, ok=True, handle=str(exe), image=image, cached=True)
         fcntl.flock(lock, fcntl.LOCK_UN)
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build per environment at a time
@@ -146,8 +146,8 @@ class VenvEngine:
             self.disk.hold(key, lock)
             return Prepared(stack, ok=True, handle=str(exe), image=image, cached=True)
         self.disk.make_room(estimate_bytes(stack))
-        self.ctx.log(f"[{stack.id}] building environment {target} "
-                     f"({' '.join(spec['requirements'])})")
+        self.ctx.log(Preparing(stack.id, f"building environment {target} "
+                     f"({' '.join(spec['requirements'])})"))
         log_path = self.root / f"{key}.log"
         with self.disk.installing():
             failure = self._build(target, spec, log_path)
@@ -155,7 +155,7 @@ class VenvEngine:
         if failure:
             lock.close()
             reason = explain(failure[0], failure[1], log_path)
-            self.ctx.log(f"[{stack.id}] environment build FAILED: {reason}")
+            self.ctx.log(Note(stack.id, f"environment build FAILED: {reason}"))
             return Prepared(stack, ok=False, image=image, reason=reason,
                             log_tail=failure[1], log_path=log_path, duration_s=elapsed)
         (target / MARKER).write_text(json.dumps({"stack": stack.spec(), **spec}, indent=2))

@@ -190,7 +190,7 @@ class Bisect:
         cell = cell_id(stack.id, a.repro)
         matrix = replace(self.matrix, settings=cands.probe_settings(self.matrix.settings, stack))
         summary = run_plan(matrix, Plan((StackGroup(stack, (a.repro,)),)), self.options,
-                           log=lambda line: self.err("    " + line),
+                           log=lambda line: self.err(f"    {line}"),
                            command=[*self.setup.command, "--rerun"])
         mine = [r for r in summary.results if r.cell == cell]
         attempts = mine or self._recorded(cell)

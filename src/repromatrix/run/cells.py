@@ -27,7 +27,7 @@ from repromatrix.config.flags import rerun_command
 from repromatrix.config.matrix import Matrix
 from repromatrix.config.options import RunOptions
 from repromatrix.errors import UsageError
-from repromatrix.model import Plan, Stack, StackGroup, Status, cell_id
+from repromatrix.model import Note, Plan, Say, Stack, StackEvent, StackGroup, Status, cell_id
 from repromatrix.store.index import CellKey, recorded_keys
 from repromatrix.store.record import CellRun, Result, shorten, unavailable_results
 from repromatrix.store.results import ResultStore, flaky_counts, locked, prune_work
@@ -78,7 +78,7 @@ def cache_key(fingerprint: str, repro_sha: str) -> str:
 
 
 def engines_for(matrix: Matrix, options: RunOptions, run_id: str,
-                log: Callable[[str], None]) -> Engines:
+                log: Say) -> Engines:
     """The run's engines (``--backend``: one engine, or a fallback chain)."""
     harness = paths.repros_dir()
     ctx = EngineContext(settings=matrix.settings, options=options, harness_dir=harness,
@@ -87,13 +87,13 @@ def engines_for(matrix: Matrix, options: RunOptions, run_id: str,
     return Engines(ctx, options.backend)
 
 
-def print_line(line: str) -> None:
+def print_line(line: str | StackEvent) -> None:
     """The default log: one line on stdout, its control characters escaped."""
-    print(printable(line), flush=True)
+    print(printable(str(line)), flush=True)
 
 
 def prepare_plan(matrix: Matrix, plan: Plan, options: RunOptions,
-                 log: Callable[[str], None] = print_line) -> list[Prepared]:
+                 log: Say = print_line) -> list[Prepared]:
     """Make (or find) every selected stack's environment: `repromatrix build`."""
     if options.backend == "local":
         plan = fold_local(plan, options.local_python)
@@ -105,14 +105,14 @@ def prepare_plan(matrix: Matrix, plan: Plan, options: RunOptions,
     for g in groups:
         choice = engines.choices[g.stack.id]
         if choice.engine is None:
-            log(printable(f"[{g.stack.id}] not made: {choice.reason}"))
+            log(Note(g.stack.id, printable(f"not made: {choice.reason}")))
             continue
         out.append(choice.engine.prepare(g.stack, stop))
     return out
 
 
 def run_plan(matrix: Matrix, plan: Plan, options: RunOptions,
-             log: Callable[[str], None] = print_line, command: Sequence[str] | None = None,
+             log: Say = print_line, command: Sequence[str] | None = None,
              progress: RunProgress | None = None) -> RunSummary:
     """Run the stale cells of ``plan``; every Result is appended to the store as it arrives
     (and shown by ``progress`` when given, instead of a log line per cell).
@@ -132,7 +132,7 @@ def run_plan(matrix: Matrix, plan: Plan, options: RunOptions,
 
 
 def _run_locked(matrix: Matrix, plan: Plan, options: RunOptions, engines: Engines,
-                summary: RunSummary, log: Callable[[str], None],
+                summary: RunSummary, log: Say,
                 command: Sequence[str] | None, progress: RunProgress | None) -> None:
     """The run itself, holding the results folder (one run per folder at a time)."""
     stage_catalog(matrix.repros, paths.repros_dir(), options.work)

@@ -1,16 +1,18 @@
 """Progress of `repromatrix run` / `matrix` in the terminal, and the closing summary table.
 
-Run stage -> **progress** -> the terminal. Fed by the run's ``log`` callback
-(stack lines are prefixed ``[stack id]``: building / reusing / running /
-broken) and by every Result ``run.run_plan`` emits. On a TTY a live table
-(rich) shows each stack as waiting, preparing, running or done, the cells per
-status, elapsed and estimated time; elsewhere (CI logs) each line is printed
-plainly with a ``[done/total]`` counter. Either way a summary table closes the run.
+Run stage -> **progress** -> the terminal. Fed by the run's ``log`` callback, which
+carries plain lines and typed stack events (``model.Preparing``, ``Running``,
+``Output``, ``Broken``, ``Done``, ``Note``: a stack's state comes from the event's
+type, never from its wording), and by every Result ``run.run_plan`` emits. On a TTY
+a live table (rich) shows each stack as waiting, preparing, running or done, the
+cells per status, elapsed and estimated time; elsewhere (CI logs) each line is
+printed plainly with a ``[done/total]`` counter, and in GitHub Actions each stack's
+lines fold into one ``::group::``. Either way a summary table closes the run.
 """
 
 from __future__ import annotations
 
-import re
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -23,15 +25,21 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from repromatrix.model import Status
+from repromatrix.model import (
+    Broken,
+    Done,
+    Output,
+    Preparing,
+    Running,
+    StackEvent,
+    Status,
+)
 from repromatrix.store.record import Result, shorten
 from repromatrix.textsafe import printable
 
 STATUS_STYLE = {"pass": "green", "fail": "red", "error": "dark_orange", "crash": "magenta",
                 "timeout": "yellow", "skip": "bright_black", "broken": "bold"}
 STATUSES = tuple(s.value for s in Status)
-_STACK_LINE = re.compile(r"^\[([^\]]+)\] (.*)$")
-_PREPARING = ("building", "reusing", "image ", "built ", "environment")
 LIVE_ROWS = 12  # stacks shown in the live table; the rest are counted
 
 
@@ -63,7 +71,7 @@ class RunProgress:
     """The run's terminal view; use as a context manager around ``run_plan``."""
 
     def __init__(self, console: Console | None = None, *, live: bool | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, groups: bool | None = None) -> None:
         self.console = console or Console(highlight=False)
         self.live_mode = self.console.is_terminal if live is None else live
         self.clock = clock
@@ -73,6 +81,10 @@ class RunProgress:
         self.stood_in: list[tuple[str, str]] = []  # (cell, evidence level) decided on stand-ins
         self._lock = threading.Lock()
         self._live: Live | None = None
+        # GitHub Actions folds each stack's lines into a ::group:: (plain mode only)
+        self.groups = (os.environ.get("GITHUB_ACTIONS") == "true" if groups is None else groups) \
+            and not self.live_mode
+        self._grouped: dict[str, list[str]] = {}
 
     # -- context -------------------------------------------------------------------------
     def __enter__(self) -> RunProgress:
@@ -83,6 +95,8 @@ class RunProgress:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        for sid in list(self._grouped):  # stacks the run left unfinished (interrupted)
+            self._flush_group(sid, self.stacks[sid].state)
         if self._live is not None:
             self._live.stop()
             self._live = None
@@ -95,30 +109,43 @@ class RunProgress:
             self.reused = reused
             self.stacks = {sid: StackProgress(sid, n) for sid, n in cells_by_stack.items()}
 
-    def log(self, line: str) -> None:
-        """The run's log callback: updates stack states; prints what is not shown live."""
-        text = str(line)
+    def log(self, item: str | StackEvent) -> None:
+        """The run's log callback: a stack event updates that stack's state (by its type,
+        never by its wording); what the live table does not show is printed."""
         with self._lock:
-            match = _STACK_LINE.match(text)
-            stack = self.stacks.get(match.group(1)) if match else None
-            if stack is not None:
-                shown_live = self._stack_line(stack, match.group(2))
-                if shown_live and self._live is not None:
-                    return
-        self._print(text)
+            stack = self.stacks.get(item.stack) if isinstance(item, StackEvent) else None
+            if stack is not None and self._update(stack, item) and self._live is not None:
+                return
+            if stack is not None and self.groups:
+                self._grouped.setdefault(stack.id, []).append(str(item))
+                if isinstance(item, (Done, Broken)):
+                    self._flush_group(stack.id, stack.state)
+                return
+        self._print(str(item))
 
-    def _stack_line(self, stack: StackProgress, rest: str) -> bool:
-        """Update ``stack`` from one of its log lines; True when the live table shows it."""
-        if rest.startswith("[runner]"):
-            stack.now = shorten(printable(rest[len("[runner]"):].strip()), 80)
+    def _update(self, stack: StackProgress, event: StackEvent) -> bool:
+        """Apply one event to ``stack``; True when the live table shows it in place of a line."""
+        if isinstance(event, Output):
+            stack.now = shorten(printable(event.text.removeprefix("[runner]").strip()), 80)
             return True
-        if rest.startswith("running "):
+        if isinstance(event, Running):
             stack.state, stack.started = "running", self.clock()
-        elif rest.startswith(_PREPARING) and stack.state == "waiting":
+        elif isinstance(event, Preparing) and stack.state == "waiting":
             stack.state = "preparing"
-        elif rest.startswith("broken"):
+        elif isinstance(event, Broken):
             stack.state = "broken"
+        elif isinstance(event, Done) and stack.state != "broken":
+            stack.state, stack.now = "done", ""
         return False
+
+    def _flush_group(self, sid: str, state: str) -> None:
+        """GitHub Actions: one stack's lines as one folded group, printed when it ends
+        (stacks running at once never interleave inside a group)."""
+        lines = self._grouped.pop(sid, [])
+        self._print(f"::group::{sid} ({state})")
+        for line in lines:
+            self._print(line)
+        self._print("::endgroup::")
 
     def result(self, result: Result) -> None:
         """One finished cell (called by run_plan's emit)."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from repromatrix.backends import Engine, Prepared, RunnerJob
-from repromatrix.model import StackGroup
+from repromatrix.model import Broken, Done, Note, Say, StackGroup
 from repromatrix.store.record import CellRun, Result, broken_results
 
 from .watch import Interrupted, watch
@@ -47,7 +47,7 @@ class Scheduler:
 
     def __init__(self, work: Sequence[StackWork], *, emit: Callable[[Result], None], out_root: Path,
                  repro_timeout: float, stack_timeout: float, jobs: int = 1,
-                 gpus: Sequence[str] = (), log: Callable[[str], None] = print) -> None:
+                 gpus: Sequence[str] = (), log: Say = print) -> None:
         self.work, self.out_root, self.log = list(work), out_root, log
         self.repro_timeout, self.stack_timeout = repro_timeout, stack_timeout
         self.jobs = max(1, jobs)
@@ -137,7 +137,7 @@ class Scheduler:
                 return
             work, prepared = item
             if not prepared.ok:
-                self.log(f"[{work.group.stack.id}] broken: {prepared.reason}")
+                self.log(Broken(work.group.stack.id, prepared.reason))
                 for result in broken_results(_with_image(work, prepared).values(), prepared.reason,
                                              prepared.log_tail):
                     self.emit(result)
@@ -169,15 +169,16 @@ class Scheduler:
         try:
             with work.engine.start(prepared, job) as proc:
                 watch(proc, outdir, cells, emit, limit_s=self.stack_timeout, stop=self.stop,
-                      log=self.log, label=f"[{sid}] ")
+                      log=self.log, stack=sid)
+            self.log(Done(sid, f"{len(emitted)} cell(s) recorded"))
         except Interrupted:
-            self.log(f"[{sid}] interrupted")
+            self.log(Note(sid, "interrupted"))
             raise
         except Exception as exc:  # noqa: BLE001 - an engine failure breaks this stack only
             left = [c for r, c in cells.items() if r not in emitted]
             why = (f"the run stopped watching this stack: {exc}" if isinstance(exc, RecordFailed)
                    else f"the runner could not be started: {exc}")
-            self.log(f"[{sid}] broken: {why}")
+            self.log(Broken(sid, why))
             for result in broken_results(left, why):
                 self.emit(result)
 

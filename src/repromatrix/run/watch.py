@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from repromatrix.backends import RunnerProcess
+from repromatrix.model import Note, Say
 from repromatrix.store.record import CellRun, EngineFacts, Result, make_result
 
 POLL_S = 0.25
@@ -28,7 +29,7 @@ class Interrupted(Exception):
 
 def watch(proc: RunnerProcess, outdir: Path, cells: Mapping[str, CellRun],
           emit: Callable[[Result], None], *, limit_s: float, stop: threading.Event,
-          log: Callable[[str], None] = print, label: str = "") -> None:
+          log: Say = print, stack: str = "") -> None:
     """Emit one Result per cell of ``cells`` (keyed by repro id); raise Interrupted on ``stop``."""
     deadline = time.monotonic() + limit_s
     done: set[str] = set()
@@ -49,7 +50,7 @@ def watch(proc: RunnerProcess, outdir: Path, cells: Mapping[str, CellRun],
         if stop.is_set():
             raise Interrupted
         if time.monotonic() > deadline:
-            log(f"{label}stack timeout ({limit_s:g}s): stopping the runner")
+            log(Note(stack, f"stack timeout ({limit_s:g}s): stopping the runner"))
             proc.stop()
             timed_out = True
             break

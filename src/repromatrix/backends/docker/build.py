@@ -12,14 +12,13 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import docker
 
 from repromatrix.backends.images import ImageResult, ImageSpec, build_context
-from repromatrix.model import TRACEBACK_LIMIT
+from repromatrix.model import TRACEBACK_LIMIT, Note, Preparing, Say
 
 from .daemon import ENGINE_ERRORS, find_image, first_line
 
@@ -29,19 +28,19 @@ LABEL_CA = "repromatrix.ca_bundle_sha256"  # which CA bundle the image trusts (p
 
 
 def build_image(client: docker.DockerClient, spec: ImageSpec, work_dir: Path, *,
-                log: Callable[[str], None] = print, stop: threading.Event | None = None,
+                log: Say = print, stop: threading.Event | None = None,
                 keep_context: bool = False) -> ImageResult:
     """Build one image (classic builder, host network) unless its tag exists; never raises."""
     sid = spec.stack.id
     t0 = time.monotonic()
     existing = find_image(client, spec.tag)
     if existing is not None:
-        log(f"[{sid}] image {spec.tag} is cached")
+        log(Preparing(sid, f"image {spec.tag} is cached"))
         return ImageResult(sid, spec.tag, ok=True, id=existing.id, cached=True)
     log_path = work_dir / "logs" / f"{sid}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     ctx_dir = work_dir / "build" / sid
-    log(f"[{sid}] building {spec.tag} from {spec.base_image} (log: {log_path})")
+    log(Preparing(sid, f"building {spec.tag} from {spec.base_image} (log: {log_path})"))
     error = ""
     try:
         build_context(spec, ctx_dir)
@@ -59,10 +58,10 @@ def build_image(client: docker.DockerClient, spec: ImageSpec, work_dir: Path, *,
         error = error or f"the build finished but {spec.tag} is not in the image store"
         tail = _tail(log_path)
         error = _build_error_summary(tail, error)
-        log(f"[{sid}] build FAILED after {elapsed:.0f}s: {error}")
+        log(Note(sid, f"build FAILED after {elapsed:.0f}s: {error}"))
         return ImageResult(sid, spec.tag, ok=False, log_path=log_path, error=error,
                            log_tail=tail, duration_s=elapsed)
-    log(f"[{sid}] built {spec.tag} in {elapsed:.0f}s")
+    log(Preparing(sid, f"built {spec.tag} in {elapsed:.0f}s"))
     return ImageResult(sid, spec.tag, ok=True, id=image.id, log_path=log_path, duration_s=elapsed)
 
 

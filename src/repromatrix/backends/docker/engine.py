@@ -30,7 +30,7 @@ from repromatrix.backends.diagnose import explain
 from repromatrix.backends.images import image_spec
 from repromatrix.backends.indexes import check_indexes
 from repromatrix.lock import hold
-from repromatrix.model import Stack
+from repromatrix.model import Note, Running, Stack
 from repromatrix.paths import cache_dir
 from repromatrix.store.record import EngineFacts
 from repromatrix.store.results import safe_component
@@ -134,15 +134,16 @@ class DockerEngine:
         container = self._create(prepared, job)
         try:
             container.start()
-            self.ctx.log(f"[{prepared.stack.id}] running {len(job.repros)} repro(s) in "
-                         f"{container.name}")
+            self.ctx.log(Running(prepared.stack.id, f"running {len(job.repros)} repro(s) in "
+                         f"{container.name}"))
             yield ContainerProcess(container)
         finally:
             self._save_logs(container, prepared.stack.id)
             if self.ctx.options.keep:
                 with contextlib.suppress(*ENGINE_ERRORS):
                     container.stop(timeout=1)
-                self.ctx.log(f"[{prepared.stack.id}] kept container {container.name} and {job.outdir}")
+                self.ctx.log(Note(prepared.stack.id,
+                                  f"kept container {container.name} and {job.outdir}"))
             else:
                 remove_container(container)
 

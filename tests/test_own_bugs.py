@@ -444,3 +444,16 @@ def test_real_bisects_of_a_users_script_and_repro_from_a_folder_of_their_own(tmp
     assert rerun.returncode == 0, rerun.stderr
     again = [r for r in load_records([tmp_path / "results"]).records if r.cell == cell["id"]]
     assert len(again) == 2 and again[0].status == again[1].status == "fail", "the same cell, run again"
+
+
+def test_the_container_side_frames_are_real_files_that_run_on_their_own(tmp_path: Path) -> None:
+    """The script wrapper and the one-file frame are linted Python files, not strings: each
+    runs with its placeholders (a script that exits 0 is a pass; an empty repro exits 0)."""
+    from repromatrix.scripts import plain, standalone
+
+    result = tmp_path / "r.json"
+    subprocess.run([sys.executable, str(plain.WRAPPER), "--result", str(result)], check=True,
+                   capture_output=True, cwd=tmp_path)
+    assert json.loads(result.read_text())["status"] == "pass"
+    subprocess.run([sys.executable, str(standalone.FRAME)], check=True, cwd=tmp_path)
+    assert "# <settings>" not in plain.wrapper_body() and "placeholders" not in plain.wrapper_body()

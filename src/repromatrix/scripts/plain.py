@@ -26,10 +26,10 @@ from repromatrix.config.validate import regular_file
 from repromatrix.errors import ConfigError, UsageError
 from repromatrix.model import Plan, Repro, StackGroup
 
-from .template import BODY
-
 SCRIPTS_DIR = "scripts"
 MARK = "# repromatrix: generated from a plain script"
+WRAPPER = Path(__file__).with_name("_wrapper.py")  # container side: the generated repro's body
+SETTINGS = ("# <settings>\n", "# </settings>\n")
 RULE = ("exit 0 is good, 125 cannot tell, any other exit is bad, a signal is a crash")
 
 
@@ -102,7 +102,18 @@ def wrapper_source(spec: ScriptSpec) -> str:
     head = [MARK, f"META = {meta!r}", f"SCRIPT_NAME = {name!r}",
             f"SCRIPT_ORIGIN = {str(spec.path.resolve())!r}",
             f"BAD_IF_OUTPUT = {spec.bad_if_output!r}", f"SCRIPT_SOURCE = {source!r}"]
-    return "\n".join(head) + "\n" + BODY
+    return "\n".join(head) + "\n" + wrapper_body()
+
+
+def wrapper_body() -> str:
+    """``_wrapper.py`` without its docstring and placeholder settings: what follows a
+    generated wrapper's own settings."""
+    text = WRAPPER.read_text(encoding="utf-8")
+    code = ast.parse(text).body
+    first = code[1].lineno - 1 if isinstance(code[0], ast.Expr) else 0  # after the docstring
+    lines = text.splitlines(keepends=True)[first:]
+    start, end = lines.index(SETTINGS[0]), lines.index(SETTINGS[1])
+    return "\n" + "".join(lines[:start] + lines[end + 1:]).strip("\n") + "\n"
 
 
 def write_wrapper(spec: ScriptSpec, folder: Path) -> Path:

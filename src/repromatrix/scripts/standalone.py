@@ -7,73 +7,20 @@ the repro's stage lines and exits 0 on ``pass``, 1 on ``fail`` (the bug
 reproduced) and 125 otherwise (cannot tell), the ``git bisect run`` convention,
 so the export itself also works with ``repromatrix bisect --script``.
 
-A generated script repro (``script.py``) exports as the user's own script.
+A generated script repro (``plain.py``) exports as the user's own script. The export's
+frame is ``_one_file.py``, a real (linted) file.
 """
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 from repromatrix.config.catalog import user_helpers
 
 from .plain import read_wrapper
 
-HEAD = '''#!/usr/bin/env python3
-# {title}
-# One-file export of the repromatrix repro `{rid}`: needs only the stack under test.
-# Run: python {name}   -> exit 0 pass (bug absent), 1 fail (bug reproduced), 125 cannot tell.
-import importlib.abc as _abc
-import importlib.util as _util
-import json as _json
-import os as _os
-import sys as _sys
-import tempfile as _tempfile
-
-_SOURCES = {{}}
-
-
-class _Embedded(_abc.MetaPathFinder, _abc.Loader):
-    """Imports the modules embedded below, whatever order they import each other in."""
-
-    def find_spec(self, name, path, target=None):
-        return _util.spec_from_loader(name, self) if name in _SOURCES else None
-
-    def create_module(self, spec):
-        return None
-
-    def exec_module(self, mod):
-        mod.__file__ = mod.__name__ + ".py"
-        exec(compile(_SOURCES[mod.__name__], mod.__file__, "exec"), mod.__dict__)
-
-
-_sys.meta_path.insert(0, _Embedded())
-
-
-def _module(name, source):
-    _SOURCES[name] = source
-
-'''
-
-TAIL = '''
-
-_protocol = __import__("protocol")
-_protocol_main = _protocol.main
-
-
-def _main_with_exit_code(meta, signatures, body, argv=None):
-    fd, path = _tempfile.mkstemp(suffix=".json")
-    _os.close(fd)
-    _protocol_main(meta, signatures, body, ["--result", path])
-    with open(path) as f:
-        status = _json.load(f)["status"]
-    _os.unlink(path)
-    _sys.exit({{"pass": 0, "fail": 1}}.get(status, 125))
-
-
-_protocol.main = _main_with_exit_code
-__file__ = {name!r}
-exec(compile({repro}, {name!r}, "exec"))
-'''
+FRAME = Path(__file__).with_name("_one_file.py")  # container side: the export's frame
 
 
 def literal(text: str) -> str:
@@ -93,8 +40,24 @@ def export(repro_path: Path | str, harness_dir: Path, title: str = "") -> tuple[
     name = path.name
     modules = [harness_dir / "protocol.py", *sorted(harness_dir.glob("_*.py")),
                *user_helpers(path.parent, harness_dir)]
-    parts = [HEAD.format(title=title or path.stem, rid=path.stem, name=name)]
-    for mod in modules:
-        parts.append(f"_module({mod.stem!r}, {literal(mod.read_text())})\n")
-    parts.append(TAIL.format(name=name, repro=literal(path.read_text())))
-    return name, "".join(parts)
+    text = _frame().replace("# <title>", f"# {title or path.stem}", 1) \
+        .replace("`<rid>`", f"`{path.stem}`", 1).replace("python <name>", f"python {name}", 1)
+    text = _fill(text, "modules", "".join(f"_module({mod.stem!r}, {literal(mod.read_text())})\n"
+                                          for mod in modules))
+    text = _fill(text, "repro", f"__file__ = {name!r}\n_REPRO = {literal(path.read_text())}\n")
+    return name, text
+
+
+def _frame() -> str:
+    """``_one_file.py`` without its docstring (it speaks to this project, not to the reader)."""
+    text = FRAME.read_text(encoding="utf-8")
+    doc = ast.parse(text).body[0]
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[:doc.lineno - 1] + lines[doc.end_lineno:])
+
+
+def _fill(text: str, block: str, content: str) -> str:
+    """``text`` with the lines between ``# <block>`` and ``# </block>`` (markers too) replaced."""
+    start, end = f"# <{block}>\n", f"# </{block}>\n"
+    head, rest = text.split(start, 1)
+    return head + content + rest.split(end, 1)[1]

@@ -1,18 +1,17 @@
-"""The body of a generated script repro (see ``script.py``): container side, stdlib only,
-Python 3.8+. Kept as text: the host never runs it, the runner does, in the stack under test.
+"""Container side: the body of every generated script repro (``plain.py`` writes one per
+``--script``). Standard library only, Python 3.8+. The host never imports this file: it
+copies it below the script's own settings, which take the place of the block marked
+``<settings>`` (placeholders, so this file lints and runs on its own).
 
-It writes the user's script (embedded as ``SCRIPT_SOURCE``) to a fresh temporary
-folder (removed afterwards), runs it there with the same interpreter in the wrapper's
-process group (the outcome comes from its exit status, not from its output closing; what
-it leaves running in the group is ended then), relays its output,
-and turns how it ended into a result like a protocol repro's: exit 0 pass, 125 skip (cannot
-tell), any other exit fail, or, with ``BAD_IF_OUTPUT``, fail when the output
-matches and error when it exits non-zero without matching. A death by signal is
-left to the runner (the wrapper exits 128 + the signal, so the runner records a
-``crash`` in stage ``script``).
+The wrapper writes the user's script (``SCRIPT_SOURCE``) to a fresh temporary folder
+(removed afterwards), runs it there with the same interpreter in the wrapper's process
+group (the outcome comes from its exit status, not from its output closing; what it
+leaves running in the group is ended then), relays its output, and turns how it ended
+into a result like a protocol repro's: exit 0 pass, 125 skip (cannot tell), any other
+exit fail, or, with ``BAD_IF_OUTPUT``, fail when the output matches and error when it
+exits non-zero without matching. A death by signal is left to the runner (the wrapper
+exits 128 + the signal, so the runner records a ``crash`` in stage ``script``).
 """
-
-BODY = r'''
 import json
 import os
 import re
@@ -23,6 +22,14 @@ import sys
 import tempfile
 import threading
 import time
+
+# <settings>
+META = {"id": "script", "title": "script.py (plain script)"}
+SCRIPT_NAME = "script.py"
+SCRIPT_ORIGIN = ""
+BAD_IF_OUTPUT = None
+SCRIPT_SOURCE = "import sys\nsys.exit(0)\n"
+# </settings>
 
 CANNOT_TELL = 125
 OUTPUT_LIMIT = 4 * 1024 * 1024
@@ -192,4 +199,3 @@ def main():
 
 if __name__ == "__main__":
     sys.exit(main())
-'''

@@ -42,9 +42,17 @@ def _install(session: nox.Session, *extras: str) -> None:
     session.install("-e", spec)
 
 
-# repromatrix's exit codes (README "Exit codes"): nox itself only knows 0 and 1.
-EXIT_MEANINGS = {1: "a harness fault", 2: "bad input", 3: "infrastructure unavailable",
-                 4: "a cell contradicts its expectation", 130: "interrupted"}
+def _meaning(code: int) -> str:
+    """What repromatrix's exit ``code`` means (errors.Exit); nox itself only knows 0 and 1."""
+    sys.path.insert(0, str(ROOT / "src"))
+    try:
+        from repromatrix.errors import Exit
+
+        return Exit(code).meaning
+    except (ImportError, ValueError):
+        return "failed"
+    finally:
+        sys.path.pop(0)
 
 
 def _repromatrix(session: nox.Session, *args: str) -> None:
@@ -54,7 +62,7 @@ def _repromatrix(session: nox.Session, *args: str) -> None:
         session.run("repromatrix", *args)
     except nox.command.CommandFailed as exc:
         code = exc.return_code if exc.return_code is not None else 1
-        session.log(f"repromatrix exited {code} ({EXIT_MEANINGS.get(code, 'failed')}): "
+        session.log(f"repromatrix exited {code} ({_meaning(code)}): "
                     "its message is above; nox exits with the same code")
         raise SystemExit(code) from None
 

@@ -37,6 +37,17 @@ class Exit(IntEnum):
     CONTRADICTION = 4  # `report --check`: a cell contradicts its documented expectation
     INTERRUPTED = 130  # Ctrl-C, SIGTERM: recorded results are kept
 
+    @property
+    def meaning(self) -> str:
+        """A few words for a log line (nox says them when repromatrix fails)."""
+        return _MEANINGS[self]
+
+
+_MEANINGS = {Exit.OK: "done", Exit.FAULT: "a harness fault, or `compat update --check`: behind",
+             Exit.USAGE: "bad input", Exit.INFRA: "infrastructure unavailable",
+             Exit.CONTRADICTION: "a cell contradicts its expectation",
+             Exit.INTERRUPTED: "interrupted"}
+
 
 class HarnessError(Exception):
     exit_code = Exit.FAULT

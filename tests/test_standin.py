@@ -214,8 +214,8 @@ def test_standins_are_checked_before_anything_is_built(tmp_path, capsys) -> None
 
 
 def test_the_lane_is_never_silently_ignored(tmp_path, capsys) -> None:
-    code = cli_main(["run", "--standin", "tensorrt", "--backend", "docker", "--results", str(tmp_path)])
-    assert code == 2 and "venv engine only" in capsys.readouterr().err
+    code = cli_main(["run", "--standin", "tensorrt", "--backend", "local", "--results", str(tmp_path)])
+    assert code == 2 and "built by the docker and venv engines" in capsys.readouterr().err
 
 
 def test_a_pasted_command_keeps_the_lane(tmp_path) -> None:
@@ -312,10 +312,11 @@ def test_check_names_the_evidence_level_of_a_contradiction(tmp_path, capsys) -> 
     assert f"contradicts its expectation: {cell} [◇ {STANDIN_BAD}]" in err
 
 
-def test_the_matrix_lane_applies_where_venv_makes_stacks_and_not_to_a_docker_only_run(tmp_path):
-    """The shipped matrix asks for the lane (defaults.standins) with `docker|venv`: a run with
-    that chain keeps it; `--backend docker` alone (an NGC bisect, say) builds real TensorRT and
-    is not refused for the matrix's wish; `--standin` given with docker alone still is."""
+def test_the_matrix_lane_is_a_wish_and_standin_insists(tmp_path):
+    """The shipped matrix asks for the lane (defaults.standins): every engine that builds it
+    (docker, venv) takes the wish, but only where no NVIDIA GPU is here; `--standin` insists
+    everywhere; `--backend local` builds nothing, so `--standin` with it is refused."""
+    from repromatrix.backends import standins
     from repromatrix.config.matrix import load_matrix
     from repromatrix.config.options import run_options
     from repromatrix.errors import UsageError
@@ -323,7 +324,45 @@ def test_the_matrix_lane_applies_where_venv_makes_stacks_and_not_to_a_docker_onl
     matrix = load_matrix()
     assert matrix.settings.standins == ("tensorrt",)
     results = str(tmp_path / "r")
-    assert run_options(matrix, {"results": results}).standins == ("tensorrt",)
-    assert run_options(matrix, {"results": results, "backend": "docker"}).standins == ()
-    with pytest.raises(UsageError, match="venv engine only"):
-        run_options(matrix, {"results": results, "backend": "docker", "standin": ["tensorrt"]})
+    wish = run_options(matrix, {"results": results, "backend": "docker"})
+    assert wish.standins == ("tensorrt",) and wish.standins_from_matrix
+    forced = run_options(matrix, {"results": results, "backend": "docker", "standin": ["tensorrt"]})
+    assert forced.standins == ("tensorrt",) and not forced.standins_from_matrix
+    assert run_options(matrix, {"results": results, "backend": "local"}).standins == ()
+    with pytest.raises(UsageError, match="docker and venv engines"):
+        run_options(matrix, {"results": results, "backend": "local", "standin": ["tensorrt"]})
+    said: list[str] = []
+    assert standins.lane_here(("tensorrt",), True, False, said.append, "docker") == ("tensorrt",)
+    assert standins.lane_here(("tensorrt",), False, True, said.append, "docker") == ("tensorrt",)
+    assert not said
+    assert standins.lane_here(("tensorrt",), True, True, said.append, "docker") == ()
+    assert "builds real TensorRT" in said[0] and "--standin tensorrt" in said[0]
+
+
+def test_the_docker_lane_image_is_its_own_and_says_how_it_is_made():
+    """A lane image installs torch-tensorrt's own wheel without its dependencies, makes the
+    stand-ins in the image and points the runner at them; it never shares a tag with the
+    real-TensorRT image of the same stack, and a stack off the lane keeps its tag."""
+    from repromatrix import paths
+    from repromatrix.backends.images import image_spec
+    from repromatrix.model import Settings, Stack
+
+    settings = Settings(extra_index_urls=(), packages=())
+    trt = Stack(id="t", kind="pip", torch="2.4.1", torchvision="0.19.1", torch_tensorrt="2.4.0",
+                tensorrt="10.1.0", index="pypi", python="3.11")
+    plain = Stack(id="p", kind="pip", torch="2.4.1", torchvision="0.19.1", index="pypi",
+                  python="3.11")
+    harness = paths.repros_dir()
+    real = image_spec(trt, settings)
+    lane = image_spec(trt, settings, standin=("tensorrt",), harness_dir=harness)
+    assert real.tag != lane.tag and lane.labels["repromatrix.standins"] == "tensorrt"
+    assert "torch-tensorrt==2.4.0" in real.dockerfile and "_standin.py" not in real.dockerfile
+    steps = lane.dockerfile
+    no_deps = steps.index("--no-deps")
+    assert steps.index("torch==2.4.1") < no_deps < steps.index("torch-tensorrt==2.4.0")
+    assert "_standin.py deps" in steps
+    assert "_standin.py make /opt/repromatrix/repromatrix-standins" in steps
+    assert "ENV REPROMATRIX_STANDINS=/opt/repromatrix/repromatrix-standins" in steps
+    assert "command -v cc" in steps and lane.standin_source == harness / "_standin.py"
+    assert image_spec(plain, settings, standin=("tensorrt",), harness_dir=harness).tag == \
+        image_spec(plain, settings).tag

@@ -1,6 +1,7 @@
 """The stand-in lane for real: torch-tensorrt 2.4.0 (both bugs) and 2.5.0 (deform fixed) from
 PyPI, TensorRT stood in, on a machine without a GPU (about 4 GB per environment and a few
-minutes each; the uv cache is shared, the environments are deleted afterwards)."""
+minutes each; the uv cache is shared, the environments are deleted afterwards), and the
+same lane built by the docker engine at 2.4.0 (the image is removed afterwards)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from docker_fixtures import *  # noqa: F403 - fixtures: docker_client, local_base_image, test_ca_bundle
 
 from repromatrix.cli import main as cli_main
 from repromatrix.store.record import REAL, STANDIN, STANDIN_BAD, Result
@@ -74,3 +76,46 @@ def test_both_bugs_at_a_buggy_and_a_fixed_release(tmp_path, monkeypatch, capsys)
     assert deform_25.stage("trt_empty_strided_device_standin").evidence["returned_device"] == "cuda:0"
     assert all(s.standins == () for r in found.values() for s in r.stages if "standin" not in s.name)
     assert REAL not in {r.evidence_level for r in found.values()}
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+@pytest.mark.docker
+def test_the_docker_engine_builds_the_lane_too(tmp_path, capsys, docker_client, local_base_image,
+                                               test_ca_bundle) -> None:
+    """The same lane in an image: torch-tensorrt 2.4.0's own wheel, the stand-ins compiled in
+    the image (gcc from Debian where the base has no compiler), both bugs reproduced in
+    torch-tensorrt's frames. The image (about 10 GB) is removed afterwards."""
+    from repromatrix.backends.docker.daemon import LABEL_MANAGED
+
+    matrix = textwrap.dedent(MATRIX).replace(
+        '  - {kind: pip, torch: "2.5", torch_tensorrt: "2.5.0", index: pypi, tags: [default]}\n', "")
+    matrix = matrix.replace("defaults:\n", f"defaults:\n  base_images: {{'python:3.11-slim': "
+                                           f"'{local_base_image}'}}\n")
+    if test_ca_bundle:
+        matrix = matrix.replace("defaults:\n", f"defaults:\n  ca_bundle: {test_ca_bundle}\n")
+    (tmp_path / "matrix.yaml").write_text(matrix)
+    before = {i.id for i in docker_client.images.list(filters={"label": f"{LABEL_MANAGED}=1"})}
+    try:
+        code = cli_main(["run", "--matrix", str(tmp_path / "matrix.yaml"), "--backend", "docker",
+                         "--standin", "tensorrt", "--results", str(tmp_path / "results")])
+    finally:
+        for image in docker_client.images.list(filters={"label": "repromatrix.standins=tensorrt"}):
+            if image.id not in before:
+                docker_client.images.remove(image.id, force=True)
+    out = capsys.readouterr().out
+    assert code == 0, out[-3000:]
+    assert "TensorRT stood in: torch-tensorrt 2.4.0's own code" in out
+    found = records(tmp_path / "results")
+    gpu = found["pip-torch2.4.1-trt2.4.0-pypi-py3.11--ts_device_gpu_id"]
+    deform = found["pip-torch2.4.1-trt2.4.0-pypi-py3.11--deform_conv2d_device"]
+    for rec, stage, frame in (
+            (gpu, "ts_compile_torch_device_standin", "torch_tensorrt/ts/_Device.py:66 in _from"),
+            (deform, "trt_dynamo_compile_standin", "torch_tensorrt/dynamo/_compiler.py:185 in compile")):
+        assert rec.status == "fail" and rec.evidence_level == STANDIN, rec.message
+        assert rec.backend == "docker" and rec.image and rec.image["tag"].startswith("repromatrix/")
+        decided = rec.stage(stage)
+        assert decided is not None and decided.status == "fail" and "tensorrt" in decided.standins
+        assert str(decided.evidence["raised_in"]).startswith(frame)
+        assert rec.env["standins"]["standins"][0] == "tensorrt"
+    assert deform.stage("trt_table_without_empty_strided_standin").status == "pass"  # control

@@ -5,7 +5,9 @@ docker backend (``backends/docker.py``) builds what ``image_spec`` describes.
 
 The tag is a content hash over the rendered Dockerfile and every build input
 (CA bundle bytes, wheelhouse file names + sizes + mtimes, index urls, harness
-version), so an unchanged stack is never rebuilt and a changed one always is.
+version, the stand-in sources on the stand-in lane), so an unchanged stack is never
+rebuilt and a changed one always is; a stand-in image never shares a tag with a
+real-TensorRT one.
 
 Base images go through the mirror map ``Settings.base_images``: a key is either
 an exact image (``python:3.11-slim``) or a repository without tag
@@ -31,6 +33,8 @@ from repromatrix import __version__, paths
 from repromatrix.config.catalog import package_name
 from repromatrix.errors import ConfigError
 from repromatrix.model import Settings, Stack
+
+from . import standins
 
 IMAGE_REPO = "repromatrix"
 PIP_BASE = "python:{python}-slim"
@@ -60,6 +64,7 @@ class ImageSpec:
     ca_bundle: Path | None = None
     wheelhouses: tuple[Path, ...] = ()
     ca_sha256: str | None = None  # the CA bundle bytes the tag was computed from
+    standin_source: Path | None = None  # the stand-in lane: repros/_standin.py, into the context
 
 
 @dataclass
@@ -162,9 +167,15 @@ def requirements(stack: Stack, settings: Settings) -> list[str]:
     return reqs
 
 
-def image_spec(stack: Stack, settings: Settings, *, version: str | None = None) -> ImageSpec:
-    """Render the Dockerfile for a stack and derive its content-hash tag and labels."""
+def image_spec(stack: Stack, settings: Settings, *, version: str | None = None,
+               standin: tuple[str, ...] = (), harness_dir: Path | None = None) -> ImageSpec:
+    """Render the Dockerfile for a stack and derive its content-hash tag and labels
+    (``standin``: the run's stand-ins; a pip stack pinning torch-tensorrt is then built on
+    the stand-in lane, from the sources in ``harness_dir``)."""
     version = version or __version__
+    reqs = requirements(stack, settings)
+    lane = standins.spec(stack, reqs, harness_dir) \
+        if harness_dir is not None and standins.applies(stack, standin) else None
     public = public_base_image(stack, settings)
     base = resolve_base_image(public, settings.base_images)
     ca = _ca_path(settings)
@@ -173,15 +184,21 @@ def image_spec(stack: Stack, settings: Settings, *, version: str | None = None) 
         if not wh.is_dir():
             raise ConfigError(f"wheelhouse folder {wh} does not exist", key="defaults.find_links")
     template = TEMPLATES[stack.kind]
-    dockerfile = render(template, _template_vars(stack, settings, public, base, ca, wheelhouses, version))
+    variables = _template_vars(stack, settings, public, base, ca, wheelhouses, version, reqs)
+    variables["standin"] = standins.docker_vars(lane) if lane else None
+    dockerfile = render(template, variables)
     ca_sha = hashlib.sha256(ca.read_bytes()).hexdigest() if ca else None
-    digest = inputs_hash(dockerfile, ca_sha, wheelhouses, settings, version)
+    digest = inputs_hash(dockerfile, ca_sha, wheelhouses, settings, version,
+                         lane["sources_sha256"] if lane else None)
     labels = {"repromatrix.managed": "1", "repromatrix.stack_id": stack.id,
               "repromatrix.stack": _spec_json(stack), "repromatrix.harness_version": version,
               "repromatrix.base_image": public, "repromatrix.inputs_hash": digest}
+    if lane:
+        labels["repromatrix.standins"] = "tensorrt"
     return ImageSpec(stack=stack, template=template, public_base=public, base_image=base,
                      dockerfile=dockerfile, tag=image_tag(stack.id, digest), inputs_hash=digest,
-                     labels=labels, ca_bundle=ca, wheelhouses=wheelhouses, ca_sha256=ca_sha)
+                     labels=labels, ca_bundle=ca, wheelhouses=wheelhouses, ca_sha256=ca_sha,
+                     standin_source=harness_dir / standins.SOURCE if lane and harness_dir else None)
 
 
 def render(template: str, variables: dict[str, Any]) -> str:
@@ -203,9 +220,10 @@ def _template_env(folder: str) -> jinja2.Environment:
 
 
 def inputs_hash(dockerfile: str, ca_sha: str | None, wheelhouses: tuple[Path, ...],
-                settings: Settings, version: str) -> str:
+                settings: Settings, version: str, standins_sha: str | None = None) -> str:
     """sha256 over the rendered Dockerfile and every input that goes into the build context:
-    the CA bundle by its bytes (``ca_sha``), since it changes what the image trusts."""
+    the CA bundle by its bytes (``ca_sha``), since it changes what the image trusts, and the
+    stand-in sources (``standins_sha``) on the stand-in lane."""
     h = hashlib.sha256()
     parts: dict[str, Any] = {
         "dockerfile": dockerfile, "harness_version": version,
@@ -213,6 +231,8 @@ def inputs_hash(dockerfile: str, ca_sha: str | None, wheelhouses: tuple[Path, ..
         "ca_bundle": ca_sha,
         "wheelhouses": [wheelhouse_listing(wh) for wh in wheelhouses],
     }
+    if standins_sha:  # absent otherwise: the tags of images off the lane stay as they were
+        parts["standins"] = standins_sha
     h.update(json.dumps(parts, sort_keys=True).encode())
     return h.hexdigest()
 
@@ -236,6 +256,8 @@ def build_context(spec: ImageSpec, dest: Path) -> Path:
             raise OSError(f"the CA bundle {spec.ca_bundle} changed after the image tag was "
                           "computed: run again")
         (dest / CA_NAME).write_bytes(data)
+    if spec.standin_source:
+        shutil.copy2(spec.standin_source, dest / standins.SOURCE)
     for i, wh in enumerate(spec.wheelhouses):
         target = dest / WHEELS_DIR / str(i)
         target.mkdir(parents=True)
@@ -245,7 +267,8 @@ def build_context(spec: ImageSpec, dest: Path) -> Path:
 
 
 def _template_vars(stack: Stack, settings: Settings, public: str, base: str, ca: Path | None,
-                   wheelhouses: tuple[Path, ...], version: str) -> dict[str, Any]:
+                   wheelhouses: tuple[Path, ...], version: str,
+                   reqs: list[str]) -> dict[str, Any]:
     opts = index_options(stack, settings)
     opts += [f"--find-links /opt/repromatrix/wheels/{i}" for i in range(len(wheelhouses))]
     if stack.kind == "pip":
@@ -254,7 +277,7 @@ def _template_vars(stack: Stack, settings: Settings, public: str, base: str, ca:
             "template": TEMPLATES[stack.kind], "public_base": public, "base_image": base,
             "ca_bundle": CA_NAME if ca else None, "wheelhouses": [str(w) for w in wheelhouses],
             "wheels_context_dir": WHEELS_DIR, "pip_options": opts,
-            "requirements": requirements(stack, settings)}
+            "requirements": reqs}
 
 
 def _spec_json(stack: Stack) -> str:

@@ -1,8 +1,10 @@
 """The stand-in lane, host side: which stacks get TensorRT stood in, and how it is made.
 
 With ``--standin tensorrt`` (or ``defaults.standins: [tensorrt]``) a pip stack that
-pins torch-tensorrt is installed without TensorRT: torch and torchvision as usual
-(triton left out: nothing on this lane compiles kernels), torch-tensorrt's own wheel
+pins torch-tensorrt is installed without TensorRT, by the venv engine (``venv_steps``)
+or the docker engine (``docker_vars``: the same steps in images/pip.Dockerfile.j2):
+torch and torchvision as usual (the venv engine leaves triton out: nothing on this lane
+compiles kernels; pip in an image cannot), torch-tensorrt's own wheel
 ``--no-deps``, then its other requirements as its metadata lists them, and finally
 ``repros/_standin.py make`` compiles the native stand-ins with the environment's
 C compiler (``cc``). The runner finds them through ``REPROMATRIX_STANDINS``; only
@@ -13,6 +15,8 @@ TensorRT imports, ``_standin.py`` makes nothing and says so in its manifest.
 from __future__ import annotations
 
 import hashlib
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +26,23 @@ ENV = "REPROMATRIX_STANDINS"  # read by repros/_standin.py
 FOLDER = "repromatrix-standins"  # inside the environment
 SOURCE = "_standin.py"
 EXCLUDED = ("triton",)  # torch's GPU kernel compiler: never used on this lane
+
+
+def lane_here(standins: tuple[str, ...], from_matrix: bool, gpu_here: bool,
+              log: Callable[[str], None], engine: str) -> tuple[str, ...]:
+    """The stand-ins an engine builds with: ``--standin`` always; the matrix's wish
+    (``defaults.standins``) only where no NVIDIA GPU is here, since a GPU machine can have
+    real TensorRT, and a stand-in must never take its place. Said when the wish is dropped."""
+    if standins and from_matrix and gpu_here:
+        log(f"the {engine} engine has an NVIDIA GPU here: it builds real TensorRT, not the "
+            f"matrix's stand-in lane (--standin tensorrt insists on the lane)")
+        return ()
+    return standins
+
+
+def gpu_on_host() -> bool:
+    """Whether this machine has an NVIDIA GPU (its driver's control device)."""
+    return os.path.exists("/dev/nvidiactl")
 
 
 def applies(stack: Stack, standins: tuple[str, ...]) -> bool:
@@ -58,6 +79,14 @@ def venv_steps(lane: dict[str, Any], install: list[str], python: str, target: Pa
             [python, source, "deps", deps],
             [*install, "-r", deps],
             [python, source, "make", str(target / FOLDER)]]
+
+
+def docker_vars(lane: dict[str, Any]) -> dict[str, Any]:
+    """The same steps as ``venv_steps`` for the docker engine's pip template
+    (images/pip.Dockerfile.j2): the wheel, the stand-in sources and where they are made."""
+    return {"wheel": lane["torch_tensorrt"], "source": SOURCE,
+            "folder": f"/opt/repromatrix/{FOLDER}", "deps": "/tmp/torch-tensorrt-deps.txt",
+            "env": ENV}
 
 
 def label(stack: Stack) -> Note:

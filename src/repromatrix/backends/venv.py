@@ -89,6 +89,7 @@ class VenvEngine:
         self.ctx = ctx
         self.root = root or venv_root()
         self._disk: EnvDisk | None = None
+        self._lane: tuple[str, ...] | None = None
 
     @property
     def disk(self) -> EnvDisk:
@@ -104,7 +105,7 @@ class VenvEngine:
                                  f"{stack.kind} stack (use --backend docker or local)")
         if not shutil.which("uv"):
             raise EngineUnavailable("--backend venv needs uv on PATH (pip install uv)")
-        if self.ctx.options.standins and not shutil.which("cc"):
+        if self.lane and not shutil.which("cc"):
             raise EngineUnavailable("--standin tensorrt compiles its native stand-ins with cc: "
                                     "install a C compiler (e.g. apt-get install gcc)")
         if not (self.ctx.harness_dir / "runner.py").is_file():
@@ -119,8 +120,16 @@ class VenvEngine:
         return "venv:" + spec_key(self._spec(stack))
 
     def _spec(self, stack: Stack) -> dict[str, Any]:
-        return install_spec(stack, self.ctx.settings, self.ctx.options.standins,
-                            self.ctx.harness_dir)
+        return install_spec(stack, self.ctx.settings, self.lane, self.ctx.harness_dir)
+
+    @property
+    def lane(self) -> tuple[str, ...]:
+        """The stand-ins this engine builds with (none for the matrix's wish on a GPU host)."""
+        if self._lane is None:
+            o = self.ctx.options
+            self._lane = standins.lane_here(o.standins, o.standins_from_matrix,
+                                            standins.gpu_on_host(), self.ctx.log, "venv")
+        return self._lane
 
     def prepare(self, stack: Stack, stop: threading.Event) -> Prepared:
         """The stack's environment, built unless a finished one exists; held (never removed

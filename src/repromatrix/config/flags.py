@@ -117,7 +117,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(("--standin",), "run", "stand in for what is absent: build pip stacks with "
            "torch-tensorrt's own code and TensorRT stood in (never where a real TensorRT imports)",
            {"action": "append", "default": [], "choices": STANDINS}, matrix="defaults.standins",
-           forward=lambda m, o: _many("--standin", o.standins)),
+           forward=lambda m, o: [] if o.standins_from_matrix else _many("--standin", o.standins)),
     # one shard of many machines
     Option(("--shard",), "shard", "run only shard K of N (see `plan --shards N`); every shard needs "
            "the same selection and --durations", {"metavar": "K/N"}),

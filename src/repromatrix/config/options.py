@@ -71,6 +71,9 @@ class RunOptions:
     image_budget_gb: float | None = None  # remove this run's finished images past this size
     env_budget_gb: float | None = None  # venv: environments + uv cache (None: from free disk)
     standins: tuple[str, ...] = ()  # stand-ins for what is absent (--standin tensorrt)
+    # the stand-ins are the matrix's wish (defaults.standins), not --standin: an engine
+    # then builds the lane only where this machine has no NVIDIA GPU (backends/standins.py)
+    standins_from_matrix: bool = False
 
     @property
     def work(self) -> Path:
@@ -162,17 +165,16 @@ def run_options(matrix: Matrix, args: Mapping[str, Any] | Any) -> RunOptions:
         gpus=tuple(g for g in str(get("gpus") or "").split(",") if g.strip()),
         keep=bool(get("keep", False)),
         standins=tuple(dict.fromkeys(get("standin") or ())) or s.standins,
+        standins_from_matrix=not get("standin") and bool(s.standins),
     )
     if options.jobs < 1:
         raise UsageError(f"--jobs {options.jobs}: must be at least 1")
-    if options.standins and "venv" not in options.backend.split("|"):
+    if options.standins and options.backend == "local":
         if get("standin"):
             raise UsageError(f"--standin {','.join(options.standins)}: the stand-in lane is built "
-                             f"by the venv engine only (not --backend {options.backend}); the docker "
-                             f"engine does not build it yet")
-        # defaults.standins asks for the lane where an engine builds it; docker alone builds
-        # real TensorRT (or fails to), so the matrix's wish does not apply to this run
-        options = replace(options, standins=())
+                             f"by the docker and venv engines; --backend local runs an "
+                             f"interpreter as it is")
+        options = replace(options, standins=())  # the matrix's wish: no engine here builds it
     repeat = get("repeat") or 1
     if not 1 <= int(repeat) <= MAX_REPEAT:
         raise UsageError(f"--repeat {repeat}: run each cell 1 to {MAX_REPEAT} times")

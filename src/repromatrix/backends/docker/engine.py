@@ -25,9 +25,9 @@ import docker
 import docker.errors
 import docker.types
 
-from repromatrix.backends import EngineContext, Prepared, RunnerJob
+from repromatrix.backends import EngineContext, Prepared, RunnerJob, standins
 from repromatrix.backends.diagnose import explain
-from repromatrix.backends.images import image_spec
+from repromatrix.backends.images import ImageSpec, image_spec
 from repromatrix.backends.indexes import check_indexes
 from repromatrix.lock import hold
 from repromatrix.model import Note, Running, Stack
@@ -69,6 +69,7 @@ class DockerEngine:
         self.ctx = ctx
         self._client = client
         self._nvidia: bool | None = None
+        self._lane: tuple[str, ...] | None = None
         self._made: list[str] = []  # images this run built or pulled, least recently used first
         self._done: set[str] = set()  # images whose stacks have finished
 
@@ -83,7 +84,7 @@ class DockerEngine:
         package indexes of the images still to build (``indexes.check_indexes``)."""
         for name in reap_orphans(self.client):
             self.ctx.log(f"removed {name}: its run is no longer alive")
-        specs = [image_spec(s, self.ctx.settings) for s in stacks]
+        specs = [self._spec(s) for s in stacks]
         check_base_images(self.client, specs)
         to_build = [spec.stack for spec in specs if find_image(self.client, spec.tag) is None]
         if not self.ctx.options.registry:  # with a registry, a missing image may be pulled instead
@@ -101,13 +102,29 @@ class DockerEngine:
 
     def fingerprint(self, stack: Stack) -> str:
         """The content-hash image tag: it changes whenever anything built into the image does."""
-        return image_spec(stack, self.ctx.settings).tag
+        return self._spec(stack).tag
+
+    def _spec(self, stack: Stack) -> ImageSpec:
+        """The stack's image, on the stand-in lane when the run asks for it (``--standin``)."""
+        return image_spec(stack, self.ctx.settings, standin=self.lane,
+                          harness_dir=self.ctx.harness_dir)
+
+    @property
+    def lane(self) -> tuple[str, ...]:
+        """The stand-ins this engine builds with (none for the matrix's wish on a GPU daemon)."""
+        if self._lane is None:
+            o = self.ctx.options
+            self._lane = standins.lane_here(o.standins, o.standins_from_matrix,
+                                            bool(o.standins) and self.nvidia, self.ctx.log, "docker")
+        return self._lane
 
     def prepare(self, stack: Stack, stop: threading.Event) -> Prepared:
         try:
-            spec = image_spec(stack, self.ctx.settings)
+            spec = self._spec(stack)
         except Exception as exc:  # noqa: BLE001 - a bad stack is broken, the others go on
             return Prepared(stack, ok=False, reason=str(exc), log_tail=str(exc))
+        if spec.standin_source:
+            self.ctx.log(standins.label(stack))
         options = self.ctx.options
         locks = cache_dir() / "locks"
         locks.mkdir(parents=True, exist_ok=True)

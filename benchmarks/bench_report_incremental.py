@@ -30,11 +30,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import ROOT, env_with, load_average, measure, spread  # noqa: E402
 from bench_report import write_store  # noqa: E402
 
-RENDER = ("import sys; from pathlib import Path; from repromatrix.report.render import render_site; "
+# Each snippet runs against the tree under test, which may be a revision from before the
+# package moved into folders by stage (report.py, results.py, result.py at the top).
+RENDER = ("import sys\nfrom pathlib import Path\n"
+          "try:\n    from repromatrix.report.render import render_site\n"
+          "except ImportError:\n    from repromatrix.report import render_site\n"
           "s = render_site([Path(sys.argv[1])], Path(sys.argv[2])); print(s.records, s.cells, "
           "len(getattr(s, 'rewritten', ())))")
-APPEND = ("import json, sys; from repromatrix.store.record import Result; "
-          "from repromatrix.store.results import ResultStore; "
+APPEND = ("import json, sys\n"
+          "try:\n    from repromatrix.store.record import Result\n"
+          "    from repromatrix.store.results import ResultStore\n"
+          "except ImportError:\n    from repromatrix.result import Result\n"
+          "    from repromatrix.results import ResultStore\n"
           "ResultStore(sys.argv[1]).append(Result.from_dict(json.loads(sys.argv[2])))")
 INDEX = ("import sys; from repromatrix.store.index import StoreIndex; "
          "StoreIndex.open(sys.argv[1]).close()")

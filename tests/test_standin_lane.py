@@ -119,3 +119,28 @@ def test_the_docker_engine_builds_the_lane_too(tmp_path, capsys, docker_client, 
         assert str(decided.evidence["raised_in"]).startswith(frame)
         assert rec.env["standins"]["standins"][0] == "tensorrt"
     assert deform.stage("trt_table_without_empty_strided_standin").status == "pass"  # control
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_a_bisect_on_the_lane_names_the_release_of_the_deform_regression(tmp_path, monkeypatch,
+                                                                        capsys) -> None:
+    """A real bisect over torch-tensorrt releases with TensorRT stood in: 2.2.0 good (cleared
+    in torch-tensorrt's code), 2.4.0 bad; the probe between them (2.3.0, its wheel's missing
+    torch symbols stood in) decides it, within ceil(log2 n) + 2 probes."""
+    if not shutil.which("uv") or not shutil.which("cc"):
+        pytest.skip("needs uv and a C compiler (cc) on PATH, and PyPI")
+    monkeypatch.setenv("REPROMATRIX_VENV_DIR", str(tmp_path / "venvs"))
+    try:
+        code = cli_main(["bisect", "--repro", "deform_conv2d_device", "--axis", "torch_tensorrt",
+                         "--good", "2.2.0", "--bad", "2.4.0", "--base", "index=pypi",
+                         "--with", "torchvision", "--backend", "venv", "--standin", "tensorrt",
+                         "--results", str(tmp_path / "results"), "--json"])
+    finally:
+        shutil.rmtree(tmp_path / "venvs", ignore_errors=True)  # ~4 GB each
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["result"] == "found", report.get("message")
+    assert report["first_bad"]["version"] == "2.4.0" and report["last_good"]["version"] == "2.3.0"
+    assert len(report["probes"]) <= 2 + 2  # 3 candidates: ceil(log2 3) + 2
+    assert {p["version"] for p in report["probes"]} == {"2.2.0", "2.3.0", "2.4.0"}
+    assert all("stood in" in p["note"] for p in report["probes"]), report["probes"]

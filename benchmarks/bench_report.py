@@ -46,9 +46,15 @@ def templates() -> list[str]:
     return [line for line in REAL.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def write_store(root: Path, stacks: int, repros: int, runs: int) -> int:
-    """stacks x repros cells, ``runs`` runs each; record r of a run copies real record r % 10."""
+def write_store(root: Path, stacks: int, repros: int, runs: int, *, current: bool = False) -> int:
+    """stacks x repros cells, ``runs`` runs each; record r of a run copies real record r % 10,
+    as recorded (schema 2: every read upgrades it) or, with ``current``, in the schema the
+    harness writes today (what a store of new runs holds)."""
     reals = [json.loads(line) for line in templates()]
+    if current:
+        from repromatrix.store.record import Result
+
+        reals = [Result.from_dict(r).to_dict() for r in reals]
     written = 0
     for run in range(runs):
         path = root / "bench" / f"run-{run}.jsonl"

@@ -86,7 +86,7 @@ def show(label: str, what: str, times: list[float], rss: list[float], goal: floa
 def bench(name: str, stacks: int, runs: int, args: argparse.Namespace, trees: dict[str, Path],
           tmp: Path, goal_cold: float, goal_again: float | None) -> bool:
     store = tmp / f"store-{name}"
-    n = write_store(store, stacks, 10, runs)
+    n = write_store(store, stacks, 10, runs, current=True)  # as this harness writes them
     first = measure([sys.executable, "-c", INDEX, str(store)], env_with(ROOT / "src"))
     print(f"\n{name}: {n} records ({runs} run(s) x {stacks * 10} cells); first index build "
           f"{first.seconds:.2f} s, peak RSS {first.peak_rss_mb:.0f} MB (not in the figures below)",

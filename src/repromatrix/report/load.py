@@ -33,6 +33,7 @@ from repromatrix.store.reader import (
     Span,
     TimeKey,
     digest,
+    dumps,
     entry,
     history,
     iter_result_files,
@@ -192,18 +193,17 @@ class _IndexedFiles:
         if len(new) == len(rows) == lines and not any(w.upgraded for _, w in new):
             sink.add_block(digests, lambda: _chunks(index, Path(name), rows[-1][1]))
             return
-        run: list[tuple[Entry, Where]] = []  # consecutive lines stored in the current schema
-        for e, where in [*new, (None, None)]:
-            if where is not None and not where.upgraded:
-                run.append((e, where))
-                continue
-            if run:
-                sink.add_lines([r.digest for r, _ in run],
-                               lambda rows=run: [raw for _, raw in index.read_lines(rows)])
-                run = []
-            if where is not None:
-                (_, raw), = index.read_lines([(None, where)])
-                sink.add(None, parse(raw, name, where.line), e.digest)  # type: ignore[arg-type]
+        # runs of consecutive lines, each read back in one pass when the sink writes them:
+        # lines in the current schema as they are, older ones upgraded (parsed, written anew)
+        for upgraded, run in itertools.groupby(new, key=lambda row: row[1].upgraded):
+            rows = list(run)
+            if upgraded:
+                sink.add_lines([e.digest for e, _ in rows], lambda rows=rows: [
+                    dumps(parse(raw, name, where.line))
+                    for (_, where), (_, raw) in zip(rows, index.read_lines(rows), strict=True)])
+            else:
+                sink.add_lines([e.digest for e, _ in rows],
+                               lambda rows=rows: [raw for _, raw in index.read_lines(rows)])
 
 
 def _fill_latest(out: Reduced) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from repromatrix.store.reader import Conflict, Skipped
+from repromatrix.store.reader import Conflict, Skipped, dumps
 
 from .state import RenderState
 
@@ -57,8 +57,7 @@ class RawSink:
 
     def add(self, raw: bytes | None, data: Mapping[str, Any], digest: str) -> None:
         """One record: its stored line (no newline), or None to write ``data`` (upgraded)."""
-        text = raw if raw is not None else json.dumps(
-            data, ensure_ascii=False, default=str).encode("utf-8")
+        text = raw if raw is not None else dumps(data)
         self.pieces.append((self._note([digest]), lambda: [text]))
 
     def add_lines(self, digests: list[str], read: Callable[[], Iterable[bytes]]) -> None:

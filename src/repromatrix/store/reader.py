@@ -123,6 +123,17 @@ def loads(raw: bytes) -> Any:
     return json.loads(raw.decode("utf-8"))
 
 
+def dumps(data: Any) -> bytes:
+    """A record's JSON line (no newline), the one way an upgraded record is written back out:
+    UTF-8 as it is, anything JSON lacks as its text."""
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(data, default=str)
+        except (TypeError, _orjson.JSONEncodeError):
+            pass  # a lone surrogate, a huge int: the standard library, escaping what it must
+    return json.dumps(data, default=str, separators=(",", ":")).encode("utf-8")
+
+
 def parse(raw: bytes, name: str, number: int) -> dict[str, Any] | Skipped:
     """One JSONL line as record data (upgraded to the current schema), or why it is not one.
 

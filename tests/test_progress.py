@@ -98,6 +98,43 @@ def test_live_table_shows_states_and_what_each_stack_runs_now():
     assert "[a] [runner]" not in shown                          # shown in the table instead
 
 
+def test_live_table_prints_what_a_runner_says_besides_its_progress():
+    """A traceback from a runner that dies is printed above the table, not swallowed."""
+    con, out = console(tty=True)
+    with RunProgress(con, clock=Clock()) as progress:
+        progress.start({"a": 1})
+        progress.log(Running("a", "running 1 repro(s)"))
+        progress.log(Output("a", "[runner] r1: running"))
+        progress.log(Output("a", "ModuleNotFoundError: No module named 'torch'"))
+    shown = out.getvalue()
+    assert "[a] ModuleNotFoundError: No module named 'torch'" in shown
+    assert "[a] [runner] r1: running" not in shown
+
+
+def test_a_repeated_stack_is_done_only_after_its_last_attempt():
+    con, _ = console(tty=False)
+    with RunProgress(con, groups=False) as progress:
+        progress.start({"a": 2})  # one cell, --repeat 2
+        progress.log(Running("a", "running 1 repro(s)"))
+        progress.result(result("a", "r1", "pass"))
+        progress.log(Done("a", "1 cell(s) recorded"))
+        assert progress.stacks["a"].state == "waiting"
+        progress.log(Preparing("a", "reusing environment /a"))
+        assert progress.stacks["a"].state == "preparing"
+        progress.log(Running("a", "running 1 repro(s)"))
+        progress.result(result("a", "r1", "fail"))
+        progress.log(Done("a", "1 cell(s) recorded"))
+        assert progress.stacks["a"].state == "done"
+
+
+def test_a_broken_stack_says_broken_in_plain_lines():
+    con, out = console(tty=False)
+    with RunProgress(con, groups=False) as progress:
+        progress.start({"b": 1})
+        progress.log(Broken("b", "the runner could not be started: no python"))
+    assert "[b] broken: the runner could not be started: no python" in out.getvalue().splitlines()
+
+
 def test_state_comes_from_the_event_type_never_its_wording():
     con, _ = console(tty=False)
     with RunProgress(con, groups=False) as progress:
@@ -125,8 +162,8 @@ def test_github_actions_folds_each_stack_into_one_group():
         progress.log(Done("a", "1 cell(s) recorded"))
     lines = out.getvalue().splitlines()
     b = lines.index("::group::b (broken)")
-    assert lines[b + 1:b + 4] == ["[b] building environment /b", "[b] environment build FAILED",
-                                  "::endgroup::"]
+    assert lines[b + 1:b + 4] == ["[b] building environment /b",
+                                  "[b] broken: environment build FAILED", "::endgroup::"]
     a = lines.index("::group::a (done)")
     assert lines[a + 1:a + 5] == ["[a] building environment /a", "[a] running 1 repro(s)",
                                   "[a] [runner] r1: running", "[a] 1 cell(s) recorded"]

@@ -164,7 +164,10 @@ class Output(StackEvent):
 
 
 class Broken(StackEvent):
-    """Nothing runs on it; ``text`` is the reason."""
+    """Nothing runs on it; ``text`` is the reason (printed as ``[stack] broken: reason``)."""
+
+    def __str__(self) -> str:
+        return f"[{self.stack}] broken: {self.text}"
 
 
 class Done(StackEvent):

@@ -125,7 +125,9 @@ class RunProgress:
 
     def _update(self, stack: StackProgress, event: StackEvent) -> bool:
         """Apply one event to ``stack``; True when the live table shows it in place of a line."""
-        if isinstance(event, Output):
+        if isinstance(event, Output):  # the runner's own progress lines go in the table;
+            if not event.text.startswith("[runner]"):  # anything else (a traceback) is printed
+                return False
             stack.now = shorten(printable(event.text.removeprefix("[runner]").strip()), 80)
             return True
         if isinstance(event, Running):
@@ -135,7 +137,9 @@ class RunProgress:
         elif isinstance(event, Broken):
             stack.state = "broken"
         elif isinstance(event, Done) and stack.state != "broken":
-            stack.state, stack.now = "done", ""
+            # one runner ended; with --repeat another attempt may follow
+            stack.state = "done" if stack.done >= stack.cells else "waiting"
+            stack.now = ""
         return False
 
     def _flush_group(self, sid: str, state: str) -> None:

@@ -174,6 +174,7 @@ def test_image_carries_labels_and_ca_bundle(first_run: dict[str, Any], docker_cl
                                             docker_settings: Settings) -> None:
     spec = first_run["spec"]
     labels = docker_client.images.get(spec.tag).labels
+    assert {k: labels.get(k) for k in spec.labels} == spec.labels  # every label the spec names
     assert json.loads(labels["repromatrix.stack"]) == CPU.spec()
     assert labels["repromatrix.harness_version"] == spec.labels["repromatrix.harness_version"]
     assert labels["repromatrix.inputs_hash"] == spec.inputs_hash

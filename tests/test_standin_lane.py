@@ -96,12 +96,14 @@ def test_the_docker_engine_builds_the_lane_too(tmp_path, capsys, docker_client, 
         matrix = matrix.replace("defaults:\n", f"defaults:\n  ca_bundle: {test_ca_bundle}\n")
     (tmp_path / "matrix.yaml").write_text(matrix)
     before = {i.id for i in docker_client.images.list(filters={"label": f"{LABEL_MANAGED}=1"})}
+    labels: dict[str, dict[str, str]] = {}  # tag -> labels of the images this run built
     try:
         code = cli_main(["run", "--matrix", str(tmp_path / "matrix.yaml"), "--backend", "docker",
                          "--standin", "tensorrt", "--results", str(tmp_path / "results")])
     finally:
-        for image in docker_client.images.list(filters={"label": "repromatrix.standins=tensorrt"}):
+        for image in docker_client.images.list(filters={"label": f"{LABEL_MANAGED}=1"}):
             if image.id not in before:
+                labels.update({tag: dict(image.labels) for tag in image.tags})
                 docker_client.images.remove(image.id, force=True)
     out = capsys.readouterr().out
     assert code == 0, out[-3000:]
@@ -114,6 +116,7 @@ def test_the_docker_engine_builds_the_lane_too(tmp_path, capsys, docker_client, 
             (deform, "trt_dynamo_compile_standin", "torch_tensorrt/dynamo/_compiler.py:185 in compile")):
         assert rec.status == "fail" and rec.evidence_level == STANDIN, rec.message
         assert rec.backend == "docker" and rec.image and rec.image["tag"].startswith("repromatrix/")
+        assert labels[rec.image["tag"]]["repromatrix.standins"] == "tensorrt"
         decided = rec.stage(stage)
         assert decided is not None and decided.status == "fail" and "tensorrt" in decided.standins
         assert str(decided.evidence["raised_in"]).startswith(frame)

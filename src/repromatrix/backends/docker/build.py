@@ -71,8 +71,7 @@ def _stream_build(client: docker.DockerClient, spec: ImageSpec, ctx_dir: Path, f
     try:
         stream = client.api.build(path=str(ctx_dir), tag=spec.tag, rm=True, forcerm=True,
                                   network_mode="host", decode=True, pull=False,
-                                  labels={"repromatrix.inputs_hash": spec.inputs_hash,
-                                          LABEL_CA: spec.ca_sha256 or "none"})
+                                  labels={**spec.labels, LABEL_CA: spec.ca_sha256 or "none"})
         for chunk in stream:
             if stop is not None and stop.is_set():
                 stream.close()

@@ -227,7 +227,10 @@ def test_bad_script_input_is_refused_before_anything_runs(home: Path, capsys) ->
 # ------------------------------------------------------------------ exports and environments
 
 def test_the_one_file_export_runs_without_the_harness(home: Path, tmp_path: Path) -> None:
+    # a helper whose text holds the frame's markers is embedded as it is, never cut at them
+    (home / "mine" / "_markers.py").write_text("A = 1\n# <repro>\n# </modules>\nB = 2\n")
     name, text = export(home / "mine" / "user_bug.py", paths.repros_dir(), "my own bug")
+    assert "# </modules>\nB = 2" in text
     folder = tmp_path / "upstream"
     folder.mkdir()
     (folder / name).write_text(text)

@@ -40,12 +40,13 @@ def export(repro_path: Path | str, harness_dir: Path, title: str = "") -> tuple[
     name = path.name
     modules = [harness_dir / "protocol.py", *sorted(harness_dir.glob("_*.py")),
                *user_helpers(path.parent, harness_dir)]
-    text = _frame().replace("# <title>", f"# {title or path.stem}", 1) \
-        .replace("`<rid>`", f"`{path.stem}`", 1).replace("python <name>", f"python {name}", 1)
-    text = _fill(text, "modules", "".join(f"_module({mod.stem!r}, {literal(mod.read_text())})\n"
-                                          for mod in modules))
-    text = _fill(text, "repro", f"__file__ = {name!r}\n_REPRO = {literal(path.read_text())}\n")
-    return name, text
+    frame = _frame().replace("`<rid>`", f"`{path.stem}`", 1) \
+        .replace("python <name>", f"python {name}", 1)
+    return name, _fill(frame, {
+        "title": f"# {title or path.stem}\n",
+        "modules": "".join(f"_module({mod.stem!r}, {literal(mod.read_text())})\n"
+                           for mod in modules),
+        "repro": f"__file__ = {name!r}\n_REPRO = {literal(path.read_text())}\n"})
 
 
 def _frame() -> str:
@@ -56,8 +57,16 @@ def _frame() -> str:
     return "".join(lines[:doc.lineno - 1] + lines[doc.end_lineno:])
 
 
-def _fill(text: str, block: str, content: str) -> str:
-    """``text`` with the lines between ``# <block>`` and ``# </block>`` (markers too) replaced."""
-    start, end = f"# <{block}>\n", f"# </{block}>\n"
-    head, rest = text.split(start, 1)
-    return head + content + rest.split(end, 1)[1]
+def _fill(frame: str, blocks: dict[str, str]) -> str:
+    """``frame`` with each ``# <block>`` line, through its ``# </block>`` line where the frame
+    has one, replaced by the block's content (``blocks`` in frame order). Only the frame is
+    searched for markers, so content holding a marker's text (a helper with a ``# <repro>``
+    line) is never cut."""
+    out, rest = [], frame
+    for block, content in blocks.items():
+        head, rest = rest.split(f"# <{block}>\n", 1)
+        end = f"# </{block}>\n"
+        if end in rest:
+            rest = rest.split(end, 1)[1]
+        out += [head, content]
+    return "".join(out) + rest

@@ -251,6 +251,21 @@ def test_an_incremental_render_leaves_what_a_cold_render_writes(tmp_path):
     assert site_files(tmp_path / "no-index") == site_files(inc)
 
 
+def test_a_folder_rendered_by_another_format_is_written_anew(tmp_path):
+    """The render state names its format: a folder an older harness rendered (whose bytes
+    for the same records may differ) is written whole, as a cold render writes it."""
+    from repromatrix.report.state import FORMAT, STATE_NAME
+
+    store = ResultStore(tmp_path / "results")
+    store.append(record("pip-a", "bug", 0, "fail"))
+    out = tmp_path / "site"
+    render_site([store.root], out)
+    state = json.loads((out / STATE_NAME).read_text())
+    assert state["format"] == FORMAT and render_site([store.root], out).rewritten == []
+    (out / STATE_NAME).write_text(json.dumps({**state, "format": FORMAT - 1}))
+    assert sorted(render_site([store.root], out).rewritten) == sorted(site_files(out))
+
+
 def test_a_file_rewritten_after_a_render_is_read_again(tmp_path):
     """Same size, other records (a file replaced by a copy from elsewhere): the index reads
     it again, the summaries kept for the old lines are not used, results.json is rewritten."""

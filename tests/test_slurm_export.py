@@ -14,8 +14,10 @@ CPU = ["--matrix", str(PROJECT_ROOT / "examples" / "cpu-only.yaml"), "--all"]
 
 def test_scripts_run_each_shard_into_its_own_store_then_report(tmp_path, capsys):
     jobs = tmp_path / "jobs"
-    assert main(["export", "slurm", *CPU, "--shards", "3", "--dir", str(jobs), "--results",
-                 str(tmp_path / "res"), "--out", str(tmp_path / "site"),
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    assert main(["export", "slurm", *CPU, "--repros", str(mine), "--shards", "3", "--dir", str(jobs),
+                 "--results", str(tmp_path / "res"), "--out", str(tmp_path / "site"),
                  "--sbatch=--gpus-per-task=1", "--repromatrix", "/opt/rm/bin/repromatrix",
                  "--", "--timeout", "300", "--ca-bundle", "/etc/ca.pem"]) == 0
     assert "3 shards" in capsys.readouterr().out
@@ -24,10 +26,12 @@ def test_scripts_run_each_shard_into_its_own_store_then_report(tmp_path, capsys)
         assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
     text = shard.read_text()
     assert "#SBATCH --array=1-3" in text and "#SBATCH --gpus-per-task=1" in text
-    assert (f"exec /opt/rm/bin/repromatrix run --matrix {PROJECT_ROOT}/examples/cpu-only.yaml --all "
+    catalog = f"--matrix {PROJECT_ROOT}/examples/cpu-only.yaml --repros {mine}"
+    assert (f"exec /opt/rm/bin/repromatrix run {catalog} --all "
             f"--backend venv --timeout 300 --ca-bundle /etc/ca.pem --shard \"$k/3\" "
             f"--results {tmp_path}/res/shard-\"$k\"") in text
-    assert f"report --results \"${{stores[@]}}\" --out {tmp_path}/site" in report.read_text()
+    assert (f"report {catalog} --results \"${{stores[@]}}\" --out {tmp_path}/site"
+            in report.read_text())
     assert "--dependency=afterany:\"$array\"" in submit.read_text()
     assert (tmp_path / "res" / "slurm-logs").is_dir()
 

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from repromatrix.distribute.slurm import export, make_job
 
     job = make_job(shards=args.shards, folder_of_results=args.results, site=args.out,
-                   backend=args.backend, matrix=args.matrix, expr=args.expr,
+                   backend=args.backend, matrix=args.matrix, repros=args.repros, expr=args.expr,
                    all_stacks=args.all_stacks, sbatch=args.sbatch, run_args=args.run_args,
                    durations=args.durations, repromatrix=args.repromatrix)
     export(job, plan_for(args, load(args, overrides=False)), args.dir)

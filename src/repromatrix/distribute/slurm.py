@@ -36,7 +36,7 @@ class SlurmJob:
 
     shards: int
     command: tuple[str, ...]                 # how a node starts repromatrix
-    select: tuple[str, ...]                  # --matrix/-k/--all as given
+    select: tuple[str, ...]                  # --matrix/--repros/-k/--all as given
     run_args: tuple[str, ...]                # backend and everything after `--`
     workdir: Path
     results: Path
@@ -44,6 +44,7 @@ class SlurmJob:
     logs: Path
     sbatch: tuple[str, ...] = ()             # extra #SBATCH lines for the shard tasks
     durations: tuple[Path, ...] = field(default_factory=tuple)
+    catalog: tuple[str, ...] = ()            # --matrix/--repros: the report's titles too
 
 
 def _q(words: Sequence[str | Path]) -> str:
@@ -84,7 +85,7 @@ def render_report(job: SlurmJob) -> str:
         f"  d={shlex.quote(str(job.results))}/shard-$k",
         '  if [ -d "$d" ]; then stores+=("$d"); else echo "shard $k left no results ($d)" >&2; fi',
         "done",
-        f'exec {_q([*job.command, "report"])} --results "${{stores[@]}}" '
+        f'exec {_q([*job.command, "report", *job.catalog])} --results "${{stores[@]}}" '
         f"--out {shlex.quote(str(job.site))}",
         "",
     ])
@@ -121,7 +122,8 @@ def write_scripts(job: SlurmJob, dest: Path) -> list[Path]:
 
 
 def make_job(*, shards: int, folder_of_results: Path, site: Path, backend: str,
-             matrix: Path | None = None, expr: str | None = None, all_stacks: bool = False,
+             matrix: Path | None = None, repros: Sequence[Path] = (), expr: str | None = None,
+             all_stacks: bool = False,
              sbatch: Sequence[str] = (), run_args: Sequence[str] = (),
              durations: Sequence[Path] = (), repromatrix: str | None = None,
              cwd: Path | None = None) -> SlurmJob:
@@ -137,8 +139,9 @@ def make_job(*, shards: int, folder_of_results: Path, site: Path, backend: str,
     bad = [a for a in run_args if a.split("=", 1)[0] in ("--shard", "--results", "--durations")]
     if bad:
         raise UsageError(f"{bad[0]!r} after `--`: export slurm sets it per shard; use its own option")
-    select = [*(["--matrix", str(absolute(matrix))] if matrix else []),
-              *(["-k", expr] if expr else []), *(["--all"] if all_stacks else [])]
+    catalog = [*(["--matrix", str(absolute(matrix))] if matrix else []),
+               *[x for r in repros for x in ("--repros", str(absolute(r)))]]
+    select = [*catalog, *(["-k", expr] if expr else []), *(["--all"] if all_stacks else [])]
     command = (tuple(shlex.split(repromatrix)) if repromatrix
                else (sys.executable, "-m", "repromatrix"))
     if not command:
@@ -147,7 +150,8 @@ def make_job(*, shards: int, folder_of_results: Path, site: Path, backend: str,
     return SlurmJob(shards=shards, command=command, select=tuple(select),
                     run_args=("--backend", backend, *run_args), workdir=cwd.resolve(),
                     results=results, site=absolute(site), logs=results / "slurm-logs",
-                    sbatch=tuple(sbatch), durations=tuple(absolute(p) for p in durations))
+                    sbatch=tuple(sbatch), durations=tuple(absolute(p) for p in durations),
+                    catalog=tuple(catalog))
 
 
 def export(job: SlurmJob, plan: Plan, folder: Path) -> list[Path]:

@@ -29,6 +29,14 @@ def test_a_timeout_the_run_changed_is_carried(tmp_path):
         assert line[line.index(flag) + 1] == value
 
 
+def test_a_timeout_is_carried_exactly(tmp_path):
+    matrix, options = _options("--results", str(tmp_path), "--timeout", "1234.5678",
+                               "--stack-timeout", "100000.4")
+    line = reproduce_args(matrix, options)
+    assert line[line.index("--timeout") + 1] == "1234.5678"
+    assert line[line.index("--stack-timeout") + 1] == "100000.4"
+
+
 def test_the_matrix_own_timeouts_are_not_repeated(tmp_path):
     matrix, options = _options("--results", str(tmp_path))
     line = reproduce_args(matrix, options)

@@ -46,11 +46,16 @@ def _many(flag: str, values: Sequence[str]) -> list[str]:
     return [x for v in values for x in (flag, v)]
 
 
+def _seconds(value: float) -> str:
+    """A number of seconds as written back exactly: ``600``, ``1234.5678``."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
 def _timeout(flag: str, name: str) -> Forward:
     """A timeout is carried only when this run's differs from the matrix's own."""
     def forward(m: Matrix, o: RunOptions) -> list[str]:
         value = getattr(o, name)
-        return [flag, f"{value:g}"] if value != getattr(m.settings, name) else []
+        return [flag, _seconds(value)] if value != getattr(m.settings, name) else []
     return forward
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from repromatrix.config.flags import add_options
-from repromatrix.config.options import run_options
+from repromatrix.config.options import ENGINE_NAMES, run_options
 from repromatrix.errors import UsageError
 
 from .common import load, with_script
@@ -30,8 +30,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="pin a non-axis package of every candidate, e.g. torch_tensorrt=none "
                         "(repeatable)")
     p.add_argument("--json", action="store_true", help="machine-readable result")
-    # one environment per release: uv venvs, unless NGC images (decided in run)
-    add_options(p, "select", "script", "image", "engine", "run", skip=("-k", "--all"), backend=None)
+    add_options(p, "select", "script", "image", "engine", "run", skip=("-k", "--all", "--backend"))
+    p.add_argument("--backend", default=None, metavar="|".join(ENGINE_NAMES),
+                   help="the engine, or a fallback chain such as docker|venv (default: venv, "
+                        "docker for --axis ngc: one environment per release; the matrix's "
+                        "defaults.backend is not used here)")
     return p
 
 

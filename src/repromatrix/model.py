@@ -3,7 +3,7 @@
 Flow: config -> plan -> images -> run -> results -> report. Everything here is
 frozen once parsed; mutable state lives inside the runner and the backends.
 
-The record of a cell run is ``result.Result`` (its schema, versions and the
+The record of a cell run is ``store.record.Result`` (its schema, versions and the
 one constructor live there).
 """
 

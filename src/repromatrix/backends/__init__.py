@@ -17,7 +17,7 @@ Every engine declares:
 - ``release(prepared)``: the stack is done with its environment (disk budgets);
 - ``close()``: remove what this run left behind.
 
-Engines never build a ``Result``: ``watch.watch`` reads the runner's files and
+Engines never build a ``Result``: ``run.watch.watch`` reads the runner's files and
 the process's ``EngineFacts`` and makes them, the same way for every engine.
 """
 

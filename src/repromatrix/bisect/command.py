@@ -1,7 +1,7 @@
 """`repromatrix bisect`: the glue between the pure search and the run stage.
 
 Every probe is a normal cell (one candidate stack x the repro) run through
-``run.run_plan``, so its record lands in the results store and a second
+``run.cells.run_plan``, so its record lands in the results store and a second
 bisect over the same releases reuses it instead of building or running
 anything. The verdict is read from the record: the cell's status, or one
 stage's status with ``--stage``. ``broken``, ``timeout``, ``skip`` and any

@@ -2,7 +2,7 @@
 
 CLI side. A hint repeats the command the user ran with everything it used (the
 matrix, the catalog, the mirror map, the CA bundle, the wheelhouses, the
-backend: ``options.reproduce_args``), changed only where the hint says.
+backend: ``config.flags.reproduce_args``), changed only where the hint says.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """What the package index says about torch, torchvision, torch-tensorrt and tensorrt.
 
-Used by ``compat_update``: ``gather`` reads each project's release list (simple API)
+Used by ``releases.update``: ``gather`` reads each project's release list (simple API)
 and the core metadata of the Linux x86_64 wheels it needs (``pypi``), and turns them
 into ``Facts``: per release its upload date, the Python versions of its wheels, and
 from Requires-Dist the torch it requires, the CUDA it pins (``nvidia-*`` / ``cuda-toolkit``)
-and the TensorRT it requires. No judgement here: ``compat_update`` compares with the table.
+and the TensorRT it requires. No judgement here: ``releases.update`` compares with the table.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Published package metadata from a Python package index, live or recorded.
 
-Used by ``compat_update`` only. A project's files come from the simple API in its
+Used by ``releases.update`` only. A project's files come from the simple API in its
 JSON form (PEP 691): versions, file names, upload times, ``requires-python``, yanked.
 A wheel's core metadata (Requires-Dist, Requires-Python) comes from its PEP 658
 ``.metadata`` file where the index offers one; where it does not (PyPI does not for
@@ -9,7 +9,7 @@ and its ``METADATA`` member with HTTP range requests (a few hundred KB of a 500 
 
 ``LiveIndex`` talks HTTPS through urllib with the host's CA bundle (TLS-intercepting
 proxies); ``RecordedIndex`` reads the same answers from a folder that ``Recorder``
-wrote (trimmed to what ``compat_update`` reads), so the tests run offline.
+wrote (trimmed to what ``releases.update`` reads), so the tests run offline.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def parse_metadata(text: str) -> Message:
 
 
 def trim_metadata(text: str) -> str:
-    """Only the header lines ``compat_update`` reads (for recording)."""
+    """Only the header lines ``releases.update`` reads (for recording)."""
     msg = parse_metadata(text)
     return "".join(f"{k}: {v}\n" for k in METADATA_FIELDS for v in msg.get_all(k) or ())
 

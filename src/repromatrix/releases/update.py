@@ -1,8 +1,8 @@
 """`repromatrix compat update`: the rows the compatibility table lacks, from the index.
 
-Flow: ``compat_facts.gather`` (index ─▶ Facts) ─▶ ``propose`` (Facts + table ─▶ Proposal:
+Flow: ``releases.facts.gather`` (index ─▶ Facts) ─▶ ``propose`` (Facts + table ─▶ Proposal:
 rows to add or complete, each with its confidence and the metadata it came from, and
-notes) ─▶ ``apply`` (compat.yaml text ─▶ new text, checked by ``compat.parse_table``)
+notes) ─▶ ``apply`` (compat.yaml text ─▶ new text, checked by ``config.compat.parse_table``)
 ─▶ a unified diff, ``--write``, ``--check`` (exit 1 when the table is behind), and the
 ``matrix.yaml`` stanza of each torch minor that has no pip stack yet.
 

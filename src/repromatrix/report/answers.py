@@ -1,6 +1,6 @@
 """The questions people bring to the page, answered from the records (never from META).
 
-Flow: report -> **report_answers** -> templates. For one repro: on how many
+Flow: report -> **report.answers** -> templates. For one repro: on how many
 stacks it reproduces, where it was fixed (or introduced) on each version axis
 (last bad -> first good), on how many stacks its workaround works, and how the
 records compare with the documented expectation, rule by rule. Also which

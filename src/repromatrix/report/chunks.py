@@ -1,6 +1,6 @@
 """Cell details as static data chunks that load on demand, from file:// too.
 
-Flow: report -> **report_data** -> out/data/c<N>.js. The index and the repro
+Flow: report -> **report.chunks** -> out/data/c<N>.js. The index and the repro
 pages embed only what the grid needs; a cell's details (message, stages,
 traceback tail, environment probe, history, command) sit in one chunk of at
 most ``CHUNK_CELLS`` cells of one repro column, shared by every page. A chunk

@@ -3,7 +3,7 @@ what PyPI showed when the table was last checked (`compat update --write` record
 newest release the matrix has a stack for, and the known releases newer than that.
 
 Computed by the CLI (the table and the matrix's stacks are its inputs), handed to
-``report.render_site`` as ``freshness`` and rendered by ``_freshness.html.j2``. Pure
+``report.render.render_site`` as ``freshness`` and rendered by ``_freshness.html.j2``. Pure
 functions besides ``table_checked``, which reads the table's ``checked`` record.
 """
 

@@ -1,16 +1,16 @@
 """The report's view of the results store: latest record per cell, per-cell history.
 
-Flow: results store -> **report_load** -> report. The report needs the latest
+Flow: results store -> **report.load** -> report. The report needs the latest
 record of each cell in full (or the summary of it its index keeps), and of every
-other record only its ``store.Entry`` (status, run, time: for "previous run", the
-per-cell timeline and the Atom feed). A folder is read through its index
-(``store_index.entries``: no line parsed); a file given on its own is streamed
-through the store's one reader (``store.parse``). Either way ``store.Settler``
-drops copies and finds conflicts. Only each cell's latest line (or summary) is
-held, and ``Reduced.summaries`` hands them over one at a time, so memory grows
-with cells, not with history.
+other record only its ``store.reader.Entry`` (status, run, time: for "previous run",
+the per-cell timeline and the Atom feed). A folder is read through its index
+(``store.index``, ``StoreIndex.entries``: no line parsed); a file given on its own
+is streamed through the store's one reader (``store.reader.parse``). Either way
+``store.reader.Settler`` drops copies and finds conflicts. Only each cell's latest
+line (or summary) is held, and ``Reduced.summaries`` hands them over one at a time,
+so memory grows with cells, not with history.
 
-Every usable record goes to ``results.json`` (``report_raw.RawSink``: whole result
+Every usable record goes to ``results.json`` (``report.raw.RawSink``: whole result
 files copied a chunk at a time), so the published data stays complete.
 """
 from __future__ import annotations
@@ -112,7 +112,7 @@ class Reduced:
 
 
 class Sink(Protocol):
-    """Where usable records go as they stream past (report_raw.RawSink): a stored line,
+    """Where usable records go as they stream past (``report.raw.RawSink``): a stored line,
     lines read back later, or a whole file's lines; closed at the end of the load."""
 
     def add(self, raw: bytes | None, data: dict[str, Any], digest: str) -> None: ...
@@ -130,7 +130,7 @@ def reduce_records(paths: Iterable[Path | str], sink: Sink | None = None,
     """Every record under ``paths``: the latest per cell and what history needs (the
     indexes stay open inside the ``with`` block, for ``Reduced.summaries``).
 
-    A folder is read through its index (``store_index``: the key fields of every record
+    A folder is read through its index (``store.index``: the key fields of every record
     come from SQLite, and only the latest line of each cell is read back from the files,
     unless the index keeps that record's summary of ``summary_version``); a file given on
     its own, or one no index covers, is streamed."""

@@ -1,11 +1,11 @@
 """The report stage: results store -> a static site that opens from disk, sized by cells.
 
-Flow: results -> **report**. ``render_site`` loads the result files and folders
-(``report_load``: a folder through its index, the latest record per cell, and each
-cell's history as a timeline, ``store.history``), pivots the cells with pandas (stacks as rows, grouped and in
-version order; repros as columns), checks each cell against its repro's
-documented expectation, answers the per-repro questions from the records
-(``report_answers``) and renders Jinja2 templates from ``report/`` into:
+Flow: results -> **report.render**. ``render_site`` loads the result files and folders
+(``report.load``: a folder through its index, the latest record per cell, and each
+cell's history as a timeline, ``store.reader.history``), pivots the cells with pandas
+(stacks as rows, grouped and in version order; repros as columns), checks each cell
+against its repro's documented expectation, answers the per-repro questions from the records
+(``report.answers``) and renders Jinja2 templates from ``report/`` into:
 
     out/index.html          the grid (status, marks, labels only), answers, filters, changes
     out/repro-<id>.html     one page per repro (answers, expectation beside the records)
@@ -106,11 +106,11 @@ def render_site(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro] | 
 
     ``published``: the stack ids of the matrix file; stacks outside it are one-off runs
     (None: every stack but bisect probes counts as published). ``freshness``: the page's
-    freshness section (``report_fresh.freshness``; None: no section). ``now``: the
+    freshness section (``report.fresh.freshness``; None: no section). ``now``: the
     generation time shown (default: the clock).
 
     A render into a folder an earlier render wrote rewrites only the files whose bytes
-    changed (``report_state``); what it leaves is what a render into an empty folder writes."""
+    changed (``report.state``); what it leaves is what a render into an empty folder writes."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     now = now or datetime.now(timezone.utc)

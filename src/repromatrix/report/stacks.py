@@ -1,6 +1,6 @@
 """Rows people can scan: stacks labelled, grouped by axis and ordered by version.
 
-Flow: report -> **report_stacks**. A stack's short label reads like
+Flow: report -> **report.stacks**. A stack's short label reads like
 ``torch 2.4.1 · trt 2.4.0 · cu124`` (NGC: ``NGC 24.05 · torch 2.4.0 · trt 2.4.0``);
 the full label names every version. Rows are grouped by torch minor (pip and
 local stacks) and by NGC year, each group in version order; ``rank`` is a

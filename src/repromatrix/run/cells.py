@@ -118,7 +118,7 @@ def run_plan(matrix: Matrix, plan: Plan, options: RunOptions,
     (and shown by ``progress`` when given, instead of a log line per cell).
 
     Each Result records the command that re-runs it: ``command`` when given (bisect's),
-    else `repromatrix run` with this run's options (``options.rerun_command``)."""
+    else `repromatrix run` with this run's options (``config.flags.rerun_command``)."""
     if options.backend == "local":
         plan = fold_local(plan, options.local_python)
     summary = RunSummary(run_id=new_run_id())

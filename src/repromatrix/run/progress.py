@@ -3,7 +3,7 @@
 Run stage -> **progress** -> the terminal. Fed by the run's ``log`` callback, which
 carries plain lines and typed stack events (``model.Preparing``, ``Running``,
 ``Output``, ``Broken``, ``Done``, ``Note``: a stack's state comes from the event's
-type, never from its wording), and by every Result ``run.run_plan`` emits. On a TTY
+type, never from its wording), and by every Result ``run.cells.run_plan`` emits. On a TTY
 a live table (rich) shows each stack as waiting, preparing, running or done, the
 cells per status, elapsed and estimated time; elsewhere (CI logs) each line is
 printed plainly with a ``[done/total]`` counter, and in GitHub Actions each stack's

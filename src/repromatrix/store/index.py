@@ -4,7 +4,7 @@ Flow: run -> results (**index**) -> run's reuse check / bisect / report. The JSO
 run files stay the source of truth (mergeable, diffable, append-only);
 ``<results>/.index.sqlite`` (standard-library ``sqlite3``, WAL) only points into
 them, so it can always be deleted and rebuilt. Lines are read with the store's one
-parser (``store.parse``) and ordered by its one order (``store.LATER_SQL``). It keeps:
+parser (``store.reader.parse``) and ordered by its one order (``store.reader.LATER_SQL``). It keeps:
 
     files    every indexed file: size and mtime when last read, how far it was
              read (byte offset, line count) and a hash of the bytes before that
@@ -15,7 +15,7 @@ parser (``store.parse``) and ordered by its one order (``store.LATER_SQL``). It 
              hash of the line and whether it was written under an older schema
     skipped  the lines the loader would skip, and why
     cells    per cell, the latest record's key fields (what a no-op `run` reads)
-    summaries  the report's summary of a record (``report.record_summary``), keyed by
+    summaries  the report's summary of a record (``report.render.record_summary``), keyed by
              the line's digest and the summary's version: kept for cells' latest
              records only, so a render parses only records it has not seen
 
@@ -23,7 +23,7 @@ parser (``store.parse``) and ordered by its one order (``store.LATER_SQL``). It 
 nothing changed); ``ResultStore.append`` updates it as each record is written, in
 one ``BEGIN IMMEDIATE`` transaction that first reads any lines the index missed
 (another writer's, or ones written while it could not be updated). ``entries``
-hands every record's ``store.Entry`` to the store's conflict rule and history
+hands every record's ``store.reader.Entry`` to the store's conflict rule and history
 (the report); ``keys``, ``latest`` and ``read_lines`` read from disk only the
 records asked for, one at a time: memory follows the cells asked for.
 """

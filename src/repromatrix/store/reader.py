@@ -1,11 +1,11 @@
 """The one reader of the results store: scan JSONL, order records, find conflicts, history.
 
-Flow: results files -> **store** -> results (``load_records``), store_index (the SQLite
-index), report_load (the page) and, through those, run's reuse check and bisect.
+Flow: results files -> **store.reader** -> store.results (``load_records``), store.index (the
+SQLite index), report.load (the page) and, through those, run's reuse check and bisect.
 Every reader of ``<results>/<host>/<run id>.jsonl`` goes through these definitions:
 
 - **one parser** (``parse``): a line is a record (upgraded through
-  ``result.MIGRATIONS``) or a ``Skipped`` that says why not (not UTF-8, invalid
+  ``store.record.MIGRATIONS``) or a ``Skipped`` that says why not (not UTF-8, invalid
   JSON, a truncated last line with no newline (run interrupted?), not an object,
   an unknown schema version or a missing key). A damaged line is named and skipped,
   never fatal; ``scan`` walks a file line by line, so a large one is never held whole.

@@ -6,14 +6,14 @@ most the cell in flight). The report stage loads any number of files and
 folders (runs from several machines or shards) into one list, then picks the
 latest record per cell and the previous one for change detection.
 
-Reading goes through ``store`` (one parser, one order, one conflict rule): a
+Reading goes through ``store.reader`` (one parser, one order, one conflict rule): a
 damaged line is named (file, line, reason) and skipped, older records are
 upgraded, different records for one (run, cell, attempt) are a conflict, and so
 are different outcomes for one cell and one cache key recorded in different
 stores (shards that disagree about one environment).
 
 Layout: ``<root>/<host>/<run_id>.jsonl``, and beside them ``<root>/.index.sqlite``
-(``store_index``: every record's key fields and each cell's latest, derived from the
+(``store.index``: every record's key fields and each cell's latest, derived from the
 files and rebuilt from them when missing or stale). Files are read line by line.
 ``<root>/.lock`` is held by the run writing into the folder (``locked``: a second run
 waits, saying who holds it); ``<root>/.work/out/<run_id>`` holds a run's logs, pruned by
@@ -79,7 +79,7 @@ def safe_component(text: str, fallback: str = "unknown") -> str:
 class ResultStore:
     """Append-only store rooted at ``root``: ``root/<host>/<run_id>.jsonl``.
 
-    Each append also updates the store's index (``store_index``) unless ``index`` is
+    Each append also updates the store's index (``store.index``) unless ``index`` is
     False; the index is derived, so when it cannot be written the record still is, and
     the index catches up the next time it is opened.
     """
@@ -184,7 +184,7 @@ def load_records(paths: Iterable[Path | str]) -> Loaded:
     Identical copies of a record (the same run shipped twice) count once. Different
     records for the same (run_id, cell, attempt) are a conflict: the latest-finished one
     is kept in ``records`` and every source is named in ``conflicts``. So is a cell whose
-    latest cache key has different outcomes in different stores (``store.Settler``).
+    latest cache key has different outcomes in different stores (``store.reader.Settler``).
     """
     files, skipped = iter_result_files(paths)
     out = Loaded(skipped=list(skipped))

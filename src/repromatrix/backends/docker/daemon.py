@@ -1,7 +1,7 @@
 """The docker daemon: connect, look images up, check base images, remove containers.
 
-Used by the docker engine (``docker.py``) and the image builder
-(``docker_build.py``). Engine failures become ``DockerUnavailable`` /
+Used by the docker engine (``backends.docker.engine``) and the image builder
+(``backends.docker.build``). Engine failures become ``DockerUnavailable`` /
 ``BaseImageMissing`` (exit 3) before any work: never a raw SDK traceback.
 """
 

@@ -1,6 +1,6 @@
 """The `docker` engine: one content-hash image per stack, one container per stack run.
 
-``prepare`` builds the stack's image unless its tag exists (``docker_build``);
+``prepare`` builds the stack's image unless its tag exists (``backends.docker.build``);
 ``start`` owns one container's whole life (cibuildwheel's ``OCIContainer``
 idea): create it with the harness mounted read-only at ``/repromatrix``, the
 repros at ``/repros`` (unless they are the harness folder: ``container_mounts``) and
@@ -81,7 +81,7 @@ class DockerEngine:
 
     def preflight(self, stacks: Sequence[Stack]) -> None:
         """Ping the daemon; remove containers of dead runs; check the base images and the
-        package indexes of the images still to build (``indexes.check_indexes``)."""
+        package indexes of the images still to build (``backends.indexes.check_indexes``)."""
         for name in reap_orphans(self.client):
             self.ctx.log(f"removed {name}: its run is no longer alive")
         specs = [self._spec(s) for s in stacks]

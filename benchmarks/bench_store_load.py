@@ -6,12 +6,12 @@ Goal (issue 13): the whole report under 1 s at 10k records and under 5 s at
 100k, memory bounded; this measures the loading part of that budget. Records are
 copied from real ones (``_records.py``, 6.2 KB mean). Each measurement is a fresh
 process; the time is the loading alone (taken inside it, with the cyclic GC paused as
-``report.render_site`` pauses it), the memory the process's peak RSS:
+``report.render.render_site`` pauses it), the memory the process's peak RSS:
 
-    loader        results.load_records + latest_by_cell + previous_by_cell (the report today)
+    loader        store.results.load_records + latest_by_cell + previous_by_cell
     index, cold   no index yet: build it, then as below
-    index         report_load.reduce_records (the report's load): every record's key fields
-                  from the index through store.Settler (copies, conflicts), history per
+    index         report.load.reduce_records (the report's load): every record's key fields
+                  from the index through store.reader.Settler (copies, conflicts), history per
                   cell, every latest line read back (results.json is not written here)
     index, keys   StoreIndex.open + keys(): the latest key fields only (run's reuse check)
     index, stream StoreIndex.open + iter_latest() consumed one record at a time (bisect)
@@ -45,7 +45,7 @@ def child(mode: str, root: Path) -> None:
     if mode == "index, cold":
         for suffix in ("", "-wal", "-shm"):
             Path(str(root / INDEX_NAME) + suffix).unlink(missing_ok=True)
-    gc.disable()  # as report.render_site does around its load
+    gc.disable()  # as report.render.render_site does around its load
     t0 = time.perf_counter()
     if mode == "loader":
         loaded = load_records([root])

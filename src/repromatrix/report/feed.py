@@ -1,6 +1,6 @@
 """``changes.atom``: an Atom feed of cell status changes, so people can subscribe.
 
-Flow: store.reader.history (per-cell timelines) -> **report.feed** -> out/changes.atom.
+Flow: store.reader.timeline (per-cell timelines) -> **report.feed** -> out/changes.atom.
 One entry per change (cell, before -> after, run, date), newest first. Record
 text is hostile and XML 1.0 forbids most control characters: every string is
 stripped of them and escaped.

@@ -16,10 +16,11 @@ files copied a chunk at a time), so the published data stays complete.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import itertools
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -35,9 +36,9 @@ from repromatrix.store.reader import (
     digest,
     dumps,
     entry,
-    history,
     iter_result_files,
     loads,
+    newest,
     parse,
     parse_upgraded,
     time_key,
@@ -60,7 +61,7 @@ def _replaces(e: Entry, current: _Latest | None) -> bool:
     replaces one."""
     if current is None:
         return True
-    if {e.evidence, current.evidence} == {REAL, STANDIN}:
+    if e.evidence != current.evidence and {e.evidence, current.evidence} == {REAL, STANDIN}:
         return e.evidence == REAL
     return time_key(e) > current.time
 
@@ -262,14 +263,14 @@ def _read(path: Path, out: Reduced, settler: Settler, sink: Sink | None) -> None
         out.skipped.append(Skipped(name, 0, f"cannot read: {exc.strerror or exc}"))
 
 
-def status_changes(reduced: Reduced, keep: Callable[[str], bool] = lambda cell: True,
+def status_changes(timelines: Mapping[str, list[Span]], keep: Callable[[str], bool] = lambda cell: True,
                    limit: int = 200) -> list[tuple[str, Span, Span]]:
-    """Every status change in the store, newest first: (cell, before, after)."""
-    out: list[tuple[str, Span, Span]] = []
-    for cell, seen in reduced.seen.items():
-        if not keep(cell):
-            continue
-        spans, _ = history(seen, limit=limit)
-        out.extend((cell, a, b) for a, b in zip(spans, spans[1:], strict=False))
-    out.sort(key=lambda c: (c[2].first_at, c[0]), reverse=True)
-    return out[:limit]
+    """Every status change among the newest ``limit`` spans of each cell's timeline
+    (``store.reader.timeline``), newest first: (cell, before, after); the first ``limit``."""
+    def changes() -> Iterator[tuple[str, Span, Span]]:
+        for cell, spans in timelines.items():
+            if keep(cell):
+                shown, _ = newest(spans, limit)
+                yield from ((cell, a, b) for a, b in zip(shown, shown[1:], strict=False))
+    # nlargest: sorted(..., reverse=True)[:limit], ties included, without sorting them all
+    return heapq.nlargest(limit, changes(), key=lambda c: (c[2].first_at, c[0]))

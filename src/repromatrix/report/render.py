@@ -2,7 +2,7 @@
 
 Flow: results -> **report.render**. ``render_site`` loads the result files and folders
 (``report.load``: a folder through its index, the latest record per cell, and each
-cell's history as a timeline, ``store.reader.history``), pivots the cells with pandas
+cell's history as a timeline, ``store.reader.timeline``), pivots the cells with pandas
 (stacks as rows, grouped and in version order; repros as columns), checks each cell
 against its repro's documented expectation, answers the per-repro questions from the records
 (``report.answers``) and renders Jinja2 templates from ``report/`` into:
@@ -42,7 +42,7 @@ except ImportError:  # pragma: no cover - orjson is a dependency
 
 from repromatrix.model import TRACEBACK_LIMIT, Repro, Status
 from repromatrix.store.index import StaleIndex
-from repromatrix.store.reader import Conflict, Skipped, flaky_counts, history
+from repromatrix.store.reader import Conflict, Skipped, flaky_counts, newest, timeline
 from repromatrix.store.record import Result, StageResult
 
 from . import expect as expect_mod
@@ -133,7 +133,7 @@ def render_site(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro] | 
         write_csv(out, site, state)
         shown = {c["id"] for c in site["cells"].values() if c["in_scope"]}
         write_feed(out / "changes.atom", title, now.isoformat(timespec="seconds"),
-                   status_changes(reduced, shown.__contains__, FEED_ENTRIES), state)
+                   status_changes(site["timelines"], shown.__contains__, FEED_ENTRIES), state)
         copy_static(out, state)
         state.save()
     return ReportSummary(
@@ -210,14 +210,15 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
     """Everything the templates need, computed without I/O."""
     conflicted = {c.cell for c in reduced.conflicts}
     envs, stage_names, book = EnvTable(), StageTable(), StackBook(published)
-    cells, seen_repros = {}, set()
+    cells, seen_repros, timelines = {}, set(), {}
     for cid, summary in reduced.summaries(record_summary):   # one record at a time
         facts = RecordFacts(*summary["facts"])
         book.add(facts)
         seen_repros.add(facts.repro)
         view = cell_view(summary, repros.get(facts.repro), reduced.previous(cid), cid in conflicted,
                          matrix, envs, stage_names)
-        view["history"], view["history_dropped"] = history(reduced.seen.get(cid, ()))
+        timelines[cid] = timeline(reduced.seen.get(cid, ()))   # the feed's too
+        view["history"], view["history_dropped"] = newest(timelines[cid])
         attempts = flaky_counts(s.status for s in reduced.seen.get(cid, ()) if s.run_id == facts.run_id)
         view["flaky"] = ", ".join(f"{n} {s}" for s, n in sorted(attempts.items())) if attempts else ""
         view["detail"] = detail_json(view)
@@ -247,6 +248,7 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
         "skipped": reduced.skipped, "conflicts": reduced.conflicts,
         "records": reduced.records, "envs": envs.items, "stage_names": stage_names.names,
         "shown_scope": shown_scope, "scope_counts": _scope_counts(stacks),
+        "timelines": timelines,
     }
     add_markup(site)
     return site

@@ -354,10 +354,11 @@ class StoreIndex:
 
     def summaries(self, keys: Iterable[str]) -> dict[str, bytes]:
         """The summaries kept under ``keys`` (``<record digest>:<version>``; see
-        ``keep_summaries``)."""
-        rows = self._execute("SELECT s.key, s.data FROM summaries s WHERE s.key IN "
-                             "(SELECT cell FROM wanted)", (), list(keys)).fetchall()
-        return {key: bytes(data) for key, data in rows}
+        ``keep_summaries``). One pass over the table, cheaper than a lookup per key: it
+        holds little but the summaries of its cells' latest records (``keep_summaries``)."""
+        wanted = set(keys)
+        return {key: bytes(data) for key, data in self._execute("SELECT key, data FROM summaries")
+                if key in wanted}
 
     def keep_summaries(self, items: Iterable[tuple[str, bytes]], version: str) -> None:
         """Keep ``(key, data)`` summaries of records (the report's per-cell data, keyed by

@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import operator
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -261,9 +262,10 @@ def canonical_record(result: Result) -> str:
 
 # -- one order ------------------------------------------------------------------------------
 
-def time_key(record: Entry | Result) -> TimeKey:
-    """Sort key for 'later': finished_at, then started_at, then run id (ISO strings)."""
-    return (record.finished_at, record.started_at, record.run_id)
+# Sort key for 'later' (of an Entry or a Result): finished_at, then started_at, then run id
+# (ISO strings). An attrgetter, not a def: it is called for every record, often twice.
+time_key: Callable[[Entry | Result], TimeKey] = operator.attrgetter("finished_at", "started_at",
+                                                                    "run_id")
 
 
 def latest_by_cell(entries: Iterable[Any]) -> dict[str, Any]:
@@ -349,6 +351,11 @@ def store_of(source: str) -> str:
     return _store_of_file(source.rsplit(":", 1)[0])
 
 
+def stores_of(entries: Iterable[Entry]) -> set[str]:
+    """The stores ``entries`` come from (``store_of``, worked out once per file)."""
+    return {_store_of_file(name) for name in {e.source.rsplit(":", 1)[0] for e in entries}}
+
+
 def store_conflicts(entries: list[Entry]) -> list[Conflict]:
     """Cells whose latest cache key has different outcomes recorded in different stores.
 
@@ -356,6 +363,8 @@ def store_conflicts(entries: list[Entry]) -> list[Conflict]:
     stores (shards, machines) disagreeing about one environment and one repro source
     are. ``broken`` records are left out: infrastructure, retried, never a verdict.
     """
+    if len(stores_of(entries)) < 2:
+        return []  # every record from one store: nothing to disagree with
     last = latest_by_cell(entries)
     groups: dict[str, list[Entry]] = {}
     for e in entries:
@@ -380,8 +389,14 @@ def store_conflicts(entries: list[Entry]) -> list[Conflict]:
 # -- one history ----------------------------------------------------------------------------
 
 def history(entries: Iterable[Entry], limit: int = HISTORY_LIMIT) -> tuple[list[Span], int]:
-    """A cell's timeline of status changes, oldest first: consecutive records with the same
-    status and evidence level are one span. Returns the newest ``limit`` spans and how many were dropped."""
+    """A cell's timeline of status changes, oldest first (``timeline``). Returns the newest
+    ``limit`` spans and how many were dropped."""
+    return newest(timeline(entries), limit)
+
+
+def timeline(entries: Iterable[Entry]) -> list[Span]:
+    """Every span of a cell's records, oldest first: consecutive records with the same
+    status and evidence level are one span."""
     spans: list[Span] = []
     for e in sorted(entries, key=time_key):
         at = e.finished_at or e.started_at
@@ -391,5 +406,10 @@ def history(entries: Iterable[Entry], limit: int = HISTORY_LIMIT) -> tuple[list[
                              e.evidence)
         else:
             spans.append(Span(e.status, 1, e.run_id, at, e.run_id, at, e.evidence))
+    return spans
+
+
+def newest(spans: list[Span], limit: int = HISTORY_LIMIT) -> tuple[list[Span], int]:
+    """The newest ``limit`` of a ``timeline``'s spans, and how many were dropped."""
     dropped = max(0, len(spans) - limit)
     return spans[dropped:], dropped

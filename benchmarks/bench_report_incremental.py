@@ -8,10 +8,9 @@ a re-render into the same folder after one new record beside 100k records (< 0.5
 peak RSS < 500 MB at 100k. Stores are ``bench_report.write_store``'s (copies of real
 records). The store's index is brought up to date before the timed renders (a real
 store's index is kept current by each append); its first build is timed apart.
-``--baseline REV`` renders the same stores with that revision's tree (default: where
-this branch left ``main``),
-which re-renders everything every time. Each render is a fresh process (wall time and
-its own peak RSS).
+``--baseline REV`` renders the same stores with that revision's tree (default:
+``FULL_RERENDER``, which re-renders everything every time). Each render is a fresh
+process (wall time and its own peak RSS).
 """
 
 from __future__ import annotations
@@ -43,6 +42,7 @@ APPEND = ("import json, sys\n"
           "except ImportError:\n    from repromatrix.result import Result\n"
           "    from repromatrix.results import ResultStore\n"
           "ResultStore(sys.argv[1]).append(Result.from_dict(json.loads(sys.argv[2])))")
+FULL_RERENDER = "e29dc51"  # the streaming loader, every file written on every render (issue 13)
 INDEX = ("import sys; from repromatrix.store.index import StoreIndex; "
          "StoreIndex.open(sys.argv[1]).close()")
 
@@ -125,14 +125,11 @@ def bench(name: str, stacks: int, runs: int, args: argparse.Namespace, trees: di
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--baseline", metavar="REV",
-                    help="the revision whose full re-render is timed beside (default: where "
-                         "this branch left main, git merge-base HEAD main)")
+    ap.add_argument("--baseline", metavar="REV", default=FULL_RERENDER,
+                    help="the revision whose full re-render is timed beside (default: "
+                         f"{FULL_RERENDER}, the last tree that re-rendered everything every time)")
     ap.add_argument("--skip-large", action="store_true", help="only the 10k shape")
     args = ap.parse_args()
-    if args.baseline is None:
-        args.baseline = subprocess.run(["git", "-C", str(ROOT), "merge-base", "HEAD", "main"],
-                                       check=True, capture_output=True, text=True).stdout[:7]
     print(load_average(), flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-report-inc-") as name:
         tmp = Path(name)

@@ -194,3 +194,20 @@ def test_exit_codes_are_the_readme_table():
     section = section[:section.index("\n### ", 1)]
     listed = {int(m) for m in re.findall(r"^\| (\d+) \|", section, re.M)}
     assert listed == {int(e) for e in Exit}
+
+
+def test_readme_names_the_docker_labels_the_harness_sets():
+    """Labels are how users find what the harness left on their daemon: each one the code
+    sets is in the README, under the name the code uses."""
+    from repromatrix.backends.docker import build, daemon
+    from repromatrix.backends.images import image_spec
+    from repromatrix.model import Settings, Stack
+
+    readme = (ROOT / "README.md").read_text()
+    labels = [v for mod in (daemon, build) for k, v in vars(mod).items() if k.startswith("LABEL_")]
+    assert "repromatrix.run" in labels and len(labels) >= 5
+    lane = Stack(id="t", kind="pip", torch="2.4.1", torch_tensorrt="2.4.0", index="pypi")
+    labels += image_spec(lane, Settings(extra_index_urls=(), packages=()), standin=("tensorrt",),
+                         harness_dir=paths.repros_dir()).labels
+    for label in labels:
+        assert f"`{label}" in readme, label

@@ -22,7 +22,7 @@ from repromatrix.backends.images import ImageSpec
 from repromatrix.errors import BaseImageMissing, DockerUnavailable
 
 LABEL_MANAGED = "repromatrix.managed"
-LABEL_RUN = "repromatrix.run.cells"
+LABEL_RUN = "repromatrix.run"
 LABEL_STACK = "repromatrix.stack_id"
 LABEL_OWNER = "repromatrix.owner"  # host:pid:start time of the `repromatrix` process
 ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException, OSError)

@@ -7,7 +7,7 @@ repros at ``/repros`` (unless they are the harness folder: ``container_mounts``)
 a result folder at ``/out``, no network, GPUs only
 when the daemon has the NVIDIA runtime; start it; and always remove it on
 exit unless ``--keep`` (then it is kept for debugging and its name is logged).
-Containers carry ``repromatrix.managed=1`` and ``repromatrix.run.cells=<run id>``,
+Containers carry ``repromatrix.managed=1`` and ``repromatrix.run=<run id>``,
 so ``close`` can remove whatever an interrupted run left behind.
 """
 

@@ -5,16 +5,31 @@ same lane built by the docker engine at 2.4.0 (the image is removed afterwards).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from docker_fixtures import *  # noqa: F403 - fixtures: docker_client, local_base_image, test_ca_bundle
 
 from repromatrix.cli import main as cli_main
 from repromatrix.store.record import REAL, STANDIN, STANDIN_BAD, Result
+
+
+def needs_the_lane_tools(*tools: str) -> None:
+    """Skip (with the reason) without these tools on PATH or without PyPI; CI requires them
+    (REPROMATRIX_REQUIRE_PYPI turns the skip of a ``pypi`` test into a failure)."""
+    from test_bisect_cli import _pypi_reachable
+
+    missing = [t for t in tools if not shutil.which(t)]
+    if missing:
+        pytest.skip(f"needs {' and '.join(missing)} on PATH")
+    if not _pypi_reachable():
+        pytest.skip("PyPI is not reachable from here")
+
 
 MATRIX = """
 defaults:
@@ -28,6 +43,17 @@ stacks:
 """
 
 
+def remove_new_images(client: Any, before: set[str]) -> None:
+    """Every image that was not there ``before``, newest first: the lane's (~10 GB) and, after
+    a failed build, its untagged intermediate layers."""
+    import docker
+
+    new = [i for i in client.images.list(all=True) if i.id not in before]
+    for image in sorted(new, key=lambda i: i.attrs.get("Created", ""), reverse=True):
+        with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
+            client.images.remove(image.id, force=True)
+
+
 def records(folder: Path) -> dict[str, Result]:
     out = {}
     for f in folder.glob("*/*.jsonl"):
@@ -39,9 +65,9 @@ def records(folder: Path) -> dict[str, Result]:
 
 @pytest.mark.slow
 @pytest.mark.torch
+@pytest.mark.pypi
 def test_both_bugs_at_a_buggy_and_a_fixed_release(tmp_path, monkeypatch, capsys) -> None:
-    if not shutil.which("uv") or not shutil.which("cc"):
-        pytest.skip("needs uv and a C compiler (cc) on PATH, and PyPI")
+    needs_the_lane_tools("uv", "cc")
     (tmp_path / "matrix.yaml").write_text(textwrap.dedent(MATRIX))
     monkeypatch.setenv("REPROMATRIX_VENV_DIR", str(tmp_path / "venvs"))
     try:
@@ -81,13 +107,13 @@ def test_both_bugs_at_a_buggy_and_a_fixed_release(tmp_path, monkeypatch, capsys)
 @pytest.mark.slow
 @pytest.mark.torch
 @pytest.mark.docker
+@pytest.mark.pypi
 def test_the_docker_engine_builds_the_lane_too(tmp_path, capsys, docker_client, local_base_image,
                                                test_ca_bundle) -> None:
     """The same lane in an image: torch-tensorrt 2.4.0's own wheel, the stand-ins compiled in
     the image (gcc from Debian where the base has no compiler), both bugs reproduced in
     torch-tensorrt's frames. The image (about 10 GB) is removed afterwards."""
-    from repromatrix.backends.docker.daemon import LABEL_MANAGED
-
+    needs_the_lane_tools()
     matrix = textwrap.dedent(MATRIX).replace(
         '  - {kind: pip, torch: "2.5", torch_tensorrt: "2.5.0", index: pypi, tags: [default]}\n', "")
     matrix = matrix.replace("defaults:\n", f"defaults:\n  base_images: {{'python:3.11-slim': "
@@ -95,16 +121,15 @@ def test_the_docker_engine_builds_the_lane_too(tmp_path, capsys, docker_client, 
     if test_ca_bundle:
         matrix = matrix.replace("defaults:\n", f"defaults:\n  ca_bundle: {test_ca_bundle}\n")
     (tmp_path / "matrix.yaml").write_text(matrix)
-    before = {i.id for i in docker_client.images.list(filters={"label": f"{LABEL_MANAGED}=1"})}
-    labels: dict[str, dict[str, str]] = {}  # tag -> labels of the images this run built
+    before = {i.id for i in docker_client.images.list(all=True)}
+    labels: dict[str, dict[str, str]] = {}  # tag -> labels of every lane image, kept or built
     try:
         code = cli_main(["run", "--matrix", str(tmp_path / "matrix.yaml"), "--backend", "docker",
                          "--standin", "tensorrt", "--results", str(tmp_path / "results")])
     finally:
-        for image in docker_client.images.list(filters={"label": f"{LABEL_MANAGED}=1"}):
-            if image.id not in before:
-                labels.update({tag: dict(image.labels) for tag in image.tags})
-                docker_client.images.remove(image.id, force=True)
+        for image in docker_client.images.list(filters={"label": "repromatrix.standins"}):
+            labels.update({tag: dict(image.labels) for tag in image.tags})
+        remove_new_images(docker_client, before)
     out = capsys.readouterr().out
     assert code == 0, out[-3000:]
     assert "TensorRT stood in: torch-tensorrt 2.4.0's own code" in out
@@ -126,13 +151,13 @@ def test_the_docker_engine_builds_the_lane_too(tmp_path, capsys, docker_client, 
 
 @pytest.mark.slow
 @pytest.mark.torch
+@pytest.mark.pypi
 def test_a_bisect_on_the_lane_names_the_release_of_the_deform_regression(tmp_path, monkeypatch,
                                                                         capsys) -> None:
     """A real bisect over torch-tensorrt releases with TensorRT stood in: 2.2.0 good (cleared
     in torch-tensorrt's code), 2.4.0 bad; the probe between them (2.3.0, its wheel's missing
     torch symbols stood in) decides it, within ceil(log2 n) + 2 probes."""
-    if not shutil.which("uv") or not shutil.which("cc"):
-        pytest.skip("needs uv and a C compiler (cc) on PATH, and PyPI")
+    needs_the_lane_tools("uv", "cc")
     monkeypatch.setenv("REPROMATRIX_VENV_DIR", str(tmp_path / "venvs"))
     try:
         code = cli_main(["bisect", "--repro", "deform_conv2d_device", "--axis", "torch_tensorrt",

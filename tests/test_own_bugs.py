@@ -141,6 +141,7 @@ def test_selects_no_cells_hint_lists_the_same_matrix_and_catalog(tmp_path: Path,
 
 # ------------------------------------------------------------------ runs
 
+@pytest.mark.torch  # the home fixture's local stack is a torch interpreter
 def test_a_user_repro_runs_with_the_harness_files_never_the_stray_copies(home: Path) -> None:
     results = home / "results"
     assert main(["run", "--matrix", str(home / "matrix.yaml"), "--repros", str(home / "mine"),
@@ -168,6 +169,7 @@ SCRIPTS = {
 }
 
 
+@pytest.mark.torch  # the home fixture's local stack is a torch interpreter
 @pytest.mark.parametrize("case", list(SCRIPTS))
 def test_a_plain_script_becomes_a_cell_by_its_exit_code(case: str, home: Path) -> None:
     source, regex, status, sig = SCRIPTS[case]
@@ -183,6 +185,7 @@ def test_a_plain_script_becomes_a_cell_by_its_exit_code(case: str, home: Path) -
     assert (results / "scripts" / "my_check.py").is_file()
 
 
+@pytest.mark.torch  # the home fixture's local stack is a torch interpreter
 def test_the_page_command_reruns_the_same_cell_as_printed(home: Path) -> None:
     script = home / "bug.py"
     script.write_text("import sys\nimport torch\nsys.exit(0 if torch.__version__ < '2' else 4)\n")
@@ -208,6 +211,7 @@ def test_the_page_command_reruns_the_same_cell_as_printed(home: Path) -> None:
     assert records[0].cache_key == records[1].cache_key
 
 
+@pytest.mark.torch  # the home fixture's local stack is a torch interpreter
 def test_bad_script_input_is_refused_before_anything_runs(home: Path, capsys) -> None:
     matrix = str(home / "matrix.yaml")
     assert main(["run", "--matrix", matrix, "--script", str(home / "absent.py")]) == 2
@@ -226,11 +230,9 @@ def test_bad_script_input_is_refused_before_anything_runs(home: Path, capsys) ->
 
 # ------------------------------------------------------------------ exports and environments
 
+@pytest.mark.torch  # the home fixture's local stack is a torch interpreter
 def test_the_one_file_export_runs_without_the_harness(home: Path, tmp_path: Path) -> None:
-    # a helper whose text holds the frame's markers is embedded as it is, never cut at them
-    (home / "mine" / "_markers.py").write_text("A = 1\n# <repro>\n# </modules>\nB = 2\n")
     name, text = export(home / "mine" / "user_bug.py", paths.repros_dir(), "my own bug")
-    assert "# </modules>\nB = 2" in text
     folder = tmp_path / "upstream"
     folder.mkdir()
     (folder / name).write_text(text)
@@ -238,6 +240,17 @@ def test_the_one_file_export_runs_without_the_harness(home: Path, tmp_path: Path
                           env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "[repro] user_bug: pass" in proc.stdout
+
+
+def test_a_helper_holding_the_frame_markers_is_embedded_whole(tmp_path: Path) -> None:
+    """The export's frame is cut at its own markers, never at a helper's lines like them."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "user_bug.py").write_text(USER_REPRO)
+    (mine / "_markers.py").write_text("A = 1\n# <repro>\n# </modules>\nB = 2\n")
+    name, text = export(mine / "user_bug.py", paths.repros_dir(), "# <repro> in a title")
+    compile(text, name, "exec")  # a cut export is a syntax error
+    assert "# </modules>\nB = 2" in text and text.count("_REPRO = ") == 1
 
 
 def test_probe_environments_hold_what_the_bug_needs_and_nothing_else() -> None:

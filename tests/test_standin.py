@@ -366,3 +366,30 @@ def test_the_docker_lane_image_is_its_own_and_says_how_it_is_made():
     assert "command -v cc" in steps and lane.standin_source == harness / "_standin.py"
     assert image_spec(plain, settings, standin=("tensorrt",), harness_dir=harness).tag == \
         image_spec(plain, settings).tag
+
+
+@pytest.mark.parametrize("gpu", [False, True])
+def test_each_engine_drops_the_matrix_wish_where_a_gpu_is(gpu, tmp_path, monkeypatch):
+    """The engines ask the machine (venv: the NVIDIA driver's device; docker: the daemon's
+    NVIDIA runtime): with a GPU the matrix's wish gives way to real TensorRT, said once;
+    --standin tensorrt insists either way."""
+    from repromatrix.backends import standins
+    from repromatrix.backends.docker import engine as docker_engine
+    from repromatrix.config.matrix import load_matrix
+    from repromatrix.config.options import run_options
+
+    monkeypatch.setattr(standins, "gpu_on_host", lambda: gpu)
+    monkeypatch.setattr(docker_engine, "has_nvidia_runtime", lambda client: gpu)
+    matrix = load_matrix()
+    for flags, lane in (({}, () if gpu else ("tensorrt",)),
+                        ({"standin": ["tensorrt"]}, ("tensorrt",))):
+        options = run_options(matrix, {"results": str(tmp_path / "r"), "backend": "docker|venv",
+                                       **flags})
+        said: list[str] = []
+        ctx = EngineContext(settings=matrix.settings, options=options,
+                            harness_dir=repros_dir(), repros_dir=repros_dir(),
+                            run_id="r1", log=said.append)
+        engines = (VenvEngine(ctx, tmp_path / "venvs"),
+                   docker_engine.DockerEngine(ctx, client=object()))
+        assert [e.lane for e in engines] == [lane, lane]
+        assert len([s for s in said if "builds real TensorRT" in s]) == (2 if gpu and not flags else 0)

@@ -1,1 +1,3 @@
-"""repromatrix.scripts."""
+"""A plain script as a repro (``plain``, with the ``_wrapper.py`` it runs in) and a
+repro exported as one file for upstream reports (``standalone``, framed by
+``_one_file.py``). The underscore files are container side: the host reads them as text."""

@@ -1,1 +1,3 @@
-"""repromatrix.store."""
+"""The results store: ``record`` (the frozen ``Result`` and its migrations), ``reader``
+(the one parser, order, conflict rule and history), ``index`` (SQLite beside the JSONL),
+``results`` (appending under a lock) and ``merge`` (stores into one)."""

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import threading
+import urllib.error
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -212,6 +213,46 @@ class _IndexHandler(BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+
+class _FlakyHandler(BaseHTTPRequestHandler):
+    """Answers 503 to the first two requests for a path, then the recorded page; 404 to
+    paths it does not know (never retried)."""
+
+    seen: dict[str, int] = {}
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        self.seen[self.path] = self.seen.get(self.path, 0) + 1
+        known = self.path == "/simple/torchvision/"
+        code = 404 if not known else 503 if self.seen[self.path] <= 2 else 200
+        body = (RECORDED / "simple" / "torchvision.json").read_bytes() if code == 200 else b"no"
+        self.send_response(code)
+        self.send_header("Content-Type", pypi.SIMPLE_JSON if code == 200 else "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_transient_index_failure_is_tried_again_a_lasting_one_is_not(monkeypatch):
+    monkeypatch.setattr(pypi, "RETRY_WAITS_S", (0.01, 0.01))
+    _FlakyHandler.seen.clear()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FlakyHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        index = pypi.LiveIndex(f"http://127.0.0.1:{server.server_address[1]}")
+        assert "0.29.2" in index.project("torchvision")       # third try answers
+        with pytest.raises(pypi.IndexUnavailable, match="Not Found"):
+            index.project("no-such-project")
+    finally:
+        server.shutdown()
+    assert _FlakyHandler.seen == {"/simple/torchvision/": 3, "/simple/no-such-project/": 1}
+    flaky_dns = socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+    no_such_host = socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+    assert pypi.transient(urllib.error.URLError(flaky_dns))
+    assert not pypi.transient(urllib.error.URLError(no_such_host))
 
 
 def test_pep_658_metadata_is_read_where_the_index_offers_it():

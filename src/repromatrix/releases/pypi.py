@@ -18,7 +18,9 @@ import email.parser
 import io
 import json
 import re
+import socket
 import ssl
+import time
 import urllib.error
 import urllib.request
 import zipfile
@@ -32,6 +34,7 @@ from repromatrix.errors import InfraError
 PYPI = "https://pypi.org"
 SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
 TIMEOUT_S = 60
+RETRY_WAITS_S = (1.0, 3.0)  # before the second and third try of a request that failed transiently
 RANGE_BLOCK = 256 * 1024
 METADATA_FIELDS = ("Metadata-Version", "Name", "Version", "Requires-Python", "Requires-Dist")
 _WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-(?P<py>[^-]+)-(?P<abi>[^-]+)"
@@ -112,6 +115,16 @@ class Index(Protocol):
     def metadata(self, file: File) -> str: ...
 
 
+def transient(exc: BaseException) -> bool:
+    """Whether a failed request may well succeed if tried again shortly."""
+    if isinstance(exc, urllib.error.HTTPError):
+        return exc.code == 429 or exc.code >= 500
+    reason = getattr(exc, "reason", exc)
+    if isinstance(reason, socket.gaierror):
+        return reason.errno == socket.EAI_AGAIN  # "temporary failure in name resolution"
+    return isinstance(reason, (TimeoutError, ConnectionError))
+
+
 class LiveIndex:
     """An index over HTTPS (default PyPI), trusting ``cafile`` (the host's CA bundle)."""
 
@@ -120,12 +133,19 @@ class LiveIndex:
         self.context = ssl.create_default_context(cafile=cafile)
 
     def _open(self, url: str, headers: dict[str, str]) -> Any:
+        """The response to one GET; a transient failure (a DNS lookup that timed out, a dropped
+        connection, a 5xx or 429) is tried again, twice, before it counts."""
         request = urllib.request.Request(url, headers={"User-Agent": "repromatrix", **headers})
-        try:
-            return urllib.request.urlopen(request, context=self.context, timeout=TIMEOUT_S)
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", None) or exc
-            raise IndexUnavailable(f"{url}: {reason}") from None
+        waits = iter(RETRY_WAITS_S)
+        while True:
+            try:
+                return urllib.request.urlopen(request, context=self.context, timeout=TIMEOUT_S)
+            except (urllib.error.URLError, OSError) as exc:
+                wait = next(waits, None)
+                if wait is None or not transient(exc):
+                    reason = getattr(exc, "reason", None) or exc
+                    raise IndexUnavailable(f"{url}: {reason}") from None
+                time.sleep(wait)
 
     def project(self, name: str) -> dict[str, list[File]]:
         with self._open(f"{self.base}/simple/{name}/", {"Accept": SIMPLE_JSON}) as resp:

@@ -282,3 +282,26 @@ def test_a_file_rewritten_after_a_render_is_read_again(tmp_path):
     assert [r["status"] for r in raw["records"]] == ["pass", "pass"], "the records as they are now"
     assert summary.records == 2 and "pass" in (tmp_path / "site" / "results.csv").read_text()
     assert "fail" not in (tmp_path / "site" / "results.csv").read_text()
+
+
+def test_a_moved_store_s_commands_follow_it(tmp_path, monkeypatch):
+    """A store copied from where it was recorded (another machine, a shard, the published
+    records): its reproduce commands name the folder it is read from now, relative to the
+    current folder when inside it; a store read where it was recorded keeps them as they are."""
+    recorded_at = "/elsewhere/results"
+    command = ["repromatrix", "run", "--matrix", f"{recorded_at}/matrix.yaml", "--ca-bundle",
+               "/etc/ssl/ca.pem", "--results", recorded_at, "-k", "pip-a--bug", "--rerun"]
+    moved = ResultStore(tmp_path / "project" / "results" / "published")
+    moved.append(Result.from_dict({**record("pip-a", "bug", 0, "fail").to_dict(),
+                                   "reproduce": command}))
+    here = ResultStore(tmp_path / "here")
+    at_home = [*command[:6], "--results", str(here.root.resolve()), *command[8:]]
+    here.append(Result.from_dict({**record("pip-b", "bug", 0, "pass").to_dict(),
+                                  "reproduce": at_home}))
+    monkeypatch.chdir(tmp_path / "project")
+    render_site([moved.root, here.root], tmp_path / "site")
+    cells = chunks(tmp_path / "site")
+    assert cells["pip-a--bug"]["command"] == (
+        "repromatrix run --matrix results/published/matrix.yaml --ca-bundle /etc/ssl/ca.pem "
+        "--results results/published -k pip-a--bug --rerun")
+    assert cells["pip-b--bug"]["command"] == " ".join(at_home)

@@ -41,6 +41,7 @@ from repromatrix.store.reader import (
     newest,
     parse,
     parse_upgraded,
+    store_of,
     time_key,
 )
 from repromatrix.store.record import REAL, STANDIN, Result
@@ -53,6 +54,7 @@ class _Latest:
     where: tuple[StoreIndex, Where] | None = None  # in an index: read back at the end
     summary: bytes = b""  # the record's summary, when its index keeps one
     evidence: str = ""  # result.evidence_level: a real verdict outranks a stand-in one
+    store: str = ""  # the store folder it is read from now (store.reader.store_of)
 
 
 def _replaces(e: Entry, current: _Latest | None) -> bool:
@@ -83,6 +85,10 @@ class Reduced:
         latest = self.latest[cell].time[2]
         older = [e for e in self.seen.get(cell, ()) if e.run_id != latest]
         return max(older, key=time_key).status if older else ""
+
+    def store(self, cell: str) -> str:
+        """The store folder the cell's latest record is read from."""
+        return self.latest[cell].store
 
     def result(self, cell: str) -> Result:
         """The latest record of ``cell``, parsed."""
@@ -187,7 +193,8 @@ class _IndexedFiles:
         new = [(e, where) for e, where in rows if settler.add(e)]
         for e, where in new:
             if _replaces(e, out.latest.get(e.cell)):
-                out.latest[e.cell] = _Latest(time_key(e), b"", (index, where), evidence=e.evidence)
+                out.latest[e.cell] = _Latest(time_key(e), b"", (index, where), evidence=e.evidence,
+                                             store=store_of(e.source))
         if sink is None or not new:
             return
         digests = [e.digest for e, _ in new]
@@ -258,7 +265,8 @@ def _read(path: Path, out: Reduced, settler: Settler, sink: Sink | None) -> None
                 if sink is not None:
                     sink.add(None if upgraded else raw.rstrip(b"\n"), data, e.digest)
                 if _replaces(e, out.latest.get(e.cell)):
-                    out.latest[e.cell] = _Latest(time_key(e), raw, evidence=e.evidence)
+                    out.latest[e.cell] = _Latest(time_key(e), raw, evidence=e.evidence,
+                                                 store=store_of(e.source))
     except OSError as exc:
         out.skipped.append(Skipped(name, 0, f"cannot read: {exc.strerror or exc}"))
 

@@ -25,6 +25,7 @@ import contextlib
 import gc
 import hashlib
 import json
+import os
 import re
 import shlex
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
@@ -216,7 +217,7 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
         book.add(facts)
         seen_repros.add(facts.repro)
         view = cell_view(summary, repros.get(facts.repro), reduced.previous(cid), cid in conflicted,
-                         matrix, envs, stage_names)
+                         matrix, envs, stage_names, reduced.store(cid))
         timelines[cid] = timeline(reduced.seen.get(cid, ()))   # the feed's too
         view["history"], view["history_dropped"] = newest(timelines[cid])
         attempts = flaky_counts(s.status for s in reduced.seen.get(cid, ()) if s.run_id == facts.run_id)
@@ -361,9 +362,11 @@ def record_summary(rec: Result) -> dict[str, Any]:
 
 
 def cell_view(summary: Mapping[str, Any], repro: Repro | None, previous: str, conflict: bool,
-              matrix: str, envs: EnvTable, stage_names: StageTable) -> dict[str, Any]:
+              matrix: str, envs: EnvTable, stage_names: StageTable,
+              store: str = "") -> dict[str, Any]:
     """One cell as the templates and the page script see it: its record's summary
-    (``record_summary``) and what the rest of the site decides."""
+    (``record_summary``) and what the rest of the site decides (``store``: the folder its
+    record is read from now)."""
     facts = RecordFacts(*summary["facts"])
     expectation = expect_mod.evaluate(repro.expect, facts) if repro else None  # type: ignore[arg-type]
     view = dict(summary["view"])
@@ -374,7 +377,7 @@ def cell_view(summary: Mapping[str, Any], repro: Repro | None, previous: str, co
         "expected_when": expectation.when_text if expectation else "",
         "contradicted": bool(expectation and expectation.contradicted),
         "conflict": conflict, "previous": previous,
-        "command": reproduce_command(facts, matrix),  # type: ignore[arg-type]
+        "command": reproduce_command(facts, matrix, store),  # type: ignore[arg-type]
     })
     return view
 
@@ -430,15 +433,16 @@ def image_text(image: Any) -> str:
     return "; ".join(parts)
 
 
-def reproduce_command(rec: Result, matrix: str) -> str:
+def reproduce_command(rec: Result, matrix: str, store: str = "") -> str:
     """A shell command that re-runs exactly this cell: the one its run recorded (with the
-    matrix, catalog, mirror map, CA bundle, wheelhouses and backend it used), else one
-    rebuilt from the record (records written before runs recorded theirs).
+    matrix, catalog, mirror map, CA bundle, wheelhouses and backend it used; its paths
+    moved along with the store, see ``relocated``), else one rebuilt from the record
+    (records written before runs recorded theirs).
 
     A cell of the stack that `--backend local` folds pip/ngc stacks into (``local``)
     is selected by its repro and re-run on the same interpreter."""
     if rec.reproduce:
-        return shlex.join(rec.reproduce)
+        return shlex.join(relocated(rec.reproduce, store))
     folded = rec.backend == "local" and rec.stack_id == "local"
     args = ["repromatrix", "run", "--matrix", matrix, "-k", rec.repro if folded else rec.cell,
             "--rerun"]
@@ -447,6 +451,21 @@ def reproduce_command(rec: Result, matrix: str) -> str:
     elif rec.backend in ("venv",):
         args += ["--backend", rec.backend]
     return shlex.join(args)
+
+
+def relocated(command: Sequence[str], store: str) -> list[str]:
+    """A recorded command whose ``--results`` folder is not where its store is read from now
+    (a store copied from another machine, shards merged, published records): every argument
+    under the old folder follows the store, shown relative to the current folder when it is
+    inside it (a published page's commands then work from a checkout). Unchanged otherwise."""
+    old = next((b for a, b in zip(command, command[1:], strict=False) if a == "--results"), "")
+    if not store or not old or os.path.normpath(old) == os.path.normpath(store):
+        return list(command)
+    here = os.getcwd()
+    now = os.path.relpath(store) if os.path.commonpath([here, store]) == here else store
+    old = old.rstrip("/")
+    return [now + arg[len(old):] if arg == old or arg.startswith(old + "/") else arg
+            for arg in command]
 
 
 # ----------------------------------------------------------------- repros and summaries

@@ -193,3 +193,21 @@ def test_repeat_records_every_attempt_and_finds_the_flaky_cell(tmp_path, monkeyp
     html = (tmp_path / "site" / "index.html").read_text()
     [flaky_td] = re.findall(r'<td class="cell[^"]*flaky[^"]*" data-cell="([^"]+)"', html)
     assert flaky_td == "here--fx_flaky" and "flaky: 2 fail, 1 pass" in html
+
+
+@pytest.mark.torch
+def test_a_local_stack_says_which_required_packages_it_lacks(tmp_path):
+    """Nothing is installed into a local interpreter: the run says up front which packages
+    the repros require that it lacks (their stages skip), and names none it has."""
+    matrix = user_project(tmp_path, torch_python(), ("fx_checked",))
+    repro = tmp_path / "repros" / "fx_checked.py"
+    repro.write_text(repro.read_text().replace('"requires": []',
+                                               '"requires": ["torch", "pip", "no-such-dist-here>=1"]'))
+    said: list[str] = []
+    loaded = load_matrix(matrix)
+    run_plan(loaded, make_plan(loaded.stacks, all_stacks=True),
+             RunOptions(results=tmp_path / "results"), log=lambda item: said.append(str(item)))
+    assert [line for line in said if "lacks" in line] == [
+        "[here] this interpreter lacks no-such-dist-here (required by fx_checked): the stages "
+        "that need it skip (a local stack is used as it is; install them into it to run those "
+        "stages)"]

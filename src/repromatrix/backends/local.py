@@ -22,8 +22,9 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from repromatrix.errors import UsageError
-from repromatrix.model import Stack
+from repromatrix.config.catalog import needed_packages, package_name, read_repro
+from repromatrix.errors import ConfigError, UsageError
+from repromatrix.model import Note, Stack
 
 from . import EngineContext, Prepared, RunnerJob
 from .interpreter import resolve_python
@@ -31,6 +32,10 @@ from .process import LocalProcess, local_process
 
 SITE_TIMEOUT = 60.0
 _SITE_SCRIPT = "import json, sys; print(json.dumps([sys.prefix] + sys.path))"
+_ABSENT_SCRIPT = ("import json, sys\nfrom importlib import metadata\nabsent = []\n"
+                  "for name in sys.argv[1:]:\n    try:\n        metadata.version(name)\n"
+                  "    except metadata.PackageNotFoundError:\n        absent.append(name)\n"
+                  "print(json.dumps(absent))")
 
 
 class LocalEngine:
@@ -66,13 +71,43 @@ class LocalEngine:
         return Prepared(stack, ok=True, handle=exe, cached=True)
 
     def start(self, prepared: Prepared, job: RunnerJob) -> AbstractContextManager[LocalProcess]:
+        self._say_what_is_missing(prepared, job)
         return local_process(self.ctx, prepared, job)
+
+    def _say_what_is_missing(self, prepared: Prepared, job: RunnerJob) -> None:
+        """A local interpreter is used as it is (nothing is installed into it): say which
+        packages the job's repros require that it lacks, since their stages will skip."""
+        wanted: dict[str, list[str]] = {}  # package -> the repros that require it
+        for rid in job.repros:
+            with contextlib.suppress(ConfigError, OSError):
+                for req in needed_packages([read_repro(self.ctx.repros_dir / f"{rid}.py")]):
+                    wanted.setdefault(package_name(req), []).append(rid)
+        missing = absent_packages(str(prepared.handle), list(wanted))
+        if missing:
+            self.ctx.log(Note(prepared.stack.id, "this interpreter lacks " + "; ".join(
+                f"{name} (required by {', '.join(wanted[name])})" for name in missing)
+                + ": the stages that need it skip (a local stack is used as it is; install "
+                "them into it to run those stages)"))
 
     def release(self, prepared: Prepared) -> None:
         """Nothing to free: the interpreter is the user's."""
 
     def close(self) -> None:
         """Nothing outlives a local run: every runner's process group ends with its context."""
+
+
+def absent_packages(exe: str, names: Sequence[str]) -> list[str]:
+    """Which of the distributions ``names`` the interpreter ``exe`` has not installed
+    (empty when it cannot tell: the runner's own checks still say so, stage by stage)."""
+    if not names:
+        return []
+    try:
+        proc = subprocess.run([exe, "-c", _ABSENT_SCRIPT, *names], capture_output=True,
+                              timeout=SITE_TIMEOUT, stdin=subprocess.DEVNULL, check=False)
+        absent = json.loads(proc.stdout.decode("utf-8", "replace"))
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return []
+    return [n for n in names if n in absent] if isinstance(absent, list) else []
 
 
 def interpreter_paths(exe: str) -> list[str]:

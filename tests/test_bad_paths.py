@@ -5,6 +5,7 @@ Each is a clear exit 2 naming it, before anything is read, written or overwritte
 from __future__ import annotations
 
 import os
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,26 @@ def test_report_of_a_file_holding_no_records_overwrites_nothing(tmp_path, conten
     assert_refused(proc, f"--results {given}", "holds no results record")
     assert (site / "index.html").read_text() == "the previous page"
     assert sorted(p.name for p in site.iterdir()) == ["index.html"]
+
+
+def test_a_huge_file_with_no_newline_is_refused_without_reading_it_whole(tmp_path):
+    """The record check reads a bounded piece at a time: a 200 MB file with no newline costs
+    that check tens of MB, never the whole file."""
+    from repromatrix.cli.report import check_results_path
+    from repromatrix.errors import UsageError
+
+    huge = tmp_path / "results.jsonl"
+    with huge.open("wb") as fh:
+        for _ in range(200):
+            fh.write(b"x" * (1 << 20))
+    tracemalloc.start()
+    try:
+        with pytest.raises(UsageError, match="holds no results record"):
+            check_results_path(huge)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20, f"{peak >> 20} MB held"
 
 
 def test_report_of_a_fifo_is_refused_without_reading_it(tmp_path):

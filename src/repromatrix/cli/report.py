@@ -91,8 +91,8 @@ def check_results_path(path: Path) -> None:
     if not path.is_file():
         raise UsageError(f"--results {path}: not a regular file or a folder")
     first: Skipped | None = None
-    with path.open("rb") as fh:
-        for _, _, _, item in scan(fh, str(path)):
+    with path.open("rb") as fh:  # 4 MB at a time: a record line is at most 64 KB when written
+        for _, _, _, item in scan(fh, str(path), limit=1 << 22):
             if not isinstance(item, Skipped):
                 return
             first = first or item

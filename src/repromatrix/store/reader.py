@@ -177,12 +177,14 @@ def record(data: dict[str, Any], name: str, number: int) -> Result | Skipped:
         return Skipped(name, number, str(exc))
 
 
-def scan(fh: BinaryIO, name: str, number: int = 0) -> Iterator[tuple[int, int, bytes,
-                                                                      dict[str, Any] | Skipped]]:
+def scan(fh: BinaryIO, name: str, number: int = 0, limit: int = -1
+         ) -> Iterator[tuple[int, int, bytes, dict[str, Any] | Skipped]]:
     """Each non-blank line of ``fh`` from its position: (line number, byte offset, raw
-    bytes, the record data or why it was skipped). ``number`` is the count of lines before."""
+    bytes, the record data or why it was skipped). ``number`` is the count of lines before;
+    ``limit``: read at most this many bytes at a time (a longer line comes in pieces, each
+    skipped as not JSON), so a file with no newline is never read whole."""
     offset = fh.tell()
-    for raw in iter(fh.readline, b""):
+    for raw in iter(lambda: fh.readline(limit), b""):
         number += 1
         start, offset = offset, offset + len(raw)
         if raw.strip():

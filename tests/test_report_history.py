@@ -258,12 +258,12 @@ def test_a_folder_rendered_by_another_format_is_written_anew(tmp_path):
 
     store = ResultStore(tmp_path / "results")
     store.append(record("pip-a", "bug", 0, "fail"))
-    out = tmp_path / "site"
-    render_site([store.root], out)
+    out, now = tmp_path / "site", datetime(2026, 11, 25, 4, 30, tzinfo=timezone.utc)
+    render_site([store.root], out, now=now)
     state = json.loads((out / STATE_NAME).read_text())
-    assert state["format"] == FORMAT and render_site([store.root], out).rewritten == []
+    assert state["format"] == FORMAT and render_site([store.root], out, now=now).rewritten == []
     (out / STATE_NAME).write_text(json.dumps({**state, "format": FORMAT - 1}))
-    assert sorted(render_site([store.root], out).rewritten) == sorted(site_files(out))
+    assert sorted(render_site([store.root], out, now=now).rewritten) == sorted(site_files(out))
 
 
 def test_a_file_rewritten_after_a_render_is_read_again(tmp_path):
@@ -305,3 +305,7 @@ def test_a_moved_store_s_commands_follow_it(tmp_path, monkeypatch):
         "repromatrix run --matrix results/published/matrix.yaml --ca-bundle /etc/ssl/ca.pem "
         "--results results/published -k pip-a--bug --rerun")
     assert cells["pip-b--bug"]["command"] == " ".join(at_home)
+    loose = tmp_path / "project" / "downloaded.jsonl"  # a file on its own: no store to follow
+    loose.write_bytes(next(moved.root.glob("*/*.jsonl")).read_bytes())
+    render_site([loose], tmp_path / "site-loose")
+    assert chunks(tmp_path / "site-loose")["pip-a--bug"]["command"] == " ".join(command)

@@ -19,6 +19,7 @@ import contextlib
 import heapq
 import itertools
 import json
+import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -41,7 +42,6 @@ from repromatrix.store.reader import (
     newest,
     parse,
     parse_upgraded,
-    store_of,
     time_key,
 )
 from repromatrix.store.record import REAL, STANDIN, Result
@@ -54,7 +54,7 @@ class _Latest:
     where: tuple[StoreIndex, Where] | None = None  # in an index: read back at the end
     summary: bytes = b""  # the record's summary, when its index keeps one
     evidence: str = ""  # result.evidence_level: a real verdict outranks a stand-in one
-    store: str = ""  # the store folder it is read from now (store.reader.store_of)
+    store: str = ""  # the store folder it is read from now ("" for a file read on its own)
 
 
 def _replaces(e: Entry, current: _Latest | None) -> bool:
@@ -87,7 +87,8 @@ class Reduced:
         return max(older, key=time_key).status if older else ""
 
     def store(self, cell: str) -> str:
-        """The store folder the cell's latest record is read from."""
+        """The store folder the cell's latest record is read from ("" when its file was read
+        on its own, outside a store folder's index)."""
         return self.latest[cell].store
 
     def result(self, cell: str) -> Result:
@@ -190,11 +191,12 @@ class _IndexedFiles:
              sink: Sink | None) -> None:
         rows = self._of(index).get(name, [])
         out.skipped.extend(self.skipped[index].get(name, []))
+        store = os.path.realpath(index.root)  # as a run records its --results (resolved)
         new = [(e, where) for e, where in rows if settler.add(e)]
         for e, where in new:
             if _replaces(e, out.latest.get(e.cell)):
                 out.latest[e.cell] = _Latest(time_key(e), b"", (index, where), evidence=e.evidence,
-                                             store=store_of(e.source))
+                                             store=store)
         if sink is None or not new:
             return
         digests = [e.digest for e, _ in new]
@@ -265,8 +267,7 @@ def _read(path: Path, out: Reduced, settler: Settler, sink: Sink | None) -> None
                 if sink is not None:
                     sink.add(None if upgraded else raw.rstrip(b"\n"), data, e.digest)
                 if _replaces(e, out.latest.get(e.cell)):
-                    out.latest[e.cell] = _Latest(time_key(e), raw, evidence=e.evidence,
-                                                 store=store_of(e.source))
+                    out.latest[e.cell] = _Latest(time_key(e), raw, evidence=e.evidence)
     except OSError as exc:
         out.skipped.append(Skipped(name, 0, f"cannot read: {exc.strerror or exc}"))
 

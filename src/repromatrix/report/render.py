@@ -461,8 +461,11 @@ def relocated(command: Sequence[str], store: str) -> list[str]:
     old = next((b for a, b in zip(command, command[1:], strict=False) if a == "--results"), "")
     if not store or not old or os.path.normpath(old) == os.path.normpath(store):
         return list(command)
-    here = os.getcwd()
-    now = os.path.relpath(store) if os.path.commonpath([here, store]) == here else store
+    try:
+        here = os.getcwd()
+        now = os.path.relpath(store, here) if os.path.commonpath([here, store]) == here else store
+    except (OSError, ValueError):  # no current folder (deleted), or another drive
+        now = store
     old = old.rstrip("/")
     return [now + arg[len(old):] if arg == old or arg.startswith(old + "/") else arg
             for arg in command]

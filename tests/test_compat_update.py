@@ -216,21 +216,25 @@ class _IndexHandler(BaseHTTPRequestHandler):
 
 
 class _FlakyHandler(BaseHTTPRequestHandler):
-    """Answers 503 to the first two requests for a path, then the recorded page; 404 to
-    paths it does not know (never retried)."""
+    """The recorded torchvision page: after two 503s at /simple/torchvision/, after a body
+    cut short at /simple/cut/; 404 to paths it does not know (never retried)."""
 
     seen: dict[str, int] = {}
 
     def do_GET(self):  # noqa: N802 - http.server's name
         self.seen[self.path] = self.seen.get(self.path, 0) + 1
-        known = self.path == "/simple/torchvision/"
-        code = 404 if not known else 503 if self.seen[self.path] <= 2 else 200
+        known = self.path in ("/simple/torchvision/", "/simple/cut/")
+        busy = self.path == "/simple/torchvision/" and self.seen[self.path] <= 2
+        code = 404 if not known else 503 if busy else 200
         body = (RECORDED / "simple" / "torchvision.json").read_bytes() if code == 200 else b"no"
+        cut = self.path == "/simple/cut/" and self.seen[self.path] == 1
         self.send_response(code)
         self.send_header("Content-Type", pypi.SIMPLE_JSON if code == 200 else "text/plain")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        self.wfile.write(body[:100] if cut else body)  # cut: the connection drops mid-body
+        if cut:
+            self.close_connection = True
 
     def log_message(self, *args):
         pass
@@ -246,9 +250,11 @@ def test_a_transient_index_failure_is_tried_again_a_lasting_one_is_not(monkeypat
         assert "0.29.2" in index.project("torchvision")       # third try answers
         with pytest.raises(pypi.IndexUnavailable, match="Not Found"):
             index.project("no-such-project")
+        assert "0.29.2" in index.project("cut")   # the first body was cut short: read again
     finally:
         server.shutdown()
-    assert _FlakyHandler.seen == {"/simple/torchvision/": 3, "/simple/no-such-project/": 1}
+    assert _FlakyHandler.seen == {"/simple/torchvision/": 3, "/simple/no-such-project/": 1,
+                                  "/simple/cut/": 2}
     flaky_dns = socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
     no_such_host = socket.gaierror(socket.EAI_NONAME, "Name or service not known")
     assert pypi.transient(urllib.error.URLError(flaky_dns))

@@ -15,6 +15,7 @@ wrote (trimmed to what ``releases.update`` reads), so the tests run offline.
 from __future__ import annotations
 
 import email.parser
+import http.client
 import io
 import json
 import re
@@ -24,6 +25,7 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import Message
 from pathlib import Path
@@ -119,6 +121,8 @@ def transient(exc: BaseException) -> bool:
     """Whether a failed request may well succeed if tried again shortly."""
     if isinstance(exc, urllib.error.HTTPError):
         return exc.code == 429 or exc.code >= 500
+    if isinstance(exc, http.client.IncompleteRead):  # the connection dropped mid-body
+        return True
     reason = getattr(exc, "reason", exc)
     if isinstance(reason, socket.gaierror):
         return reason.errno == socket.EAI_AGAIN  # "temporary failure in name resolution"
@@ -132,15 +136,23 @@ class LiveIndex:
         self.base = base.rstrip("/")
         self.context = ssl.create_default_context(cafile=cafile)
 
-    def _open(self, url: str, headers: dict[str, str]) -> Any:
-        """The response to one GET; a transient failure (a DNS lookup that timed out, a dropped
-        connection, a 5xx or 429) is tried again, twice, before it counts."""
+    def _get(self, url: str, headers: dict[str, str],
+             check: Callable[[Any], None] | None = None) -> tuple[bytes, Any]:
+        """The body and headers of one GET, the body read in full inside the retries: a
+        transient failure (a DNS lookup that timed out, a connection dropped before or while
+        the body came, a 5xx or 429) is tried again, twice, before it counts. ``check``
+        refuses a response before its body is read."""
         request = urllib.request.Request(url, headers={"User-Agent": "repromatrix", **headers})
         waits = iter(RETRY_WAITS_S)
         while True:
             try:
-                return urllib.request.urlopen(request, context=self.context, timeout=TIMEOUT_S)
-            except (urllib.error.URLError, OSError) as exc:
+                with urllib.request.urlopen(request, context=self.context, timeout=TIMEOUT_S) as resp:
+                    if check is not None:
+                        check(resp)
+                    return resp.read(), resp.headers
+            except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+                if isinstance(exc, urllib.error.HTTPError):
+                    exc.close()
                 wait = next(waits, None)
                 if wait is None or not transient(exc):
                     reason = getattr(exc, "reason", None) or exc
@@ -148,18 +160,18 @@ class LiveIndex:
                 time.sleep(wait)
 
     def project(self, name: str) -> dict[str, list[File]]:
-        with self._open(f"{self.base}/simple/{name}/", {"Accept": SIMPLE_JSON}) as resp:
-            try:
-                data = json.load(resp)
-            except ValueError as exc:
-                raise IndexUnavailable(f"{self.base}/simple/{name}/: not JSON ({exc})") from None
+        url = f"{self.base}/simple/{name}/"
+        body, _ = self._get(url, {"Accept": SIMPLE_JSON})
+        try:
+            data = json.loads(body)
+        except ValueError as exc:
+            raise IndexUnavailable(f"{url}: not JSON ({exc})") from None
         return parse_simple(name, data)
 
     def metadata(self, file: File) -> str:
         """The wheel's METADATA: its PEP 658 file if offered, else read from the wheel."""
         if file.core_metadata:
-            with self._open(file.url + ".metadata", {}) as resp:
-                return resp.read().decode("utf-8")
+            return self._get(file.url + ".metadata", {})[0].decode("utf-8")
         with zipfile.ZipFile(RangeFile(self, file.url)) as zf:  # type: ignore[arg-type]
             names = [n for n in zf.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
             if len(names) != 1:
@@ -168,11 +180,15 @@ class LiveIndex:
 
     def read_range(self, url: str, start: int, end: int) -> tuple[bytes, int]:
         """Bytes [start, end] of ``url`` and the file's total size (from Content-Range)."""
-        with self._open(url, {"Range": f"bytes={start}-{end}"}) as resp:
-            total = re.search(r"/(\d+)$", resp.headers.get("Content-Range", ""))
-            if resp.status != 206 or not total:
+        def partial(resp: Any) -> None:  # never read a whole wheel the server sends instead
+            if resp.status != 206 or not _TOTAL.search(resp.headers.get("Content-Range", "")):
                 raise IndexUnavailable(f"{url}: the server does not answer range requests")
-            return resp.read(), int(total[1])
+
+        body, headers = self._get(url, {"Range": f"bytes={start}-{end}"}, partial)
+        return body, int(_TOTAL.search(headers.get("Content-Range", ""))[1])
+
+
+_TOTAL = re.compile(r"/(\d+)$")  # a Content-Range's total size
 
 
 class RangeFile(io.RawIOBase):

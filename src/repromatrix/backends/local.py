@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from repromatrix.config.catalog import needed_packages, package_name, read_repro
+from repromatrix.config.catalog import NOT_PACKAGES, package_name, read_repro
 from repromatrix.errors import ConfigError, UsageError
 from repromatrix.model import Note, Stack
 
@@ -47,6 +47,7 @@ class LocalEngine:
     def __init__(self, ctx: EngineContext) -> None:
         self.ctx = ctx
         self._paths: dict[str, list[str]] = {}
+        self._said: set[tuple[str, str]] = set()  # (stack, interpreter) whose gaps were said
 
     def interpreter(self, stack: Stack) -> str:
         return resolve_python(stack.interpreter or self.ctx.options.local_python)
@@ -76,12 +77,19 @@ class LocalEngine:
 
     def _say_what_is_missing(self, prepared: Prepared, job: RunnerJob) -> None:
         """A local interpreter is used as it is (nothing is installed into it): say which
-        packages the job's repros require that it lacks, since their stages will skip."""
+        packages the job's repros require that it lacks (torchvision and torch-tensorrt
+        too), since their stages will skip; once per stack and interpreter."""
+        said = (prepared.stack.id, str(prepared.handle))
+        if said in self._said:
+            return
+        self._said.add(said)
         wanted: dict[str, list[str]] = {}  # package -> the repros that require it
         for rid in job.repros:
             with contextlib.suppress(ConfigError, OSError):
-                for req in needed_packages([read_repro(self.ctx.repros_dir / f"{rid}.py")]):
-                    wanted.setdefault(package_name(req), []).append(rid)
+                for req in read_repro(self.ctx.repros_dir / f"{rid}.py").requires:
+                    name = package_name(req)
+                    if name not in (*NOT_PACKAGES, "torch"):  # torch: the runner says so itself
+                        wanted.setdefault(name, []).append(rid)
         missing = absent_packages(str(prepared.handle), list(wanted))
         if missing:
             self.ctx.log(Note(prepared.stack.id, "this interpreter lacks " + "; ".join(

@@ -33,7 +33,7 @@ from .validate import check_id, read_regular, regular_file
 NOT_REPROS = ("protocol.py", "runner.py")
 REPRO_FILES = "a repro folder holds plain .py files"
 # META `requires` entries that name no package to install, and those the stack pins itself
-NOT_PACKAGES = ("cuda", "cuda-build", "gpus", "python", "ngc")
+NOT_PACKAGES = ("cuda", "cuda-build", "fake-cuda", "gpus", "python", "ngc")  # protocol's own
 STACK_PINS = {"torchvision": "torchvision", "torch-tensorrt": "torch_tensorrt",
               "tensorrt": "torch_tensorrt"}  # TensorRT comes with torch-tensorrt
 META_KEYS = {"id", "title", "upstream", "description", "requires", "expect"}

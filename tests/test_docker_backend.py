@@ -184,9 +184,16 @@ def test_image_carries_labels_and_ca_bundle(first_run: dict[str, Any], docker_cl
     assert spec.ca_sha256 == (hashlib.sha256(bundle).hexdigest() if bundle else None)
     assert labels[LABEL_CA] == (spec.ca_sha256 or "none")
     if bundle:
-        out = docker_client.containers.run(
+        # Not containers.run(remove=True): it removes the container before reading the rest of
+        # its log stream, which cuts an output this size (a whole system bundle, twice).
+        container = docker_client.containers.run(
             spec.tag, ["sh", "-c", "cat /usr/local/share/ca-certificates/repromatrix-extra.crt; "
-                       "echo ---; cat $PIP_CERT"], remove=True, network_mode="none")
+                       "echo ---; cat $PIP_CERT"], detach=True, network_mode="none")
+        try:
+            assert container.wait()["StatusCode"] == 0
+            out = container.logs(stdout=True, stderr=False)
+        finally:
+            container.remove(force=True)
         extra, _, trusted = out.partition(b"\n---\n")
         assert extra + b"\n" == bundle or extra == bundle
         assert trusted.rstrip().endswith(bundle.rstrip())

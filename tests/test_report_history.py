@@ -305,6 +305,10 @@ def test_a_moved_store_s_commands_follow_it(tmp_path, monkeypatch):
         "repromatrix run --matrix results/published/matrix.yaml --ca-bundle /etc/ssl/ca.pem "
         "--results results/published -k pip-a--bug --rerun")
     assert cells["pip-b--bug"]["command"] == " ".join(at_home)
+    # the store read through the folder that holds it (the default `results/`): the same
+    render_site([tmp_path / "project" / "results"], tmp_path / "site-parent")
+    assert chunks(tmp_path / "site-parent")["pip-a--bug"]["command"] == (
+        cells["pip-a--bug"]["command"])
     loose = tmp_path / "project" / "downloaded.jsonl"  # a file on its own: no store to follow
     loose.write_bytes(next(moved.root.glob("*/*.jsonl")).read_bytes())
     render_site([loose], tmp_path / "site-loose")

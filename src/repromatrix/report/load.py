@@ -57,6 +57,17 @@ class _Latest:
     store: str = ""  # the store folder it is read from now ("" for a file read on its own)
 
 
+def recorded_root(root: Path | str, file: str) -> str:
+    """The folder that holds what a run wrote as its ``--results`` (``<results>/<host>/<run>
+    .jsonl``), as it is found now: ``file``'s grandparent when that is inside the store folder
+    ``root`` (a store read through a parent folder, such as ``results/`` holding
+    ``published/``), else ``root``. Resolved, as a run records its ``--results``."""
+    root = os.path.realpath(root)
+    folder = os.path.dirname(os.path.dirname(os.path.realpath(file)))
+    inside = folder == root or folder.startswith(root.rstrip(os.sep) + os.sep)
+    return folder if inside else root
+
+
 def _replaces(e: Entry, current: _Latest | None) -> bool:
     """Whether ``e`` becomes its cell's shown record: the latest, except that a verdict from
     real TensorRT is never replaced by one decided with TensorRT stood in, and always
@@ -191,7 +202,7 @@ class _IndexedFiles:
              sink: Sink | None) -> None:
         rows = self._of(index).get(name, [])
         out.skipped.extend(self.skipped[index].get(name, []))
-        store = os.path.realpath(index.root)  # as a run records its --results (resolved)
+        store = recorded_root(index.root, name)
         new = [(e, where) for e, where in rows if settler.add(e)]
         for e, where in new:
             if _replaces(e, out.latest.get(e.cell)):

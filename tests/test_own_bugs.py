@@ -253,6 +253,15 @@ def test_a_helper_holding_the_frame_markers_is_embedded_whole(tmp_path: Path) ->
     assert "# </modules>\nB = 2" in text and text.count("_REPRO = ") == 1
 
 
+def test_a_title_of_several_lines_stays_a_comment(tmp_path: Path) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "user_bug.py").write_text(USER_REPRO)
+    name, text = export(mine / "user_bug.py", paths.repros_dir(), "first line\nraise SystemExit(3)\r\n")
+    compile(text, name, "exec")
+    assert text.startswith("#!/usr/bin/env python3\n# first line\n# raise SystemExit(3)\n# One-file")
+
+
 def test_probe_environments_hold_what_the_bug_needs_and_nothing_else() -> None:
     assert bug_base("torch", ["cuda", "onnx", "onnxscript>=0.1"], [], {}) == {
         "torchvision": "none", "torch_tensorrt": "none", "packages": ["onnx", "onnxscript>=0.1"]}

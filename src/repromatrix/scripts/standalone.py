@@ -43,10 +43,16 @@ def export(repro_path: Path | str, harness_dir: Path, title: str = "") -> tuple[
     frame = _frame().replace("`<rid>`", f"`{path.stem}`", 1) \
         .replace("python <name>", f"python {name}", 1)
     return name, _fill(frame, {
-        "title": f"# {title or path.stem}\n",
+        "title": comment(title or path.stem),
         "modules": "".join(f"_module({mod.stem!r}, {literal(mod.read_text())})\n"
                            for mod in modules),
         "repro": f"__file__ = {name!r}\n_REPRO = {literal(path.read_text())}\n"})
+
+
+def comment(text: str) -> str:
+    """``text`` as Python comment lines: a title of several lines (a repro's META title
+    holding a newline) stays a comment, never code."""
+    return "".join(f"# {line}".rstrip() + "\n" for line in text.splitlines() or [""])
 
 
 def _frame() -> str:

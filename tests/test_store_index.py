@@ -318,3 +318,41 @@ def test_an_append_after_lines_the_index_missed_reads_them_in_its_transaction(tm
         assert index.refresh() == 0
         assert sorted(index.keys()) == ["pip-t2.0--repro_0", "pip-t2.1--repro_1", "pip-t2.2--repro_2"]
         assert_like_loader(tmp_path, index)
+
+
+def test_a_line_over_the_limit_is_skipped_unread_by_every_reader(tmp_path, monkeypatch):
+    """A line longer than LINE_LIMIT (a foreign file, a file with no newline) is named and
+    skipped, never held whole; the records around it are read, and line numbers and offsets
+    stay right, also while such a line is still being written."""
+    from repromatrix.report.load import reduce_records
+    from repromatrix.store import reader
+
+    monkeypatch.setattr(reader, "LINE_LIMIT", 4096)
+    store = ResultStore(tmp_path)
+    path = append(store, cell=0)
+    with path.open("ab") as fh:
+        fh.write(b"x" * 10000 + b"\n")
+    assert append(store, cell=1) == path
+    cells = ["pip-t2.0--repro_0", "pip-t2.1--repro_1"]
+    with StoreIndex.open(tmp_path) as index:
+        assert sorted(index.keys()) == cells
+        [skipped] = index.skipped()
+        assert (skipped.line, skipped.reason) == (
+            2, "a line of 10001 bytes, over the 4096-byte limit: not read")
+        assert_like_loader(tmp_path, index)
+        with path.open("ab") as fh:  # one still being written: named, read again when finished
+            fh.write(b"y" * 9000)
+        index.refresh()
+        assert [s.line for s in index.skipped()] == [2, 4] and sorted(index.keys()) == cells
+        assert_like_loader(tmp_path, index)
+        with path.open("ab") as fh:
+            fh.write(b"\n" + json.dumps(record(cell=2)).encode() + b"\n")
+        index.refresh()
+        assert sorted(index.keys()) == [*cells, "pip-t2.2--repro_2"]
+        assert [s.line for s in index.skipped()] == [2, 4]
+        assert "9001 bytes" in index.skipped()[1].reason
+        assert_like_loader(tmp_path, index)
+        named = [(s.line, s.reason) for s in index.skipped()]
+    with reduce_records([path]) as loose:  # a file read on its own, outside its store
+        assert sorted(loose.latest) == [*cells, "pip-t2.2--repro_2"]
+        assert [(s.line, s.reason) for s in loose.skipped] == named

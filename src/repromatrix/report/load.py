@@ -30,6 +30,7 @@ from repromatrix.store.index import StaleIndex, StoreIndex, Where
 from repromatrix.store.reader import (
     Conflict,
     Entry,
+    Overlong,
     Settler,
     Skipped,
     Span,
@@ -42,6 +43,7 @@ from repromatrix.store.reader import (
     newest,
     parse,
     parse_upgraded,
+    read_lines,
     time_key,
 )
 from repromatrix.store.record import REAL, STANDIN, Result
@@ -263,8 +265,11 @@ def _read(path: Path, out: Reduced, settler: Settler, sink: Sink | None) -> None
     try:
         with path.open("rb") as fh:
             number = 0
-            for raw in iter(fh.readline, b""):
+            for raw in read_lines(fh):
                 number += 1
+                if isinstance(raw, Overlong):
+                    out.skipped.append(Skipped(name, number, raw.reason()))
+                    continue
                 if not raw.strip():
                     continue
                 parsed = parse_upgraded(raw, name, number)

@@ -41,7 +41,18 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .reader import LATER_SQL, Entry, Skipped, digest, entry, parse_line, parse_upgraded, walk_jsonl
+from .reader import (
+    LATER_SQL,
+    Entry,
+    Overlong,
+    Skipped,
+    digest,
+    entry,
+    parse_line,
+    parse_upgraded,
+    read_lines,
+    walk_jsonl,
+)
 from .record import Result
 
 INDEX_NAME = ".index.sqlite"
@@ -256,7 +267,15 @@ class StoreIndex:
             fid, offset, lines, joined = self._resume(conn, fh, key, row, st.st_size, touched)
             fh.seek(offset)
             read = 0
-            for raw in iter(fh.readline, b""):
+            for raw in read_lines(fh):
+                if isinstance(raw, Overlong):
+                    conn.execute("INSERT OR REPLACE INTO skipped VALUES (?, ?, ?)",
+                                 (fid, lines + 1, raw.reason()))
+                    if not raw.complete:
+                        break  # maybe still being written: read it again next time
+                    joined, read = False, read + 1
+                    offset, lines = offset + raw.size, lines + 1
+                    continue
                 complete = raw.endswith(b"\n")
                 if joined:  # the rest of an indexed last line that had no newline yet
                     joined = False

@@ -44,6 +44,7 @@ except ImportError:  # pragma: no cover - orjson is a dependency
 
 HISTORY_LIMIT = 50  # spans kept per cell (newest); older ones are counted
 LATER_SQL = "finished_at DESC, started_at DESC, run_id DESC"  # time_key, newest first, in SQL
+LINE_LIMIT = 16 * 1024 * 1024  # bytes of one line a reader holds; a longer one is skipped unread
 TimeKey = tuple[str, str, str]
 
 
@@ -182,13 +183,48 @@ def scan(fh: BinaryIO, name: str, number: int = 0, limit: int = -1
     """Each non-blank line of ``fh`` from its position: (line number, byte offset, raw
     bytes, the record data or why it was skipped). ``number`` is the count of lines before;
     ``limit``: read at most this many bytes at a time (a longer line comes in pieces, each
-    skipped as not JSON), so a file with no newline is never read whole."""
+    skipped as not JSON), so a file with no newline is never read whole; without it, a line
+    over ``LINE_LIMIT`` is skipped unread (``read_lines``)."""
     offset = fh.tell()
-    for raw in iter(lambda: fh.readline(limit), b""):
+    lines = iter(lambda: fh.readline(limit), b"") if limit > 0 else read_lines(fh)
+    for raw in lines:
         number += 1
+        if isinstance(raw, Overlong):
+            start, offset = offset, offset + raw.size
+            yield number, start, b"", Skipped(name, number, raw.reason())
+            continue
         start, offset = offset, offset + len(raw)
         if raw.strip():
             yield number, start, raw, parse(raw, name, number)
+
+
+class Overlong(NamedTuple):
+    """A line longer than ``LINE_LIMIT``: its size in bytes, and whether a newline ended it
+    (a line without one may still be being written)."""
+
+    size: int
+    complete: bool
+
+    def reason(self) -> str:
+        return f"a line of {self.size} bytes, over the {LINE_LIMIT}-byte limit: not read"
+
+
+def read_lines(fh: BinaryIO) -> Iterator[bytes | Overlong]:
+    """Each line of ``fh`` from its position, newline included; a line longer than
+    ``LINE_LIMIT`` as an ``Overlong``, read through in pieces and never held whole (a file
+    with no newline, a foreign file in a results folder)."""
+    limit = LINE_LIMIT
+    for raw in iter(lambda: fh.readline(limit + 1), b""):
+        if len(raw) <= limit:
+            yield raw
+            continue
+        size = len(raw)
+        while not raw.endswith(b"\n"):
+            raw = fh.readline(1 << 20)
+            if not raw:
+                break
+            size += len(raw)
+        yield Overlong(size, raw.endswith(b"\n"))
 
 
 def digest(raw: bytes) -> str:

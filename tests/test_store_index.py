@@ -356,3 +356,38 @@ def test_a_line_over_the_limit_is_skipped_unread_by_every_reader(tmp_path, monke
     with reduce_records([path]) as loose:  # a file read on its own, outside its store
         assert sorted(loose.latest) == [*cells, "pip-t2.2--repro_2"]
         assert [(s.line, s.reason) for s in loose.skipped] == named
+
+
+def _strict(text: str):
+    """JSON as RFC 8259 (and a browser's JSON.parse) reads it: no NaN or Infinity."""
+    def refuse(token: str):
+        raise ValueError(f"{token} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_numbers_json_cannot_hold_are_kept_as_text_in_the_store_and_results_json(tmp_path):
+    """A repro's evidence may be NaN or infinite (a numeric check on a broken output): the
+    record line, and results.json from new and from older lines, stay JSON every parser
+    reads; the value is kept as its text, a duration becomes unknown."""
+    from repromatrix.report.render import render_site
+
+    nan_stage = {"name": "eager", "status": "fail", "duration_s": float("inf"),
+                 "evidence": {"max_abs_diff": float("nan"), "scale": [float("-inf"), 1.5]}}
+    store = ResultStore(tmp_path / "results")
+    path = append(store, cell=0, stages=[nan_stage], duration_s=float("nan"))
+    line = _strict(path.read_text())
+    assert line["stages"][0]["evidence"] == {"max_abs_diff": "NaN", "scale": ["-Infinity", 1.5]}
+    assert line["duration_s"] is None and line["stages"][0]["duration_s"] is None
+    with path.open("a") as fh:  # a line written before records were kept finite
+        fh.write(json.dumps(record(cell=1, stages=[nan_stage])) + "\n")
+    assert "NaN" in path.read_text().splitlines()[1]
+    for source in (store.root, path):  # through the index, and a file read on its own
+        site = tmp_path / f"site-{source.name}"
+        render_site([source], site)
+        records = {r["cell"]: r for r in _strict((site / "results.json").read_text())["records"]}
+        assert [records[c]["stages"][0]["evidence"]["max_abs_diff"] for c in sorted(records)] \
+            == ["NaN", "NaN"]
+    with StoreIndex.open(store.root) as index:
+        latest = index.latest()
+        assert latest["pip-t2.1--repro_1"].stages[0].evidence["scale"] == ["-Infinity", 1.5]
+        assert_like_loader(store.root, index)

@@ -56,7 +56,7 @@ from .reader import (
 from .record import Result
 
 INDEX_NAME = ".index.sqlite"
-FORMAT = "repromatrix-index-6"  # another value in `meta`: the index is rebuilt
+FORMAT = "repromatrix-index-7"  # another value in `meta`: the index is rebuilt
 TAIL = 256  # bytes before the indexed offset that must be unchanged to read on from there
 BUSY_TIMEOUT_S = 60.0
 MAX_OPEN = 64  # record files held open at once while reading records back

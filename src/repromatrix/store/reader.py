@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 import operator
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
-from .record import Result, _problem, evidence_level, migrate
+from .record import Result, _problem, evidence_level, finite, migrate
 
 try:  # a fast parser when installed; the standard library decides anything it refuses
     import orjson as _orjson
@@ -145,8 +146,20 @@ def parse(raw: bytes, name: str, number: int) -> dict[str, Any] | Skipped:
     return data if isinstance(data, Skipped) else data[0]
 
 
+def _nonfinite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_nonfinite(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_nonfinite(v) for v in value)
+    return False
+
+
 def parse_upgraded(raw: bytes, name: str, number: int) -> tuple[dict[str, Any], bool] | Skipped:
-    """``parse``, also saying whether the record was upgraded from an older schema."""
+    """``parse``, also saying whether the record's line is not to be copied as it is: upgraded
+    from an older schema, or holding a number JSON cannot (``finite``; lines written before
+    records were kept finite)."""
     try:
         obj = loads(raw)
     except UnicodeDecodeError:
@@ -157,11 +170,14 @@ def parse_upgraded(raw: bytes, name: str, number: int) -> tuple[dict[str, Any], 
         return Skipped(name, number, f"{hint}: {exc}")
     if not isinstance(obj, dict):
         return Skipped(name, number, f"not a JSON object ({type(obj).__name__})")
+    nonfinite = (b"NaN" in raw or b"Infinity" in raw) and _nonfinite(obj)
+    if nonfinite:
+        obj = finite(obj)
     data = migrate(obj)
     problem = _problem(data)
     if problem:
         return Skipped(name, number, problem)
-    return data, obj.get("schema_version") != data["schema_version"]
+    return data, nonfinite or obj.get("schema_version") != data["schema_version"]
 
 
 def parse_line(raw: bytes, name: str, number: int) -> Result | Skipped:

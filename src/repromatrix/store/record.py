@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import socket
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -339,9 +340,24 @@ def escaped(value: Any) -> Any:
     return value
 
 
+def finite(value: Any, key: str = "") -> Any:
+    """``value`` with every number JSON cannot hold (NaN, ±Infinity, which a repro's numeric
+    evidence may carry) replaced, so every record line and ``results.json`` stay JSON that
+    any parser reads: a duration by null (unknown), anything else by its text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        if key == "duration_s":
+            return None
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: finite(v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
 def record_size(result: Result) -> int:
     """Bytes of the record's JSON line (as ``ResultStore.append`` writes it)."""
-    line = json.dumps(result.to_dict(), ensure_ascii=False, sort_keys=True, default=str)
+    line = json.dumps(finite(result.to_dict()), ensure_ascii=False, sort_keys=True, default=str)
     return len(line.encode("utf-8", "backslashreplace")) + 1
 
 

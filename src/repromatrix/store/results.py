@@ -50,7 +50,7 @@ from .reader import (
     record,
     scan,
 )
-from .record import Result
+from .record import Result, finite
 
 __all__ = ["LOCK_NAME", "Conflict", "Loaded", "ResultStore", "Skipped", "flaky_counts",
            "latest_attempts", "latest_by_cell", "load_records", "locked", "previous_by_cell",
@@ -97,7 +97,7 @@ class ResultStore:
 
     def append(self, result: Result) -> Path:
         """Append one record as a single line; flush and fsync before returning."""
-        record = result.to_dict()
+        record = finite(result.to_dict())
         try:
             data = (json.dumps(record, ensure_ascii=False, sort_keys=True, default=str)
                     + "\n").encode("utf-8")

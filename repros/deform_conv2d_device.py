@@ -37,6 +37,10 @@ Stages (the fake-CUDA ones run isolated: fake CUDA can abort a process):
   fake-CUDA export handed to the real ``torch_tensorrt.dynamo.compile``; it must
   either raise this bug in ``run_decompositions`` (``dynamo/_compiler.py``) or get
   past it with the mask on cuda:0, and is ``skip`` (needs real TensorRT) after that.
+  The input goes in as ``torch_tensorrt.Input.from_tensor(x)``, which is what
+  ``prepare_inputs`` makes of a tensor: from 2.7.0 to 2.11.0 it first copies the
+  tensor with ``torch.tensor`` outside fake mode (``dynamo/utils.py``), a real
+  CUDA tensor that needs a GPU. The decompositions never see that copy.
 - trt_table_without_empty_strided_standin (info, control): torch-tensorrt's own
   decomposition table minus ``aten.empty_strided``: passes on every release.
 - trt_empty_strided_device_standin (info, control): torch-tensorrt's own
@@ -347,7 +351,7 @@ def stage_trt_dynamo_compile_standin(s):
         s.note("dropped_kwargs", dropped)
         with _standin.stop_at(torch.export.ExportedProgram, "run_decompositions",
                               "the end of run_decompositions", run_first=True) as state:
-            trt.dynamo.compile(ep, inputs=[x], **kwargs)
+            trt.dynamo.compile(ep, inputs=[trt.Input.from_tensor(x)], **kwargs)
     if "value" in state:
         dev = mask_device(s, state["value"])
         s.check(dev == "cuda:0", "the mask stays on the input's device (cuda:0)", mask_device=dev)

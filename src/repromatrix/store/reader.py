@@ -118,12 +118,18 @@ class Span(NamedTuple):
 
 def loads(raw: bytes) -> Any:
     """JSON from bytes: orjson when it accepts them, else the standard library (which explains)."""
+    return _loads(raw)[0]
+
+
+def _loads(raw: bytes) -> tuple[Any, bool]:
+    """``loads``, and whether the standard library read it (the only reader of the two that
+    takes NaN and Infinity)."""
     if _orjson is not None:
         try:
-            return _orjson.loads(raw)
+            return _orjson.loads(raw), False
         except _orjson.JSONDecodeError:
             pass  # lone surrogates, NaN, huge ints, bad UTF-8: let json decide and explain
-    return json.loads(raw.decode("utf-8"))
+    return json.loads(raw.decode("utf-8")), True
 
 
 def dumps(data: Any) -> bytes:
@@ -161,7 +167,7 @@ def parse_upgraded(raw: bytes, name: str, number: int) -> tuple[dict[str, Any], 
     from an older schema, or holding a number JSON cannot (``finite``; lines written before
     records were kept finite)."""
     try:
-        obj = loads(raw)
+        obj, lenient = _loads(raw)
     except UnicodeDecodeError:
         return Skipped(name, number, "not valid UTF-8")
     except ValueError as exc:
@@ -170,7 +176,7 @@ def parse_upgraded(raw: bytes, name: str, number: int) -> tuple[dict[str, Any], 
         return Skipped(name, number, f"{hint}: {exc}")
     if not isinstance(obj, dict):
         return Skipped(name, number, f"not a JSON object ({type(obj).__name__})")
-    nonfinite = (b"NaN" in raw or b"Infinity" in raw) and _nonfinite(obj)
+    nonfinite = lenient and _nonfinite(obj)
     if nonfinite:
         obj = finite(obj)
     data = migrate(obj)
@@ -229,8 +235,8 @@ def read_lines(fh: BinaryIO) -> Iterator[bytes | Overlong]:
     """Each line of ``fh`` from its position, newline included; a line longer than
     ``LINE_LIMIT`` as an ``Overlong``, read through in pieces and never held whole (a file
     with no newline, a foreign file in a results folder)."""
-    limit = LINE_LIMIT
-    for raw in iter(lambda: fh.readline(limit + 1), b""):
+    limit, readline = LINE_LIMIT, fh.readline
+    while raw := readline(limit + 1):
         if len(raw) <= limit:
             yield raw
             continue

@@ -213,3 +213,20 @@ def test_a_local_stack_says_which_required_packages_it_lacks(tmp_path):
         "[here] this interpreter lacks no-such-dist-here (required by fx_checked); "
         "torch-tensorrt (required by fx_checked): the stages that need it skip (a local stack "
         "is used as it is; install them into it to run those stages)"]
+
+
+def test_the_missing_package_note_follows_markers_and_normalised_names(tmp_path):
+    """What a local interpreter lacks: a requirement whose environment marker rules it out
+    there is not named; names compare normalised (``PyYAML`` is ``pyyaml``, not
+    ``py.yaml``, which is ``py-yaml``: ``markup.safe`` is not ``MarkupSafe``)."""
+    from repromatrix.backends.local import absent_packages
+
+    wanted = ["Jinja2>=2", "py.yaml", "PYYAML", "py_yaml", "markup.safe",
+              "MarkupSafe; python_version < '3'",
+              "no-such-dist-a; python_version < '3'", "no-such-dist-b; python_version >= '3'",
+              "no-such-dist-c; sys_platform == 'no-such-platform'", "no_such.dist-d",
+              "no-such-dist-e; python_version >= 'bad marker"]
+    assert absent_packages(sys.executable, wanted) == [
+        "py.yaml", "py_yaml", "markup.safe", "no-such-dist-b; python_version >= '3'", "no_such.dist-d",
+        "no-such-dist-e; python_version >= 'bad marker"]
+    assert absent_packages(str(tmp_path / "no-python"), wanted) == []  # cannot tell: says nothing

@@ -22,9 +22,13 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+from packaging.requirements import InvalidRequirement, Requirement
+
 from repromatrix.config.catalog import NOT_PACKAGES, package_name, read_repro
 from repromatrix.errors import ConfigError, UsageError
 from repromatrix.model import Note, Stack
+from repromatrix.paths import PACKAGE_DIR
 
 from . import EngineContext, Prepared, RunnerJob
 from .interpreter import resolve_python
@@ -32,10 +36,7 @@ from .process import LocalProcess, local_process
 
 SITE_TIMEOUT = 60.0
 _SITE_SCRIPT = "import json, sys; print(json.dumps([sys.prefix] + sys.path))"
-_ABSENT_SCRIPT = ("import json, sys\nfrom importlib import metadata\nabsent = []\n"
-                  "for name in sys.argv[1:]:\n    try:\n        metadata.version(name)\n"
-                  "    except metadata.PackageNotFoundError:\n        absent.append(name)\n"
-                  "print(json.dumps(absent))")
+_INSTALLED_SCRIPT = PACKAGE_DIR / "scripts" / "_installed.py"  # run by the stack's interpreter
 
 
 class LocalEngine:
@@ -83,17 +84,19 @@ class LocalEngine:
         if said in self._said:
             return
         self._said.add(said)
-        wanted: dict[str, list[str]] = {}  # package -> the repros that require it
+        wanted: dict[str, list[str]] = {}  # requirement -> the repros that require it
         for rid in job.repros:
             with contextlib.suppress(ConfigError, OSError):
                 for req in read_repro(self.ctx.repros_dir / f"{rid}.py").requires:
-                    name = package_name(req)
-                    if name not in (*NOT_PACKAGES, "torch"):  # torch: the runner says so itself
-                        wanted.setdefault(name, []).append(rid)
-        missing = absent_packages(str(prepared.handle), list(wanted))
+                    if package_name(req) not in (*NOT_PACKAGES, "torch"):  # torch: the runner says so
+                        wanted.setdefault(req.strip(), []).append(rid)
+        missing: dict[str, list[str]] = {}  # package -> the repros whose requirement it fails
+        for req in absent_packages(str(prepared.handle), list(wanted)):
+            missing.setdefault(package_name(req), []).extend(wanted[req])
         if missing:
             self.ctx.log(Note(prepared.stack.id, "this interpreter lacks " + "; ".join(
-                f"{name} (required by {', '.join(wanted[name])})" for name in missing)
+                f"{name} (required by {', '.join(dict.fromkeys(rids))})"
+                for name, rids in missing.items())
                 + ": the stages that need it skip (a local stack is used as it is; install "
                 "them into it to run those stages)"))
 
@@ -104,18 +107,32 @@ class LocalEngine:
         """Nothing outlives a local run: every runner's process group ends with its context."""
 
 
-def absent_packages(exe: str, names: Sequence[str]) -> list[str]:
-    """Which of the distributions ``names`` the interpreter ``exe`` has not installed
-    (empty when it cannot tell: the runner's own checks still say so, stage by stage)."""
-    if not names:
+def absent_packages(exe: str, requirements: Sequence[str]) -> list[str]:
+    """Which of ``requirements`` (PEP 508: ``onnx>=1.16; python_version >= "3.9"``) name a
+    distribution the interpreter ``exe`` has not installed, leaving out those whose
+    environment marker does not hold there; names compare normalised (``ruamel.yaml``,
+    ``ruamel-yaml``). Empty when it cannot tell: the runner's own checks still say so."""
+    if not requirements:
         return []
     try:
-        proc = subprocess.run([exe, "-c", _ABSENT_SCRIPT, *names], capture_output=True,
+        proc = subprocess.run([exe, str(_INSTALLED_SCRIPT)], capture_output=True,
                               timeout=SITE_TIMEOUT, stdin=subprocess.DEVNULL, check=False)
-        absent = json.loads(proc.stdout.decode("utf-8", "replace"))
-    except (OSError, subprocess.TimeoutExpired, ValueError):
+        found = json.loads(proc.stdout.decode("utf-8", "replace"))
+        installed, env = set(found["installed"]), dict(found["env"])
+    except (OSError, subprocess.TimeoutExpired, ValueError, KeyError, TypeError):
         return []
-    return [n for n in names if n in absent] if isinstance(absent, list) else []
+    return [req for req in requirements
+            if _applies(req, env) and package_name(req) not in installed]
+
+
+def _applies(requirement: str, env: dict[str, str]) -> bool:
+    """Whether ``requirement``'s environment marker (if any) holds in ``env``; one that
+    cannot be read counts as holding."""
+    try:
+        marker = Requirement(requirement).marker
+        return marker is None or marker.evaluate(env)
+    except (InvalidRequirement, InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+        return True
 
 
 def interpreter_paths(exe: str) -> list[str]:

@@ -57,6 +57,7 @@ HARNESS_MOUNT = "/repromatrix"
 REPROS_MOUNT = "/repros"
 OUT_MOUNT = "/out"
 KILL_GRACE_S = 30.0
+OOM_SETTLE_S = 2.0  # how long an OOM kill may take to reach the daemon's view of the container
 
 
 class DockerEngine:
@@ -241,16 +242,24 @@ class ContainerProcess:
         self.poll()
 
     def memory_killed(self) -> bool:
-        """Whether the container's memory limit has killed a process in it (so far)."""
-        with contextlib.suppress(*ENGINE_ERRORS):
-            self.container.reload()
-            self._state = self.container.attrs.get("State", {})
-        return bool(self._state.get("OOMKilled"))
+        """Whether the container's memory limit has killed a process in it (so far). Asked
+        when the runner saw a stage die of SIGKILL: the daemon hears of an OOM kill a moment
+        after it happens (an event from containerd), so a "no" is asked again for up to
+        OOM_SETTLE_S."""
+        deadline = time.monotonic() + OOM_SETTLE_S
+        while True:
+            with contextlib.suppress(*ENGINE_ERRORS):
+                self.container.reload()
+                self._state = self.container.attrs.get("State", {})
+            if self._state.get("OOMKilled") or time.monotonic() >= deadline:
+                return bool(self._state.get("OOMKilled"))
+            time.sleep(0.1)
 
     def facts(self, timed_out: bool, limit_s: float) -> EngineFacts:
         code = self._state.get("ExitCode")
+        oom = bool(self._state.get("OOMKilled")) or (code == 137 and self.memory_killed())
         return EngineFacts(exit_code=None if timed_out else code, timed_out=timed_out,
-                           limit_s=limit_s, oom_killed=bool(self._state.get("OOMKilled")),
+                           limit_s=limit_s, oom_killed=oom,
                            signal="SIGKILL" if timed_out else None,
                            log_tail=tail_text(container_logs(self.container)))
 

@@ -259,7 +259,11 @@ def test_a_title_of_several_lines_stays_a_comment(tmp_path: Path) -> None:
     (mine / "user_bug.py").write_text(USER_REPRO)
     name, text = export(mine / "user_bug.py", paths.repros_dir(), "first line\nraise SystemExit(3)\r\n")
     compile(text, name, "exec")
-    assert text.startswith("#!/usr/bin/env python3\n# first line\n# raise SystemExit(3)\n# One-file")
+    assert text.startswith("#!/usr/bin/env python3\n# -*- coding: utf-8 -*-\n# first line\n"
+                           "# raise SystemExit(3)\n# One-file")
+    # a title that reads like a coding declaration (PEP 263 looks at lines 1 and 2) is not one
+    name, text = export(mine / "user_bug.py", paths.repros_dir(), "TRT decoding: wrong output")
+    compile(text.encode("utf-8"), name, "exec")
 
 
 def test_probe_environments_hold_what_the_bug_needs_and_nothing_else() -> None:

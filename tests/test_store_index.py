@@ -387,6 +387,8 @@ def test_numbers_json_cannot_hold_are_kept_as_text_in_the_store_and_results_json
         records = {r["cell"]: r for r in _strict((site / "results.json").read_text())["records"]}
         assert [records[c]["stages"][0]["evidence"]["max_abs_diff"] for c in sorted(records)] \
             == ["NaN", "NaN"]
+        chunk = (site / "data" / "c1.js").read_text()  # the older line's cell, on the page
+        assert '\\"max_abs_diff\\": \\"NaN\\"' in chunk and "inf s" not in chunk, chunk
     with StoreIndex.open(store.root) as index:
         latest = index.latest()
         assert latest["pip-t2.1--repro_1"].stages[0].evidence["scale"] == ["-Infinity", 1.5]

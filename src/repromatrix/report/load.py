@@ -44,6 +44,7 @@ from repromatrix.store.reader import (
     parse,
     parse_upgraded,
     read_lines,
+    record_data,
     time_key,
 )
 from repromatrix.store.record import REAL, STANDIN, Result
@@ -106,7 +107,7 @@ class Reduced:
 
     def result(self, cell: str) -> Result:
         """The latest record of ``cell``, parsed."""
-        return Result.from_dict(loads(self.latest[cell].raw))
+        return Result.from_dict(record_data(self.latest[cell].raw))
 
     def summaries(self, make: Callable[[Result], dict[str, Any]]
                   ) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -116,7 +117,7 @@ class Reduced:
             if found.summary:
                 summary = loads(found.summary)
             else:
-                summary = make(Result.from_dict(loads(found.raw)))
+                summary = make(Result.from_dict(record_data(found.raw)))
                 if found.where is not None and self.summary_version:
                     data = json.dumps(summary, separators=(",", ":")).encode("ascii")
                     self._new.setdefault(found.where[0], []).append(

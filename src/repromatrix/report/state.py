@@ -24,8 +24,9 @@ from typing import Any
 
 STATE_NAME = ".render-state.json"
 # Bumped whenever the bytes a render writes for the same records change (2: records in an
-# older schema are written by orjson), so an --out folder of another format is written anew.
-FORMAT = 2
+# older schema are written by orjson; 3: NaN and Infinity kept as text), so an --out folder
+# of another format is written anew.
+FORMAT = 3
 
 
 class RenderState:

@@ -121,6 +121,13 @@ def loads(raw: bytes) -> Any:
     return _loads(raw)[0]
 
 
+def record_data(raw: bytes) -> Any:
+    """``loads`` of a record line, with the numbers JSON cannot hold kept as text
+    (``finite``), as ``parse`` reads them."""
+    obj, lenient = _loads(raw)
+    return finite(obj) if lenient and _nonfinite(obj) else obj
+
+
 def _loads(raw: bytes) -> tuple[Any, bool]:
     """``loads``, and whether the standard library read it (the only reader of the two that
     takes NaN and Infinity)."""
@@ -310,7 +317,7 @@ def line_at(source: str) -> bytes:
 def canonical(raw: bytes) -> str:
     """A record line in one canonical form: two writers' spellings of one record compare equal."""
     try:
-        return canonical_record(Result.from_dict(loads(raw)))
+        return canonical_record(Result.from_dict(record_data(raw)))
     except (ValueError, TypeError):
         return raw.decode("utf-8", "replace")
 

@@ -257,7 +257,8 @@ class ContainerProcess:
 
     def facts(self, timed_out: bool, limit_s: float) -> EngineFacts:
         code = self._state.get("ExitCode")
-        oom = bool(self._state.get("OOMKilled")) or (code == 137 and self.memory_killed())
+        oom = bool(self._state.get("OOMKilled")) or (
+            code == 137 and not timed_out and self.memory_killed())
         return EngineFacts(exit_code=None if timed_out else code, timed_out=timed_out,
                            limit_s=limit_s, oom_killed=oom,
                            signal="SIGKILL" if timed_out else None,

@@ -45,6 +45,7 @@ from repromatrix.store.reader import (
     parse_upgraded,
     read_lines,
     record_data,
+    store_of_file,
     time_key,
 )
 from repromatrix.store.record import REAL, STANDIN, Result
@@ -66,7 +67,7 @@ def recorded_root(root: Path | str, file: str) -> str:
     ``root`` (a store read through a parent folder, such as ``results/`` holding
     ``published/``), else ``root``. Resolved, as a run records its ``--results``."""
     root = os.path.realpath(root)
-    folder = os.path.dirname(os.path.dirname(os.path.realpath(file)))
+    folder = store_of_file(os.path.abspath(file))
     inside = folder == root or folder.startswith(root.rstrip(os.sep) + os.sep)
     return folder if inside else root
 

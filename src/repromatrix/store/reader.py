@@ -409,18 +409,19 @@ class Settler:
 
 
 @functools.lru_cache(maxsize=4096)
-def _store_of_file(name: str) -> str:  # ``name`` absolute: the cache outlives a chdir
+def store_of_file(name: str) -> str:  # ``name`` absolute: the cache outlives a chdir
+    """The store a record file belongs to: the folder above ``<host>/<run>.jsonl``."""
     return str(Path(name).resolve().parent.parent)
 
 
 def store_of(source: str) -> str:
     """The store a ``file:line`` source belongs to: the folder above ``<host>/<run>.jsonl``."""
-    return _store_of_file(os.path.abspath(source.rsplit(":", 1)[0]))
+    return store_of_file(os.path.abspath(source.rsplit(":", 1)[0]))
 
 
 def stores_of(entries: Iterable[Entry]) -> set[str]:
     """The stores ``entries`` come from (``store_of``, worked out once per file)."""
-    return {_store_of_file(os.path.abspath(name))
+    return {store_of_file(os.path.abspath(name))
             for name in {e.source.rsplit(":", 1)[0] for e in entries}}
 
 

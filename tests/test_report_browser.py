@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -74,6 +75,13 @@ class Tab:
 
     def visible_cells(self) -> int:
         return self.page.locator(VISIBLE_CELLS).count()
+
+    def wait_for_cells(self, count: int, timeout_s: float = 10.0) -> None:
+        """Until ``count`` cells are visible (the page filters on events it gets later)."""
+        deadline = time.monotonic() + timeout_s
+        while self.visible_cells() != count:
+            assert time.monotonic() < deadline, f"{self.visible_cells()} cells visible, not {count}"
+            self.page.wait_for_timeout(50)
 
     def open_cell(self, cell: str) -> None:
         self.page.locator(f'td.cell[data-cell="{cell}"] a').click()
@@ -329,7 +337,9 @@ def test_advisor_suggests_the_newest_stacks_without_the_bugs(tmp_path, tabs):
     assert page.locator(".advice-workaround li .ver").all_inner_texts() == [" pip-b"]
     assert "1 stack(s) cannot tell" in page.locator("#advice").inner_text()
     page.locator(".advice-clear li a").first.click()
-    assert tab.visible_cells() == 2                    # the link filters the grid to that stack
+    # the link filters the grid to that stack (when the hash change reaches the page)
+    page.wait_for_function("() => location.hash.startsWith('#q=')")
+    tab.wait_for_cells(2)
     assert tab.problems == []
 
 

@@ -181,9 +181,9 @@ def test_duplicates_and_conflicts_while_streaming(tmp_path):
     other = ResultStore(tmp_path / "d")
     other.append(record("pip-a", "bug", 0, "pass"))
     with reduce_records([tmp_path / "a", tmp_path / "d"]) as reduced:
-        pass
+        shown = reduced.result("pip-a--bug")  # read back while the indexes are open
     assert reduced.records == 1 and len(reduced.conflicts) == 1
-    assert [s.status for s in reduced.seen["pip-a--bug"]] == [reduced.result("pip-a--bug").status]
+    assert [s.status for s in reduced.seen["pip-a--bug"]] == [shown.status]
 
 
 def test_changes_list_is_capped_on_the_page_but_complete_in_the_summary(tmp_path):

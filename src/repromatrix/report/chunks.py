@@ -13,7 +13,9 @@ so no hostile id ever becomes an object key (``__proto__``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,23 +64,39 @@ def detail_json(cell: Mapping[str, Any]) -> str:
 
 
 def write_chunks(out: Path, cells: Mapping[str, Mapping[str, Any]],
-                 envs: Sequence[list[list[str]]], state: RenderState) -> int:
-    """Write data/c<N>.js for every chunk whose content changed since the last render into
-    ``out`` (others stay as they are; chunks no longer used go); returns the chunk count."""
+                 details: Callable[[list[str]], Mapping[str, tuple[bytes, bytes]]],
+                 state: RenderState) -> int:
+    """Write data/c<N>.js for every chunk whose cells' pieces or scopes changed since the
+    last render into ``out`` (others stay as they are, unread; chunks no longer used go);
+    ``details(cells)``: each cell's detail (the start of its ``[id, {...}]`` entry) and
+    environment rows (``report.cell.Pieces``), asked once for every chunk to write.
+    Returns the chunk count."""
     folder = out / DATA_DIR
     folder.mkdir(parents=True, exist_ok=True)
     groups: dict[int, list[Mapping[str, Any]]] = {}
     for cell in cells.values():
         groups.setdefault(cell["chunk"], []).append(cell)
-    for number, members in groups.items():
-        local: dict[int, int] = {}
-        rows = []
-        for cell in members:
-            env = local.setdefault(cell["env"], len(local))
-            rows.append(f'[{script_json(cell["id"])},{cell["detail"]},"env":{env},'
-                        f'"scope":{script_json(cell["scope"])}}}]')
-        envs_json = script_json([envs[i] for i in local])
-        text = f'repromatrixChunk({number},{{"envs":{envs_json},"cells":[{",".join(rows)}]}});\n'
-        state.write(folder / f"c{number}.js", text)
+    sources = {number: hashlib.sha1(json.dumps(
+        [number, [[c["id"], c["pieces"], c["scope"]] for c in members]]).encode(
+            "utf-8", "surrogatepass")).hexdigest() for number, members in groups.items()}
+    stale = [number for number, source in sources.items()
+             if not state.kept(folder / f"c{number}.js", source)]
+    found = details([c["id"] for number in stale for c in groups[number]])
+    scopes: dict[str, bytes] = {}
+    for number in stale:
+        local: dict[str, int] = {}
+        envs, rows = [], []
+        for cell in groups[number]:
+            detail, env = found[cell["id"]]
+            if cell["env"] not in local:
+                local[cell["env"]] = len(local)
+                envs.append(env)
+            scope = scopes.get(cell["scope"])
+            if scope is None:
+                scope = scopes[cell["scope"]] = str(script_json(cell["scope"])).encode("utf-8")
+            rows.append(b'%s,"env":%d,"scope":%s}]' % (detail, local[cell["env"]], scope))
+        data = b'repromatrixChunk(%d,{"envs":[%s],"cells":[%s]});\n' % (
+            number, b",".join(envs), b",".join(rows))
+        state.write_made(folder / f"c{number}.js", sources[number], data)
     state.remove_others(folder, "c*.js")
     return len(groups)

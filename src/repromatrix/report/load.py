@@ -59,6 +59,7 @@ class _Latest:
     summary: bytes = b""  # the record's summary, when its index keeps one
     evidence: str = ""  # result.evidence_level: a real verdict outranks a stand-in one
     store: str = ""  # the store folder it is read from now ("" for a file read on its own)
+    digest: str = ""  # of its line: the same digest, the same record
 
 
 def recorded_root(root: Path | str, file: str) -> str:
@@ -107,14 +108,27 @@ class Reduced:
         return self.latest[cell].store
 
     def result(self, cell: str) -> Result:
-        """The latest record of ``cell``, parsed."""
-        return Result.from_dict(record_data(self.latest[cell].raw))
+        """The latest record of ``cell``, parsed (read back from its file when an index
+        holds it: inside the ``reduce_records`` block)."""
+        found = self.latest[cell]
+        if not found.raw and found.where is not None:
+            found.raw = next(raw for _, raw in found.where[0].read_lines([(cell, found.where[1])]))
+        return Result.from_dict(record_data(found.raw))
 
-    def summaries(self, make: Callable[[Result], dict[str, Any]]
+    def index_of(self, cell: str) -> StoreIndex | None:
+        """The index that holds the cell's latest record (None: a file read on its own)."""
+        where = self.latest[cell].where
+        return None if where is None else where[0]
+
+    def summaries(self, cells: Iterable[str], make: Callable[[Result], dict[str, Any]]
                   ) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Every cell's latest record as ``make`` summarises it, one at a time: the summary
-        its index keeps, else made from the parsed record (and kept by ``keep_summaries``)."""
-        for cell, found in self.latest.items():
+        """The latest record of each of ``cells`` as ``make`` summarises it, one at a time:
+        the summary its index keeps, else made from the parsed record (and kept by
+        ``keep``)."""
+        cells = list(cells)
+        _fill_latest(self, cells)
+        for cell in cells:
+            found = self.latest[cell]
             if found.summary:
                 summary = loads(found.summary)
             else:
@@ -126,11 +140,43 @@ class Reduced:
             found.raw = found.summary = b""
             yield cell, summary
 
-    def keep_summaries(self) -> None:
-        """Hand the summaries made by ``summaries`` to their indexes (for the next render)."""
-        for index, items in self._new.items():
+    def pieces(self) -> dict[str, tuple[str, bytes]]:
+        """The pieces the indexes keep, by cell: (their key, their head)."""
+        out: dict[str, tuple[str, bytes]] = {}
+        for index in self._indexes():
+            out.update(index.pieces())
+        return out
+
+    def details(self, cells: Iterable[str]) -> dict[str, tuple[bytes, bytes]]:
+        """The detail and environment rows the indexes keep for ``cells`` (of the pieces
+        ``pieces`` returned)."""
+        wanted: dict[StoreIndex, list[str]] = {}
+        for cell in cells:
+            index = self.index_of(cell)
+            if index is not None:
+                wanted.setdefault(index, []).append(cell)
+        out: dict[str, tuple[bytes, bytes]] = {}
+        for index, some in wanted.items():
+            out.update(index.bodies(some))
+        return out
+
+    def _indexes(self) -> list[StoreIndex]:
+        return list(dict.fromkeys(f.where[0] for f in self.latest.values() if f.where is not None))
+
+    def keep(self, pieces: Mapping[str, tuple[str, bytes, bytes, bytes]]) -> None:
+        """Hand the summaries made by ``summaries`` and the cells' new ``pieces`` (cell ->
+        key, head, detail, env) to their indexes, for the next render."""
+        items: dict[StoreIndex, list[tuple[str, str, bytes, bytes, bytes]]] = {}
+        for cell, kept in pieces.items():
+            index = self.index_of(cell)
+            if index is not None:
+                items.setdefault(index, []).append((cell, *kept))
+        for index in set(self._new) | set(items):
             with contextlib.suppress(sqlite3.Error, OSError):  # only a cache: next time, then
-                index.keep_summaries(items, self.summary_version)
+                if index in self._new:
+                    index.keep_summaries(self._new[index], self.summary_version)
+                if index in items:
+                    index.keep_pieces(items[index])
         self._new.clear()
 
 
@@ -174,7 +220,6 @@ def reduce_records(paths: Iterable[Path | str], sink: Sink | None = None,
                 _read(path, out, settler, sink)
             else:
                 indexed.read(*found, out, settler, sink)
-        _fill_latest(out)
         kept, out.conflicts = settler.finish()
         out.records = len(kept)
         for e in kept:
@@ -211,7 +256,7 @@ class _IndexedFiles:
         for e, where in new:
             if _replaces(e, out.latest.get(e.cell)):
                 out.latest[e.cell] = _Latest(time_key(e), b"", (index, where), evidence=e.evidence,
-                                             store=store)
+                                             store=store, digest=e.digest)
         if sink is None or not new:
             return
         digests = [e.digest for e, _ in new]
@@ -231,11 +276,12 @@ class _IndexedFiles:
                                lambda rows=rows: [raw for _, raw in index.read_lines(rows)])
 
 
-def _fill_latest(out: Reduced) -> None:
-    """Each cell whose latest record an index holds: the summary the index keeps, else the
-    line read back."""
+def _fill_latest(out: Reduced, cells: Iterable[str]) -> None:
+    """Each of ``cells`` whose latest record an index holds: the summary the index keeps,
+    else the line read back."""
     wanted: dict[StoreIndex, list[tuple[str, Where]]] = {}
-    for cell, found in out.latest.items():
+    for cell in cells:
+        found = out.latest[cell]
         if found.where is not None:
             wanted.setdefault(found.where[0], []).append((cell, found.where[1]))
     for index, rows in wanted.items():
@@ -285,7 +331,8 @@ def _read(path: Path, out: Reduced, settler: Settler, sink: Sink | None) -> None
                 if sink is not None:
                     sink.add(None if upgraded else raw.rstrip(b"\n"), data, e.digest)
                 if _replaces(e, out.latest.get(e.cell)):
-                    out.latest[e.cell] = _Latest(time_key(e), raw, evidence=e.evidence)
+                    out.latest[e.cell] = _Latest(time_key(e), raw, evidence=e.evidence,
+                                                 digest=e.digest)
     except OSError as exc:
         out.skipped.append(Skipped(name, 0, f"cannot read: {exc.strerror or exc}"))
 

@@ -10,9 +10,10 @@ and whether its workaround works (``data-w``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -33,6 +34,7 @@ STATUS_INFO: dict[str, tuple[str, str]] = {
     "broken": ("B", "environment could not be built, started or probed"),
 }
 _PLAIN_FRAGMENT = re.compile(r"^[A-Za-z0-9._+-]*$")
+_SAFE_PAGE = re.compile(r"^[a-z0-9_]{1,80}$")
 _MARK_CONTRA = '<span class="mark" aria-hidden="true">!</span>'
 _MARK_CONFLICT = '<span class="mark" aria-hidden="true">≠</span>'
 _MARK_FLAKY = '<span class="mark" aria-hidden="true">~</span>'
@@ -79,22 +81,30 @@ def badge_html(status: Any) -> Markup:
                   f'title="{escape(title)}"><b>{escape(letter)}</b> {escape(status)}</span>')
 
 
-def add_markup(site: dict[str, Any]) -> None:
-    """Attach each matrix row's <td>s and each repro page's <tr>s as escaped Markup."""
+def add_markup(site: dict[str, Any], heads: Mapping[str, Any]) -> None:
+    """Attach each matrix row's <td>s and each repro page's <tr>s as escaped Markup, from
+    each cell's pieces (``heads``: cell -> ``report.cell.Head``) and what the site decides."""
     columns = [(escape(rv["id"]), escape(rv["page"])) for rv in site["repro_views"]]
     for row in site["rows"]:
         row["cells_html"] = Markup("\n".join(
-            matrix_td(cell, rid, page) for cell, (rid, page) in zip(row["cells"], columns, strict=True)))
+            matrix_td(cell, heads[cell["id"]].td) if cell is not None else empty_td(rid)
+            for cell, (rid, _) in zip(row["cells"], columns, strict=True)))
+    ths: dict[str, str] = {}
     for rv in site["repro_views"]:
-        rv["rows_html"] = Markup("\n".join(repro_tr(e) for e in rv["entries"]))
+        rv["rows_html"] = Markup("\n".join(
+            repro_tr(e, heads[e["cell"]["id"]].tr, ths) for e in rv["entries"]))
 
 
-def matrix_td(cell: Mapping[str, Any] | None, rid: str, page: str) -> str:
-    """One matrix cell; ``rid`` and ``page`` are already escaped."""
-    if cell is None:
-        return (f'<td class="cell st-none" data-status="" data-repro="{rid}">'
-                '<span title="no result">·</span></td>')
+def empty_td(rid: str) -> str:
+    """A grid cell without a result; ``rid`` is already escaped."""
+    return (f'<td class="cell st-none" data-status="" data-repro="{rid}">'
+            '<span title="no result">·</span></td>')
+
+
+def td_pieces(cell: Mapping[str, Any]) -> list[str]:
+    """A grid cell's <td> around its detail chunk and stage codes (``matrix_td``)."""
     cid, status = escape(cell["id"]), escape(cell["status"])
+    rid, page = escape(cell["repro"]), escape(page_name(cell["repro"]))
     contra, conflict, flaky = cell["contradicted"], cell["conflict"], cell.get("flaky", "")
     flags = (" contra" if contra else "") + (" conflict" if conflict else "") + \
         (" flaky" if flaky else "")
@@ -110,14 +120,58 @@ def matrix_td(cell: Mapping[str, Any] | None, rid: str, page: str) -> str:
              + (_MARK_FLAKY if flaky else "")
              + (_MARK_EVIDENCE if evidence and not standin else "")
              + (_MARK_STANDIN if standin else ""))
-    extra = f' data-sg="{cell["stage_codes"]}"' if cell["stage_codes"] else ""
-    if cell["workaround"]:
-        extra += f' data-w="{escape(cell["workaround"])}"'
-    return (f'<td class="cell st-{status}{flags}" data-cell="{cid}" data-status="{status}" '
-            f'data-repro="{rid}" data-k="{cell["chunk"]}"{extra}>'
-            f'<a href="{page}#{escape(fragment(cell["id"]))}" '
+    extra = f' data-w="{escape(cell["workaround"])}"' if cell["workaround"] else ""
+    return [f'<td class="cell st-{status}{flags}" data-cell="{cid}" data-status="{status}" '
+            f'data-repro="{rid}" data-k="',
+            f'{extra}><a href="{page}#{escape(fragment(cell["id"]))}" '
             f'title="{cid}: {status}{expected}{evidence}{notes}"><span class="l">'
-            f'{escape(cell["letter"])}</span>{marks}</a></td>')
+            f'{escape(cell["letter"])}</span>{marks}</a></td>']
+
+
+def matrix_td(cell: Mapping[str, Any], pieces: Sequence[str]) -> str:
+    """One matrix cell: its pieces (``td_pieces``) around its chunk and stage codes."""
+    codes = cell["stage_codes"]
+    return (f'{pieces[0]}{cell["chunk"]}"' + (f' data-sg="{codes}"' if codes else "")
+            + pieces[1])
+
+
+def tr_pieces(cell: Mapping[str, Any]) -> list[str]:
+    """A repro page's row around what the site decides: whether the default scope hides it,
+    its detail chunk, and its stack's scope and label (``repro_tr``)."""
+    cid, status = escape(cell["id"]), escape(cell["status"])
+    contra = cell["contradicted"]
+    summary = escape(cell["message"][:160] or cell["status"])
+    workaround = escape(cell["workaround"] or "—")
+    return [f'    <tr id="{escape(fragment(cell["id"]))}" class="st-row-{status}'
+            + (" contra" if contra else ""),
+            f'" data-cell="{cid}" data-status="{status}" data-k="',
+            f'      <td>{badge_html(cell["status"])}{_CONTRA_FLAG if contra else ""}'
+            f'{_standin_flag(cell.get("standin", ""))}</td>\n'
+            f'      <td>{escape(cell["expected"] or "—")}</td>\n'
+            f'      <td>{workaround}</td>\n'
+            f'      <td><details class="cell-detail" data-cell="{cid}"><summary>{summary}</summary>'
+            '<div class="slot"></div></details></td>\n'
+            '    </tr>']
+
+
+def repro_tr(entry: Mapping[str, Any], pieces: Sequence[str], ths: dict[str, str]) -> str:
+    """One row of a repro page's by-stack table (``ths``: the stacks' headers, made once)."""
+    stack = entry["stack"]
+    th = ths.get(stack["id"])
+    if th is None:
+        th = ths[stack["id"]] = (
+            f'" data-scope="{escape(stack["scope"])}">\n'
+            f'      <th scope="row"><span class="sid">{escape(stack["id"])}</span> '
+            f'<small class="ver">{escape(stack["label"])}</small></th>\n')
+    return (pieces[0] + (" scope-off" if entry.get("hidden") else "") + pieces[1]
+            + str(entry["cell"]["chunk"]) + th + pieces[2])
+
+
+def page_name(repro_id: str) -> str:
+    """A safe file name for a repro page (hashed when the id is not a plain id)."""
+    if _SAFE_PAGE.fullmatch(repro_id):
+        return f"repro-{repro_id}.html"
+    return f"repro-x{hashlib.sha256(repro_id.encode()).hexdigest()[:12]}.html"
 
 
 def _standin_flag(note: str) -> str:
@@ -125,25 +179,3 @@ def _standin_flag(note: str) -> str:
     if not note:
         return ""
     return f' <span class="standin-flag" title="{escape(note)}">◇ {escape(note)}</span>'
-
-
-def repro_tr(entry: Mapping[str, Any]) -> str:
-    """One row of a repro page's by-stack table."""
-    cell, stack = entry["cell"], entry["stack"]
-    cid, status = escape(cell["id"]), escape(cell["status"])
-    contra = cell["contradicted"]
-    summary = escape(cell["message"][:160] or cell["status"])
-    workaround = escape(cell["workaround"] or "—")
-    flags = (" contra" if contra else "") + (" scope-off" if entry.get("hidden") else "")
-    return (f'    <tr id="{escape(fragment(cell["id"]))}" class="st-row-{status}{flags}" '
-            f'data-cell="{cid}" data-status="{status}" '
-            f'data-k="{cell["chunk"]}" data-scope="{escape(stack["scope"])}">\n'
-            f'      <th scope="row"><span class="sid">{escape(stack["id"])}</span> '
-            f'<small class="ver">{escape(stack["label"])}</small></th>\n'
-            f'      <td>{badge_html(cell["status"])}{_CONTRA_FLAG if contra else ""}'
-            f'{_standin_flag(cell.get("standin", ""))}</td>\n'
-            f'      <td>{escape(cell["expected"] or "—")}</td>\n'
-            f'      <td>{workaround}</td>\n'
-            f'      <td><details class="cell-detail" data-cell="{cid}"><summary>{summary}</summary>'
-            '<div class="slot"></div></details></td>\n'
-            '    </tr>')

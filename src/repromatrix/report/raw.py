@@ -126,21 +126,26 @@ def _copy_lines(chunks: Iterator[bytes], skip: int, fh: BinaryIO) -> None:
             fh.write(data[:-1].replace(b"\n", b",\n"))
 
 
-def write_csv(out: Path, site: Mapping[str, Any], state: RenderState) -> None:
-    """results.csv: the latest record per cell."""
+def write_csv(out: Path, site: Mapping[str, Any], heads: Mapping[str, Any],
+              state: RenderState) -> None:
+    """results.csv: the latest record per cell (each row's own columns come with its
+    pieces, ``report.cell.Head.csv``; the stack's columns are added here)."""
     stacks = {s["id"]: s for s in site["stacks"]}
-    fh = io.StringIO(newline="")
-    writer = csv.writer(fh)
-    writer.writerow(CSV_COLUMNS)
-    own = CSV_COLUMNS[1:-2]
+    ends: dict[str, str] = {}
+    lines = [",".join(CSV_COLUMNS)]
     for c in site["cells"].values():
-        stack = stacks.get(c["stack"], {})
-        writer.writerow([_csv_safe(c["id"]), *[_csv_safe(c[k]) for k in own],
-                         _csv_safe(stack.get("full_label", "")), stack.get("scope", "")])
-    state.write(out / "results.csv", fh.getvalue())
+        end = ends.get(c["stack"])
+        if end is None:
+            stack = stacks.get(c["stack"], {})
+            fh = io.StringIO(newline="")
+            csv.writer(fh).writerow([csv_safe(stack.get("full_label", "")), stack.get("scope", "")])
+            end = ends[c["stack"]] = fh.getvalue()[:-2]
+        lines.append(f"{heads[c['id']].csv},{end}")
+    lines.append("")
+    state.write(out / "results.csv", "\r\n".join(lines))
 
 
-def _csv_safe(value: Any) -> Any:
+def csv_safe(value: Any) -> Any:
     """Neutralise spreadsheet formulas in hostile text ('=cmd|...' -> "'=cmd|...")."""
     if isinstance(value, str) and value.startswith(_CSV_FORMULA):
         return "'" + value

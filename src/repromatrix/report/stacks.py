@@ -10,11 +10,11 @@ what "newest" means when the page suggests a stack.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Collection, Mapping
 from typing import Any
-
-import pandas as pd
 
 from repromatrix.config.compat import pairing_note
 from repromatrix.store.record import Result
@@ -78,13 +78,15 @@ class StackBook:
         self.published = published
         self.stacks: dict[str, dict[str, Any]] = {}
 
-    def add(self, rec: Result) -> None:
-        found = self.stacks.get(rec.stack_id)
-        if found is None or rec.finished_at > found["_finished"]:
-            self.stacks[rec.stack_id] = {
-                "id": rec.stack_id, "kind": str(rec.stack.get("kind") or ""),
-                "versions": stack_versions(rec), "_finished": rec.finished_at,
-                "scope": stack_scope(rec.stack, self.published)}
+    def add(self, stack_id: str, kind: str, versions: dict[str, str], finished_at: str,
+            spec: Mapping[str, Any]) -> None:
+        """A cell's stack: its versions (``stack_versions``) and the stack fields its scope
+        reads (``answers.stack_scope``), as of the cell's record."""
+        found = self.stacks.get(stack_id)
+        if found is None or finished_at > found["_finished"]:
+            self.stacks[stack_id] = {
+                "id": stack_id, "kind": kind, "versions": versions, "_finished": finished_at,
+                "scope": stack_scope(spec, self.published)}
 
     def ordered(self) -> list[dict[str, Any]]:
         """Grouped and in version order; each with labels, group, scope and rank."""
@@ -113,26 +115,38 @@ def stack_sort_key(stack: Mapping[str, Any]) -> tuple:
     return tuple(key)
 
 
+def layout_key(cells: Mapping[str, Mapping[str, Any]], stack_ids: list[str],
+               repro_ids: list[str]) -> str:
+    """A digest of everything ``pivot`` reads: an unchanged key, an unchanged grid."""
+    text = json.dumps([stack_ids, repro_ids, [(c["stack"], c["repro"], c["id"], c["finished_at"])
+                                              for c in cells.values()]])
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def pivot(cells: Mapping[str, Mapping[str, Any]], stack_ids: list[str],
-          repro_ids: list[str]) -> pd.DataFrame:
-    """stack x repro frame of cell ids ('' where a cell has no result)."""
+          repro_ids: list[str]) -> list[list[str]]:
+    """stack x repro grid of cell ids ('' where a cell has no result), one list per stack:
+    the cell that finished last where two share a place."""
+    import pandas as pd  # only when the grid changed (``layout_key``): its import is most of a render
+
     frame = pd.DataFrame([(c["stack"], c["repro"], c["id"], c["finished_at"])
                           for c in cells.values()],
                          columns=["stack", "repro", "cell", "finished"])
     if frame.empty:
-        return pd.DataFrame("", index=pd.Index(stack_ids), columns=pd.Index(repro_ids))
+        return [[""] * len(repro_ids) for _ in stack_ids]
     frame = frame.sort_values("finished").drop_duplicates(["stack", "repro"], keep="last")
     grid = frame.pivot(index="stack", columns="repro", values="cell")
-    return grid.reindex(index=stack_ids, columns=repro_ids).astype(object).fillna("")
+    grid = grid.reindex(index=stack_ids, columns=repro_ids).astype(object).fillna("")
+    return [list(row) for row in grid.itertuples(index=False, name=None)]
 
 
-def matrix_rows(stacks: list[dict[str, Any]], grid: pd.DataFrame,
+def matrix_rows(stacks: list[dict[str, Any]], grid: list[list[str]],
                 cells: Mapping[str, Mapping[str, Any]], shown_scope: str) -> list[dict[str, Any]]:
     """Rows for the matrix template: the stack, its cells (None where missing), whether it
     opens a group, and whether the default scope hides it."""
     rows = []
     previous_group = None
-    for stack, values in zip(stacks, grid.itertuples(index=False, name=None), strict=True):
+    for stack, values in zip(stacks, grid, strict=True):
         row_cells = [cells[v] if v else None for v in values]
         present = [c["status"] for c in row_cells if c]
         rows.append({"stack": stack, "cells": row_cells,

@@ -7,7 +7,9 @@ and the file on disk is still the one written (same size and mtime); a detail ch
 (``data/c<N>.js``) is thus rewritten only when its content changed. For
 ``results.json`` it also remembers how many records the file lists, a hash chain
 over their digests and where the list ends, so a render whose records begin with
-the same ones appends the rest instead of writing the whole file again.
+the same ones appends the rest instead of writing the whole file again. A detail chunk
+is made only when the digest of what it is made from (its cells' pieces, their scopes)
+changed (``write_made``): an unchanged one is not even read from the store.
 
 The page a render leaves is byte for byte what a render into an empty folder writes;
 the state file is the only difference, and deleting it only costs a full write.
@@ -24,9 +26,10 @@ from typing import Any
 
 STATE_NAME = ".render-state.json"
 # Bumped whenever the bytes a render writes for the same records change (2: records in an
-# older schema are written by orjson; 3: NaN and Infinity kept as text), so an --out folder
-# of another format is written anew.
-FORMAT = 3
+# older schema are written by orjson; 3: NaN and Infinity kept as text; 4: files made from
+# kept pieces remember the digest of what they were made from), so an --out folder of
+# another format is written anew.
+FORMAT = 4
 
 
 class RenderState:
@@ -55,7 +58,7 @@ class RenderState:
             st = path.stat()
         except OSError:
             return False
-        return known is not None and known[1:] == [st.st_size, st.st_mtime_ns]
+        return known is not None and known[1:3] == [st.st_size, st.st_mtime_ns]
 
     def write(self, path: Path, data: str | bytes) -> bool:
         """Write ``data`` to ``path`` unless the file already holds it; True when written."""
@@ -67,6 +70,21 @@ class RenderState:
         path.write_bytes(raw)
         self.noted(path, digest)
         return True
+
+    def kept(self, path: Path, source: str) -> bool:
+        """Whether ``path`` is still the file the last render made from ``source`` (a digest
+        of every input of its bytes, see ``write_made``): then it counts as written."""
+        known = self.files.get(self.name(path))
+        if known is not None and known[3:] == [source] and self.unchanged(path):
+            self.written.add(self.name(path))
+            return True
+        return False
+
+    def write_made(self, path: Path, source: str, data: str | bytes) -> bool:
+        """``write``, remembering that ``data`` was made from ``source`` (``kept``)."""
+        wrote = self.write(path, data)
+        self.files[self.name(path)][3:] = [source]
+        return wrote
 
     def noted(self, path: Path, digest: str) -> None:
         """``path`` was just written with content hashing to ``digest``."""

@@ -15,9 +15,15 @@ parser (``store.reader.parse``) and ordered by its one order (``store.reader.LAT
              hash of the line and whether it was written under an older schema
     skipped  the lines the loader would skip, and why
     cells    per cell, the latest record's key fields (what a no-op `run` reads)
-    summaries  the report's summary of a record (``report.render.record_summary``), keyed by
+    summaries  the report's summary of a record (``report.cell.record_summary``), keyed by
              the line's digest and the summary's version: kept for cells' latest
              records only, so a render parses only records it has not seen
+    pieces   per cell, the page's pieces of it the last render made (``report.cell``:
+             its grid cell, repro-page row, CSV row, drawer detail) and the digest of
+             every input they were made from: a render remakes only cells whose inputs
+             changed, and reads a cell's detail only when its chunk is written
+    meta     also the report's last grid layout (``layout``), under the digest of what
+             decides it
 
 ``refresh`` brings the index up to date with the files (a stat per file when
 nothing changed); ``ResultStore.append`` updates it as each record is written, in
@@ -56,7 +62,7 @@ from .reader import (
 from .record import Result
 
 INDEX_NAME = ".index.sqlite"
-FORMAT = "repromatrix-index-7"  # another value in `meta`: the index is rebuilt
+FORMAT = "repromatrix-index-8"  # another value in `meta`: the index is rebuilt
 TAIL = 256  # bytes before the indexed offset that must be unchanged to read on from there
 BUSY_TIMEOUT_S = 60.0
 MAX_OPEN = 64  # record files held open at once while reading records back
@@ -76,6 +82,8 @@ CREATE INDEX IF NOT EXISTS records_by_file ON records (file, offset);
 CREATE TABLE IF NOT EXISTS skipped (file INTEGER, line INTEGER, reason TEXT,
     PRIMARY KEY (file, line));
 CREATE TABLE IF NOT EXISTS summaries (key TEXT PRIMARY KEY, data BLOB) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pieces (cell TEXT PRIMARY KEY, key TEXT, head BLOB, detail BLOB,
+    env BLOB) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS cells (cell TEXT PRIMARY KEY, record INTEGER, stack_id TEXT,
     repro TEXT, status TEXT, cache_key TEXT, run_id TEXT, started_at TEXT, finished_at TEXT,
     signature TEXT, workaround TEXT, digest TEXT) WITHOUT ROWID;
@@ -373,11 +381,19 @@ class StoreIndex:
 
     def summaries(self, keys: Iterable[str]) -> dict[str, bytes]:
         """The summaries kept under ``keys`` (``<record digest>:<version>``; see
-        ``keep_summaries``). One pass over the table, cheaper than a lookup per key: it
-        holds little but the summaries of its cells' latest records (``keep_summaries``)."""
-        wanted = set(keys)
-        return {key: bytes(data) for key, data in self._execute("SELECT key, data FROM summaries")
-                if key in wanted}
+        ``keep_summaries``): looked up a batch at a time when few, else in one pass over the
+        table (it holds little but the summaries of its cells' latest records)."""
+        wanted = list(dict.fromkeys(keys))
+        if len(wanted) > 2000:
+            chosen = set(wanted)
+            return {key: bytes(data) for key, data in self._execute("SELECT key, data FROM summaries")
+                    if key in chosen}
+        out = {}
+        for start in range(0, len(wanted), 500):
+            batch = wanted[start:start + 500]
+            out.update((key, bytes(data)) for key, data in self._execute(
+                f"SELECT key, data FROM summaries WHERE key IN ({','.join('?' * len(batch))})", batch))
+        return out
 
     def keep_summaries(self, items: Iterable[tuple[str, bytes]], version: str) -> None:
         """Keep ``(key, data)`` summaries of records (the report's per-cell data, keyed by
@@ -387,6 +403,42 @@ class StoreIndex:
             conn.executemany("INSERT OR REPLACE INTO summaries VALUES (?, ?)", items)
             conn.execute("DELETE FROM summaries WHERE key NOT LIKE ? OR substr(key, 1, 40) "
                          "NOT IN (SELECT digest FROM cells)", (f"%:{version}",))
+
+    def pieces(self) -> dict[str, tuple[str, bytes]]:
+        """The report's pieces of each cell (``keep_pieces``): (their key, their head)."""
+        return {cell: (key, head) for cell, key, head in
+                self._execute("SELECT cell, key, head FROM pieces")}
+
+    def bodies(self, cells: Iterable[str]) -> dict[str, tuple[bytes, bytes]]:
+        """The detail and environment pieces of ``cells`` (in one pass over the table when
+        they are many)."""
+        cells = list(cells)
+        if len(cells) > 2000:
+            wanted = set(cells)
+            return {cell: (detail, env) for cell, detail, env in self._execute(
+                "SELECT cell, detail, env FROM pieces") if cell in wanted}
+        return {cell: (detail, env) for cell, detail, env in self._execute(
+            "SELECT cell, detail, env FROM pieces WHERE cell IN (SELECT cell FROM wanted)",
+            (), cells)}
+
+    def keep_pieces(self, items: Iterable[tuple[str, str, bytes, bytes, bytes]]) -> None:
+        """Keep each cell's pieces ``(cell, key, head, detail, env)``, replacing its earlier
+        ones; pieces of cells the index no longer holds go."""
+        with self._write() as conn:
+            conn.executemany("INSERT OR REPLACE INTO pieces VALUES (?, ?, ?, ?, ?)", items)
+            conn.execute("DELETE FROM pieces WHERE cell NOT IN (SELECT cell FROM cells)")
+
+    def layout(self, key: str) -> str | None:
+        """The grid layout kept under ``key`` (``keep_layout``), else None."""
+        rows = self._query("SELECT value FROM meta WHERE key = 'layout'")
+        if rows and rows[0][0].startswith(key + "\n"):
+            return rows[0][0][len(key) + 1:]
+        return None
+
+    def keep_layout(self, key: str, layout: str) -> None:
+        """Keep one grid layout (the report's, as text) under the digest of its inputs."""
+        with self._write() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('layout', ?)", (f"{key}\n{layout}",))
 
     def skipped(self) -> list[Skipped]:
         """Every line the loader would skip, and why (file, line, reason)."""
@@ -504,7 +556,7 @@ def _prepared(conn: sqlite3.Connection) -> sqlite3.Connection:
     conn.execute("BEGIN IMMEDIATE")
     try:
         if version not in (None, FORMAT):
-            for table in ("meta", "files", "records", "skipped", "cells", "summaries"):
+            for table in ("meta", "files", "records", "skipped", "cells", "summaries", "pieces"):
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
         for statement in _SCHEMA.split(";"):
             if statement.strip():

@@ -100,6 +100,10 @@ def bench(name: str, stacks: int, runs: int, args: argparse.Namespace, trees: di
             first = measure([sys.executable, "-c", INDEX, str(store)], env_with(src / "src"))
             print(f"  first index build {first.seconds:.2f} s, peak RSS {first.peak_rss_mb:.0f} MB "
                   "(not in the figures below)", flush=True)
+        if ours:  # the first render of a store makes every cell's pieces and keeps them
+            took, peak, _ = render(src / "src", store, tmp / f"site-{name}-{number}-first")
+            print(f"  first render (every cell's pieces made and kept) {took:.2f} s, peak RSS "
+                  f"{peak:.0f} MB (not in the figures below)", flush=True)
         cold, rss = [], []
         for i in range(args.repeat):
             out = tmp / f"site-{name}-{number}-{i}"

@@ -124,7 +124,7 @@ class Reduced:
                   ) -> Iterator[tuple[str, dict[str, Any]]]:
         """The latest record of each of ``cells`` as ``make`` summarises it, one at a time:
         the summary its index keeps, else made from the parsed record (and kept by
-        ``keep``)."""
+        ``keep_summaries``)."""
         cells = list(cells)
         _fill_latest(self, cells)
         for cell in cells:
@@ -163,20 +163,27 @@ class Reduced:
     def _indexes(self) -> list[StoreIndex]:
         return list(dict.fromkeys(f.where[0] for f in self.latest.values() if f.where is not None))
 
-    def keep(self, pieces: Mapping[str, tuple[str, bytes, bytes, bytes]]) -> None:
-        """Hand the summaries made by ``summaries`` and the cells' new ``pieces`` (cell ->
-        key, head, detail, env) to their indexes, for the next render."""
+    def keep(self, pieces: Mapping[str, tuple[str, bytes, bytes, bytes]]
+             ) -> dict[str, tuple[bytes, bytes]]:
+        """Hand cells' new pieces (cell -> key, head, detail, env) to their indexes, for the
+        next render; the detail and environment of those no index took (a cache that cannot
+        be written), which the caller keeps."""
         items: dict[StoreIndex, list[tuple[str, str, bytes, bytes, bytes]]] = {}
         for cell, kept in pieces.items():
-            index = self.index_of(cell)
-            if index is not None:
-                items.setdefault(index, []).append((cell, *kept))
-        for index in set(self._new) | set(items):
+            items.setdefault(self.index_of(cell), []).append((cell, *kept))  # type: ignore[arg-type]
+        left: dict[str, tuple[bytes, bytes]] = {}
+        for index, rows in items.items():
+            try:
+                index.keep_pieces(rows)
+            except (sqlite3.Error, OSError):  # only a cache: next time, then
+                left.update((cell, (detail, env)) for cell, _, _, detail, env in rows)
+        return left
+
+    def keep_summaries(self) -> None:
+        """Hand the summaries made by ``summaries`` to their indexes, for the next render."""
+        for index, items in self._new.items():
             with contextlib.suppress(sqlite3.Error, OSError):  # only a cache: next time, then
-                if index in self._new:
-                    index.keep_summaries(self._new[index], self.summary_version)
-                if index in items:
-                    index.keep_pieces(items[index])
+                index.keep_summaries(items, self.summary_version)
         self._new.clear()
 
 

@@ -55,6 +55,7 @@ __all__ = ["STATUS_INFO", "ReportSummary", "fragment", "page_name", "render_site
 STATUS_ORDER = tuple(s.value for s in Status)
 PROBLEMS = frozenset({"error", "crash", "timeout", "broken"})
 FEED_ENTRIES = 200
+KEEP_BATCH = 1000  # cells whose new pieces go to their index at once
 
 
 @dataclass
@@ -112,7 +113,7 @@ def render_site(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro] | 
                     write_pages(out, site, state)
                     chunks = write_chunks(out, site["cells"], site["details"], state)
                     write_csv(out, site, site["heads"], state)
-                    reduced.keep(site["made"])
+                    reduced.keep_summaries()
                 break
             except StaleIndex:
                 if attempt == 2:
@@ -228,13 +229,21 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
             heads[cid] = Head(*loads(found[1]))
         else:
             contexts[cid] = context
-    made: dict[str, tuple[str, bytes, bytes, bytes]] = {}
+    made: dict[str, tuple[bytes, bytes]] = {}  # details of cells no index keeps
+    batch: dict[str, tuple[str, bytes, bytes, bytes]] = {}
     shared: dict[Any, Any] = {}
     for cid, summary in reduced.summaries(list(contexts), record_summary):
         pieces = cell_mod.make_pieces(summary, repros.get(summary["view"]["repro"]),
                                       matrix=matrix, seen=shared, **contexts[cid])
-        made[cid] = (keys[cid], _dumps(pieces.head), pieces.detail, pieces.env)
         heads[cid] = Head(*pieces.head)
+        if reduced.index_of(cid) is None:
+            made[cid] = (pieces.detail, pieces.env)
+            continue
+        batch[cid] = (keys[cid], _dumps(pieces.head), pieces.detail, pieces.env)
+        if len(batch) >= KEEP_BATCH:  # kept as they are made: memory stays flat
+            made.update(reduced.keep(batch))
+            batch.clear()
+    made.update(reduced.keep(batch))
     stage_names, book, cells = StageTable(), StackBook(published), {}
     for cid in reduced.latest:
         head = heads[cid]
@@ -261,7 +270,7 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
 
     def details(wanted: list[str]) -> dict[str, tuple[bytes, bytes]]:
         found = reduced.details(c for c in wanted if c not in made)
-        found.update((c, made[c][2:]) for c in wanted if c in made)
+        found.update((c, made[c]) for c in wanted if c in made)
         return found
 
     site = {
@@ -272,7 +281,7 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
         "skipped": reduced.skipped, "conflicts": reduced.conflicts,
         "records": reduced.records, "stage_names": stage_names.names,
         "shown_scope": shown_scope, "scope_counts": _scope_counts(stacks),
-        "timelines": timelines, "heads": heads, "made": made, "details": details,
+        "timelines": timelines, "heads": heads, "details": details,
     }
     add_markup(site, heads)
     return site

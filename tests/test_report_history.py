@@ -203,9 +203,12 @@ def site_files(out: Path) -> dict[str, bytes]:
             if p.is_file() and p.name != ".render-state.json"}
 
 
-def test_an_incremental_render_leaves_what_a_cold_render_writes(tmp_path):
-    """Render into one folder after each change; render cold into a new folder; every file
-    equal. One new record rewrites one detail chunk, never the unchanged ones or static/."""
+def test_an_incremental_render_leaves_what_a_cold_render_writes(tmp_path, monkeypatch):
+    """Render into one folder after each change; render cold into a new folder, and once
+    more reading every record (not the histories the index keeps); every file equal. One
+    new record rewrites one detail chunk, never the unchanged ones or static/."""
+    from repromatrix.report import load
+
     now = datetime(2026, 11, 24, 1, 2, tzinfo=timezone.utc)
     store = ResultStore(tmp_path / "results")
     for run, status in enumerate(["fail", "pass"]):
@@ -221,6 +224,10 @@ def test_an_incremental_render_leaves_what_a_cold_render_writes(tmp_path):
         rewritten = render_site(paths, inc, now=now).rewritten
         cold = render_site(paths, tmp_path / f"cold-{steps}", now=now)
         assert site_files(inc) == site_files(tmp_path / f"cold-{steps}"), f"step {steps}"
+        with monkeypatch.context() as m:
+            m.setattr(load, "SETTLED", False)
+            render_site(paths, tmp_path / f"every-{steps}", now=now)
+        assert site_files(inc) == site_files(tmp_path / f"every-{steps}"), f"step {steps}"
         assert sorted(cold.rewritten) == sorted(site_files(tmp_path / f"cold-{steps}"))
         return rewritten
 
@@ -313,3 +320,41 @@ def test_a_moved_store_s_commands_follow_it(tmp_path, monkeypatch):
     loose.write_bytes(next(moved.root.glob("*/*.jsonl")).read_bytes())
     render_site([loose], tmp_path / "site-loose")
     assert chunks(tmp_path / "site-loose")["pip-a--bug"]["command"] == " ".join(command)
+
+
+def test_one_store_read_through_its_settled_histories_writes_what_every_record_does(
+        tmp_path, monkeypatch):
+    """A store whose files are exactly its records is read one row per cell, from the
+    histories its index keeps; the page is byte for byte what reading every record writes,
+    with long histories, flaky attempts, a stand-in verdict after a real one, and host
+    folders whose path order and string order differ ('h' and 'h-2')."""
+    from repromatrix.report import load
+
+    now = datetime(2026, 11, 25, 9, 0, tzinfo=timezone.utc)
+    store = ResultStore(tmp_path / "results")
+    statuses = ["fail", "pass", "pass", "error", "fail"]
+    for run, status in enumerate(statuses):
+        for s in range(40):
+            rec = record(f"pip-s{s:02d}", "bug", run, status if s % 4 else "skip").to_dict()
+            store.append(Result.from_dict({**rec, "host": "h-2" if s % 3 == 0 else "h"}))
+            store.append(record(f"pip-s{s:02d}", "other", run, statuses[(run + s) % 5]))
+    flaky = record("pip-s01", "bug", 9, "fail").to_dict()
+    for attempt, status in ((1, "fail"), (2, "pass")):  # a --repeat run that disagrees
+        store.append(Result.from_dict({**flaky, "attempt": attempt, "status": status}))
+    stood_in = record("pip-s02", "bug", 9, "fail").to_dict()  # real earlier, stand-in later
+    stood_in["stages"] = [{"name": "trt", "role": "main", "status": "fail",
+                           "standins": ["tensorrt"]}]
+    store.append(Result.from_dict(stood_in))
+    calls = []
+    monkeypatch.setattr(load, "_read_settled", lambda *a, _f=load._read_settled: (
+        calls.append(1), _f(*a))[1])
+    settled = render_site([store.root], tmp_path / "settled", now=now)
+    assert calls, "a clean store is read through its cells' histories"
+    monkeypatch.setattr(load, "SETTLED", False)
+    every = render_site([store.root], tmp_path / "every", now=now)
+    assert site_files(tmp_path / "settled") == site_files(tmp_path / "every")
+    assert (settled.records, settled.cells) == (every.records, every.cells) == (403, 80)
+    details = chunks(tmp_path / "settled")
+    assert details["pip-s01--bug"]["flaky"] == "1 fail, 1 pass"
+    assert details["pip-s02--bug"]["status"] == "fail" and details["pip-s02--bug"]["run_id"] == "run-4"
+    assert len(details["pip-s00--other"]["history"]) == 4  # fail, pass x2, error, fail

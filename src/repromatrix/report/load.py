@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from repromatrix.store.index import StaleIndex, StoreIndex, Where
 from repromatrix.store.reader import (
+    CellHistory,
     Conflict,
     Entry,
     Overlong,
@@ -38,17 +39,20 @@ from repromatrix.store.reader import (
     digest,
     dumps,
     entry,
+    flaky_counts,
     iter_result_files,
     loads,
     newest,
+    outranks,
     parse,
     parse_upgraded,
     read_lines,
     record_data,
     store_of_file,
     time_key,
+    timeline,
 )
-from repromatrix.store.record import REAL, STANDIN, Result
+from repromatrix.store.record import Result
 
 
 @dataclass
@@ -74,14 +78,8 @@ def recorded_root(root: Path | str, file: str) -> str:
 
 
 def _replaces(e: Entry, current: _Latest | None) -> bool:
-    """Whether ``e`` becomes its cell's shown record: the latest, except that a verdict from
-    real TensorRT is never replaced by one decided with TensorRT stood in, and always
-    replaces one."""
-    if current is None:
-        return True
-    if e.evidence != current.evidence and {e.evidence, current.evidence} == {REAL, STANDIN}:
-        return e.evidence == REAL
-    return time_key(e) > current.time
+    """Whether ``e`` becomes its cell's shown record (``store.reader.outranks``)."""
+    return current is None or outranks(e, current.evidence, current.time)
 
 
 @dataclass
@@ -90,6 +88,7 @@ class Reduced:
 
     latest: dict[str, _Latest] = field(default_factory=dict)   # raw latest line per cell
     seen: dict[str, list[Entry]] = field(default_factory=dict)  # every kept record per cell
+    settled: dict[str, CellHistory] = field(default_factory=dict)  # or its history, from the index
     skipped: list[Skipped] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
     records: int = 0
@@ -98,9 +97,24 @@ class Reduced:
 
     def previous(self, cell: str) -> str:
         """The status of the cell's latest record from a run other than its latest run."""
+        if cell in self.settled:
+            return self.settled[cell].previous
         latest = self.latest[cell].time[2]
         older = [e for e in self.seen.get(cell, ()) if e.run_id != latest]
         return max(older, key=time_key).status if older else ""
+
+    def timeline(self, cell: str) -> list[Span]:
+        """The cell's timeline (``store.reader.timeline``)."""
+        if cell in self.settled:
+            return self.settled[cell].spans
+        return timeline(self.seen.get(cell, ()))
+
+    def attempts(self, cell: str) -> dict[str, int] | None:
+        """The statuses of its shown run's attempts when they disagree (a flaky cell)."""
+        if cell in self.settled:
+            return self.settled[cell].attempts
+        run = self.latest[cell].time[2]
+        return flaky_counts(s.status for s in self.seen.get(cell, ()) if s.run_id == run)
 
     def store(self, cell: str) -> str:
         """The store folder the cell's latest record is read from ("" when its file was read
@@ -210,6 +224,7 @@ def reduce_records(paths: Iterable[Path | str], sink: Sink | None = None,
     come from SQLite, and only the latest line of each cell is read back from the files,
     unless the index keeps that record's summary of ``summary_version``); a file given on
     its own, or one no index covers, is streamed."""
+    paths = list(paths)
     files, missing = iter_result_files(paths)
     out = Reduced(skipped=list(missing), summary_version=summary_version)
     settler = Settler()
@@ -220,6 +235,11 @@ def reduce_records(paths: Iterable[Path | str], sink: Sink | None = None,
                 index = stack.enter_context(StoreIndex.open(p))
                 for name, (_, lines) in index.files().items():
                     covered.setdefault(Path(name).resolve(), (index, name, lines))
+        if SETTLED and len(paths) == 1 and covered and \
+                {f.resolve() for f in files} == covered.keys() and index.clean():
+            _read_settled(index, out, sink)
+            yield out
+            return
         indexed = _IndexedFiles()
         for path in files:
             found = covered.get(path.resolve())
@@ -234,6 +254,32 @@ def reduce_records(paths: Iterable[Path | str], sink: Sink | None = None,
         if sink is not None:
             sink.close(out.skipped, out.conflicts)
         yield out
+
+
+SETTLED = True  # read one store through its cells' settled histories (tests turn it off)
+
+
+def _read_settled(index: StoreIndex, out: Reduced, sink: Sink | None) -> None:
+    """One store whose files are exactly its records (``StoreIndex.clean``): each cell from
+    the history its index keeps (``StoreIndex.histories``), every file copied whole to the
+    sink. What the general path works out from every record, from one row per cell."""
+    stores: dict[str, str] = {}
+    for settled, where, name, _ in index.histories():
+        e = settled.shown
+        store = stores.get(name)
+        if store is None:
+            store = stores[name] = recorded_root(index.root, name)
+        out.latest[e.cell] = _Latest(time_key(e), b"", (index, where), evidence=e.evidence,
+                                     store=store, digest=e.digest)
+        out.settled[e.cell] = settled
+        out.conflicts.extend(settled.conflicts)
+        out.records += settled.kept
+    if sink is not None:
+        for name, rows in index.blocks():
+            if rows:
+                sink.add_block([w.digest for w in rows],
+                               lambda name=name, last=rows[-1]: _chunks(index, Path(name), last))
+        sink.close(out.skipped, out.conflicts)
 
 
 class _IndexedFiles:

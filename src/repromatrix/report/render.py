@@ -35,7 +35,7 @@ import jinja2
 
 from repromatrix.model import Repro, Status
 from repromatrix.store.index import StaleIndex
-from repromatrix.store.reader import Conflict, Skipped, flaky_counts, loads, newest, timeline
+from repromatrix.store.reader import Conflict, Skipped, loads, newest
 
 from . import cell as cell_mod
 from .answers import SCOPES, repro_answers
@@ -216,10 +216,9 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
     heads: dict[str, Head] = {}
     keys, timelines, contexts = {}, {}, {}
     for cid, latest in reduced.latest.items():
-        seen = reduced.seen.get(cid, ())
-        timelines[cid] = timeline(seen)   # the feed's too
+        timelines[cid] = reduced.timeline(cid)   # the feed's too
         history, dropped = newest(timelines[cid])
-        attempts = flaky_counts(s.status for s in seen if s.run_id == latest.time[2])
+        attempts = reduced.attempts(cid)
         flaky = ", ".join(f"{n} {s}" for s, n in sorted(attempts.items())) if attempts else ""
         context = {"previous": reduced.previous(cid), "conflict": cid in conflicted,
                    "flaky": flaky, "history": history, "dropped": dropped, "store": latest.store}

@@ -15,6 +15,10 @@ parser (``store.reader.parse``) and ordered by its one order (``store.reader.LAT
              hash of the line and whether it was written under an older schema
     skipped  the lines the loader would skip, and why
     cells    per cell, the latest record's key fields (what a no-op `run` reads)
+    histories  per cell, its records settled (``store.reader.settle_cell``: the record the
+             report shows, the previous run's status, the timeline, flaky attempts,
+             conflicts), kept current as records arrive: a render of one store reads one
+             row per cell, not one per record
     summaries  the report's summary of a record (``report.cell.record_summary``), keyed by
              the line's digest and the summary's version: kept for cells' latest
              records only, so a render parses only records it has not seen
@@ -37,6 +41,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
+import json
 import os
 import shutil
 import sqlite3
@@ -49,20 +55,25 @@ from typing import Any, NamedTuple
 
 from .reader import (
     LATER_SQL,
+    CellHistory,
+    Conflict,
     Entry,
     Overlong,
     Skipped,
+    Span,
     digest,
     entry,
+    loads,
     parse_line,
     parse_upgraded,
     read_lines,
+    settle_cell,
     walk_jsonl,
 )
 from .record import Result
 
 INDEX_NAME = ".index.sqlite"
-FORMAT = "repromatrix-index-8"  # another value in `meta`: the index is rebuilt
+FORMAT = "repromatrix-index-9"  # another value in `meta`: the index is rebuilt
 TAIL = 256  # bytes before the indexed offset that must be unchanged to read on from there
 BUSY_TIMEOUT_S = 60.0
 MAX_OPEN = 64  # record files held open at once while reading records back
@@ -82,6 +93,9 @@ CREATE INDEX IF NOT EXISTS records_by_file ON records (file, offset);
 CREATE TABLE IF NOT EXISTS skipped (file INTEGER, line INTEGER, reason TEXT,
     PRIMARY KEY (file, line));
 CREATE TABLE IF NOT EXISTS summaries (key TEXT PRIMARY KEY, data BLOB) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS histories (cell TEXT PRIMARY KEY, record INTEGER, data BLOB,
+    digest TEXT, kept INTEGER, conflicts INTEGER, first_file INTEGER, first_offset INTEGER)
+    WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS pieces (cell TEXT PRIMARY KEY, key TEXT, head BLOB, detail BLOB,
     env BLOB) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS cells (cell TEXT PRIMARY KEY, record INTEGER, stack_id TEXT,
@@ -252,6 +266,7 @@ class StoreIndex:
                 if row is None or (row[2], row[3]) != (st.st_size, st.st_mtime_ns):
                     read += self._read_file(conn, key, row, touched)
             _update_cells(conn, touched)
+            self._update_histories(conn, touched)
         return read
 
     def _found(self) -> dict[str, os.stat_result]:
@@ -323,6 +338,40 @@ class StoreIndex:
         touched |= _forget(conn, row[0])
         return row[0], 0, 0, False
 
+    def _update_histories(self, conn: sqlite3.Connection, touched: set[str]) -> None:
+        """Settle the records of each ``touched`` cell again (``store.reader.settle_cell``)
+        into its ``histories`` row (call after ``_update_cells``, which fills ``touched``)."""
+        if not touched:
+            return
+        root = str(self.root) + os.sep
+        rows = conn.execute(
+            "SELECT r.cell, r.id, r.run_id, r.attempt, r.status, r.cache_key, r.finished_at, "
+            "r.started_at, r.digest, f.path, r.line, r.evidence, r.file, r.offset FROM records r "
+            "JOIN files f ON f.id = r.file WHERE r.cell IN (SELECT cell FROM touched) "
+            "ORDER BY r.cell, f.path, r.offset")
+        conn.execute("DELETE FROM histories WHERE cell IN (SELECT cell FROM touched)")
+        out = []
+        for cell, group in itertools.groupby(rows.fetchall(), key=lambda r: r[0]):
+            ids: dict[str, int] = {}
+            entries = []
+            first: tuple[int, int] | None = None
+            for (_, rid, run, attempt, status, key, fin, start, dig, path, line, evidence, fid,
+                 offset) in group:
+                first = first or (fid, offset)
+                source = f"{path}:{line}"
+                ids[source] = rid
+                entries.append(Entry(run, cell, attempt, status, key, fin, start, dig,
+                                     root + source, evidence or ""))
+            settled = settle_cell(entries)
+            data = _json([settled.previous, [list(s) for s in settled.spans], settled.attempts,
+                          settled.kept, [[c.run_id, c.cell, [x[len(root):] for x in c.sources],
+                                          list(c.statuses), c.kept[len(root):]]
+                                         for c in settled.conflicts]])
+            out.append((cell, ids[settled.shown.source[len(root):]], data,
+                        hashlib.sha1(data).hexdigest(), settled.kept, len(settled.conflicts),
+                        *first))  # type: ignore[misc]
+        conn.executemany("INSERT INTO histories VALUES (?, ?, ?, ?, ?, ?, ?, ?)", out)
+
     def added(self, path: Path, offset: int, line: bytes, result: Result) -> None:
         """``line`` (one record, newline included) was just appended at ``offset`` of ``path``.
 
@@ -341,6 +390,7 @@ class StoreIndex:
                 touched: set[str] = set()
                 self._read_file(conn, key, row, touched)
                 _update_cells(conn, touched)
+                self._update_histories(conn, touched)
                 return
             fid, lines = row[0], row[5]
             _insert(conn, fid, lines + 1, offset, line, result.to_dict())
@@ -352,6 +402,7 @@ class StoreIndex:
             conn.execute("UPDATE files SET size = ?, mtime_ns = ?, offset = ?, lines = ?, tail = ? "
                          "WHERE id = ?", (size, mtime, end, lines + 1, tail, fid))
             _update_cells(conn, {result.cell})
+            self._update_histories(conn, {result.cell})
 
     # -- queries -------------------------------------------------------------------------
 
@@ -403,6 +454,54 @@ class StoreIndex:
             conn.executemany("INSERT OR REPLACE INTO summaries VALUES (?, ?)", items)
             conn.execute("DELETE FROM summaries WHERE key NOT LIKE ? OR substr(key, 1, 40) "
                          "NOT IN (SELECT digest FROM cells)", (f"%:{version}",))
+
+    def histories(self) -> Iterator[tuple[CellHistory, Where, str, str]]:
+        """Every cell's records, settled when they were indexed (``store.reader.settle_cell``):
+        its history, where its shown record is, the file that holds it, and a digest of the
+        history; cells in order of their first record in the store's files (``walk_jsonl``'s
+        order), as a reader of the files meets them. No record line is read."""
+        root = str(self.root) + os.sep
+        rank = {fid: n for n, (fid, _) in enumerate(self._ordered_files())}
+        rows = self._query(
+            "SELECT h.cell, h.data, h.digest, r.run_id, r.attempt, r.status, r.cache_key, "
+            "r.finished_at, r.started_at, r.digest, f.path, r.line, r.evidence, r.file, r.offset, "
+            "r.length, r.upgraded, h.first_file, h.first_offset FROM histories h "
+            "JOIN records r ON r.id = h.record JOIN files f ON f.id = r.file")
+        rows.sort(key=lambda r: (rank[r[17]], r[18]))
+        for (cell, data, hdigest, run, attempt, status, key, fin, start, dig, path, line, evidence,
+             fid, offset, length, upgraded, _, _) in rows:
+            previous, spans, attempts, kept, conflicts = loads(data)
+            shown = Entry(run, cell, attempt, status, key, fin, start, dig, f"{root}{path}:{line}",
+                          evidence or "")
+            yield (CellHistory(shown, previous, [Span(*s) for s in spans], attempts, kept,
+                               [Conflict(run_id, c, tuple(root + x for x in sources),
+                                         tuple(statuses), root + kept_at)
+                                for run_id, c, sources, statuses, kept_at in conflicts]),
+                   Where(fid, offset, length, line, dig, bool(upgraded)), root + path, hdigest)
+
+    def clean(self) -> bool:
+        """Whether every line of every indexed file is a distinct record in the current
+        schema (no line skipped or upgraded, no copy, no conflict): the files are then
+        exactly the store's records."""
+        records, kept, odd = self._query(
+            "SELECT (SELECT count(*) FROM records), (SELECT coalesce(sum(kept), 0) FROM histories), "
+            "(SELECT count(*) FROM skipped) + (SELECT count(*) FROM records WHERE upgraded) "
+            "+ (SELECT coalesce(sum(conflicts), 0) FROM histories)")[0]
+        return records == kept and not odd
+
+    def _ordered_files(self) -> list[tuple[int, str]]:
+        """(file id, path) of every indexed file, in ``walk_jsonl``'s order (by path parts)."""
+        return sorted(self._query("SELECT id, path FROM files"), key=lambda r: r[1].split("/"))
+
+    def blocks(self) -> Iterator[tuple[str, list[Where]]]:
+        """Each indexed file (its path, in ``walk_jsonl``'s order) and where each of its
+        records is, in line order."""
+        root = str(self.root) + os.sep
+        for fid, path in self._ordered_files():
+            yield root + path, [Where(fid, offset, length, line, dig, bool(up)) for
+                                offset, length, line, dig, up in self._query(
+                "SELECT offset, length, line, digest, upgraded FROM records WHERE file = ? "
+                "ORDER BY offset", (fid,))]
 
     def pieces(self) -> dict[str, tuple[str, bytes]]:
         """The report's pieces of each cell (``keep_pieces``): (their key, their head)."""
@@ -556,7 +655,8 @@ def _prepared(conn: sqlite3.Connection) -> sqlite3.Connection:
     conn.execute("BEGIN IMMEDIATE")
     try:
         if version not in (None, FORMAT):
-            for table in ("meta", "files", "records", "skipped", "cells", "summaries", "pieces"):
+            for table in ("meta", "files", "records", "skipped", "cells", "summaries", "pieces",
+                          "histories"):
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
         for statement in _SCHEMA.split(";"):
             if statement.strip():
@@ -615,6 +715,10 @@ def _insert(conn: sqlite3.Connection, fid: int, number: int, offset: int, raw: b
                   str(data["stack"]["id"]), data["repro"], e.status, e.cache_key, e.started_at,
                   e.finished_at, _opt(data.get("signature")), _opt(data.get("workaround")),
                   e.digest, int(upgraded), e.evidence))
+
+
+def _json(data: Any) -> bytes:
+    return json.dumps(data, separators=(",", ":")).encode("ascii")
 
 
 def _opt(value: Any) -> str | None:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
-from .record import Result, _problem, evidence_level, finite, migrate
+from .record import REAL, STANDIN, Result, _problem, evidence_level, finite, migrate
 
 try:  # a fast parser when installed; the standard library decides anything it refuses
     import orjson as _orjson
@@ -453,6 +453,49 @@ def store_conflicts(entries: list[Entry]) -> list[Conflict]:
             statuses=tuple(e.status for e in shown.values()),
             kept=last[cell].source, cache_key=str(last[cell].cache_key)))
     return out
+
+
+# -- one cell's records, settled -----------------------------------------------------------
+
+def outranks(e: Entry, evidence: str, time: TimeKey) -> bool:
+    """Whether ``e`` replaces the shown record of its cell (of ``evidence``, finished at
+    ``time``): the latest, except that a verdict from real TensorRT is never replaced by one
+    decided with TensorRT stood in, and always replaces one."""
+    if e.evidence != evidence and {e.evidence, evidence} == {REAL, STANDIN}:
+        return e.evidence == REAL
+    return time_key(e) > time
+
+
+class CellHistory(NamedTuple):
+    """One cell's records, settled: the record shown, the status of its latest other run,
+    its timeline, its latest run's attempts when they disagree, how many records it kept,
+    and its conflicts (within one store)."""
+
+    shown: Entry
+    previous: str
+    spans: list[Span]
+    attempts: dict[str, int] | None
+    kept: int
+    conflicts: list[Conflict]
+
+
+def settle_cell(entries: Iterable[Entry], canonical_of: Callable[[Entry], str] | None = None
+                ) -> CellHistory:
+    """One cell's entries, in file and line order, through the store's conflict rule,
+    ``outranks`` and ``timeline``: what the report shows of the cell, as it works it out
+    for a whole store (``report.load``)."""
+    settler = Settler(canonical_of)
+    shown: Entry | None = None
+    for e in entries:
+        if settler.add(e) and (shown is None or outranks(e, shown.evidence, time_key(shown))):
+            shown = e
+    kept, conflicts = settler.finish()
+    if shown is None:
+        raise ValueError("settle_cell needs at least one entry")
+    older = [e for e in kept if e.run_id != shown.run_id]
+    return CellHistory(shown, max(older, key=time_key).status if older else "", timeline(kept),
+                       flaky_counts(e.status for e in kept if e.run_id == shown.run_id),
+                       len(kept), conflicts)
 
 
 # -- one history ----------------------------------------------------------------------------

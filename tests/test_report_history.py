@@ -334,14 +334,14 @@ def test_one_store_read_through_its_settled_histories_writes_what_every_record_d
     store = ResultStore(tmp_path / "results")
     statuses = ["fail", "pass", "pass", "error", "fail"]
     for run, status in enumerate(statuses):
-        for s in range(40):
-            rec = record(f"pip-s{s:02d}", "bug", run, status if s % 4 else "skip").to_dict()
+        for s in range(130):  # more cells changed than the feed holds changes
+            rec = record(f"pip-s{s:03d}", "bug", run, status if s % 4 else "skip").to_dict()
             store.append(Result.from_dict({**rec, "host": "h-2" if s % 3 == 0 else "h"}))
-            store.append(record(f"pip-s{s:02d}", "other", run, statuses[(run + s) % 5]))
-    flaky = record("pip-s01", "bug", 9, "fail").to_dict()
+            store.append(record(f"pip-s{s:03d}", "other", run, statuses[(run + s) % 5]))
+    flaky = record("pip-s001", "bug", 9, "fail").to_dict()
     for attempt, status in ((1, "fail"), (2, "pass")):  # a --repeat run that disagrees
         store.append(Result.from_dict({**flaky, "attempt": attempt, "status": status}))
-    stood_in = record("pip-s02", "bug", 9, "fail").to_dict()  # real earlier, stand-in later
+    stood_in = record("pip-s002", "bug", 9, "fail").to_dict()  # real earlier, stand-in later
     stood_in["stages"] = [{"name": "trt", "role": "main", "status": "fail",
                            "standins": ["tensorrt"]}]
     store.append(Result.from_dict(stood_in))
@@ -353,8 +353,10 @@ def test_one_store_read_through_its_settled_histories_writes_what_every_record_d
     monkeypatch.setattr(load, "SETTLED", False)
     every = render_site([store.root], tmp_path / "every", now=now)
     assert site_files(tmp_path / "settled") == site_files(tmp_path / "every")
-    assert (settled.records, settled.cells) == (every.records, every.cells) == (403, 80)
+    assert (settled.records, settled.cells) == (every.records, every.cells) == (1303, 260)
+    feed = ET.parse(tmp_path / "settled" / "changes.atom").getroot().findall(f"{ATOM}entry")
+    assert len(feed) == 200, "more changes than the feed holds: the newest cells chosen first"
     details = chunks(tmp_path / "settled")
-    assert details["pip-s01--bug"]["flaky"] == "1 fail, 1 pass"
-    assert details["pip-s02--bug"]["status"] == "fail" and details["pip-s02--bug"]["run_id"] == "run-4"
-    assert len(details["pip-s00--other"]["history"]) == 4  # fail, pass x2, error, fail
+    assert details["pip-s001--bug"]["flaky"] == "1 fail, 1 pass"
+    assert details["pip-s002--bug"]["status"] == "fail" and details["pip-s002--bug"]["run_id"] == "run-4"
+    assert len(details["pip-s000--other"]["history"]) == 4  # fail, pass x2, error, fail

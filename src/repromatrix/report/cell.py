@@ -280,12 +280,18 @@ def site_key(repros: Mapping[str, Repro], matrix: str) -> str:
     return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def pieces_key(site: str, record: str, store: str, previous: str, conflict: bool, flaky: str,
-               history: Sequence[Span], dropped: int) -> str:
+def pieces_key(site: str, record: str, store: str, history: str) -> str:
     """A digest of every input of a cell's pieces: the site's (``site_key``), its record's
-    digest, the store it is read from and its own history (``repr`` tells every str, int
-    and bool apart)."""
-    text = repr((site, record, store, previous, conflict, flaky, dropped, history))
+    digest, the store it is read from and its own history (``history_key``)."""
+    return hashlib.sha1(f"{site} {record} {history} {store}".encode("utf-8", "surrogatepass")
+                        ).hexdigest()
+
+
+def history_key(previous: str, conflict: bool, flaky: str, history: Sequence[Span],
+                dropped: int) -> str:
+    """A digest of what a cell's own history puts in its pieces (``repr`` tells every str,
+    int and bool apart; ``tuple.__repr__`` is the C one)."""
+    text = repr((previous, conflict, flaky, dropped, [tuple.__repr__(s) for s in history]))
     return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from repromatrix.store.index import StaleIndex, StoreIndex, Where
+from repromatrix.store.index import Settled, StaleIndex, StoreIndex, Where
 from repromatrix.store.reader import (
     CellHistory,
     Conflict,
@@ -88,33 +88,63 @@ class Reduced:
 
     latest: dict[str, _Latest] = field(default_factory=dict)   # raw latest line per cell
     seen: dict[str, list[Entry]] = field(default_factory=dict)  # every kept record per cell
-    settled: dict[str, CellHistory] = field(default_factory=dict)  # or its history, from the index
+    settled: dict[str, Settled] = field(default_factory=dict)  # or its history, from the index
+    _histories: dict[str, CellHistory] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
     records: int = 0
     summary_version: str = ""  # whose summaries the indexes were asked for
     _new: dict[StoreIndex, list[tuple[str, bytes]]] = field(default_factory=dict)
 
+    def _settled(self, cell: str) -> CellHistory | None:
+        found = self.settled.get(cell)
+        if found is None:
+            return None
+        if cell not in self._histories:
+            self._histories[cell] = found.history()
+        return self._histories[cell]
+
     def previous(self, cell: str) -> str:
         """The status of the cell's latest record from a run other than its latest run."""
-        if cell in self.settled:
-            return self.settled[cell].previous
+        settled = self._settled(cell)
+        if settled is not None:
+            return settled.previous
         latest = self.latest[cell].time[2]
         older = [e for e in self.seen.get(cell, ()) if e.run_id != latest]
         return max(older, key=time_key).status if older else ""
 
     def timeline(self, cell: str) -> list[Span]:
         """The cell's timeline (``store.reader.timeline``)."""
-        if cell in self.settled:
-            return self.settled[cell].spans
-        return timeline(self.seen.get(cell, ()))
+        settled = self._settled(cell)
+        return settled.spans if settled is not None else timeline(self.seen.get(cell, ()))
 
     def attempts(self, cell: str) -> dict[str, int] | None:
         """The statuses of its shown run's attempts when they disagree (a flaky cell)."""
-        if cell in self.settled:
-            return self.settled[cell].attempts
+        settled = self._settled(cell)
+        if settled is not None:
+            return settled.attempts
         run = self.latest[cell].time[2]
         return flaky_counts(s.status for s in self.seen.get(cell, ()) if s.run_id == run)
+
+    def history_digest(self, cell: str) -> str:
+        """A digest of the cell's history the index keeps ("" when it was worked out here)."""
+        found = self.settled.get(cell)
+        return "" if found is None else found.digest
+
+    def feed_cells(self, keep: Callable[[str], bool], limit: int) -> list[str]:
+        """The cells ``keep`` shows that may hold one of the ``limit`` newest status changes
+        (``status_changes``), in cell order: all of them, except for a store read through its
+        histories, where only those whose newest change is among the ``limit`` newest cells'
+        (at least ``limit`` cells changed as late, so no other change can be among those
+        ``limit``)."""
+        cells = [c for c in self.latest if keep(c)]
+        if not cells or len(self.settled) < len(self.latest):
+            return cells
+        changed = [self.settled[c].changed_at for c in cells]
+        late = heapq.nlargest(limit, (t for t in changed if t))
+        if len(late) < limit:
+            return [c for c, t in zip(cells, changed, strict=True) if t]
+        return [c for c, t in zip(cells, changed, strict=True) if t and t >= late[-1]]
 
     def store(self, cell: str) -> str:
         """The store folder the cell's latest record is read from ("" when its file was read
@@ -209,7 +239,7 @@ class Sink(Protocol):
 
     def add_lines(self, digests: list[str], read: Callable[[], Iterable[bytes]]) -> None: ...
 
-    def add_block(self, digests: list[str], read: Callable[[], Iterator[bytes]]) -> None: ...
+    def add_file(self, count: int, chain: str, read: Callable[[], Iterator[bytes]]) -> None: ...
 
     def close(self, skipped: list[Skipped], conflicts: list[Conflict]) -> None: ...
 
@@ -264,21 +294,18 @@ def _read_settled(index: StoreIndex, out: Reduced, sink: Sink | None) -> None:
     the history its index keeps (``StoreIndex.histories``), every file copied whole to the
     sink. What the general path works out from every record, from one row per cell."""
     stores: dict[str, str] = {}
-    for settled, where, name, _ in index.histories():
+    for settled in index.histories():
         e = settled.shown
-        store = stores.get(name)
+        store = stores.get(settled.file)
         if store is None:
-            store = stores[name] = recorded_root(index.root, name)
-        out.latest[e.cell] = _Latest(time_key(e), b"", (index, where), evidence=e.evidence,
-                                     store=store, digest=e.digest)
+            store = stores[settled.file] = recorded_root(index.root, settled.file)
+        out.latest[e.cell] = _Latest(time_key(e), b"", (index, settled.where),
+                                     evidence=e.evidence, store=store, digest=e.digest)
         out.settled[e.cell] = settled
-        out.conflicts.extend(settled.conflicts)
         out.records += settled.kept
     if sink is not None:
-        for name, rows in index.blocks():
-            if rows:
-                sink.add_block([w.digest for w in rows],
-                               lambda name=name, last=rows[-1]: _chunks(index, Path(name), last))
+        for name, count, chain, last in index.blocks():
+            sink.add_file(count, chain, lambda name=name, last=last: _chunks(index, Path(name), last))
         sink.close(out.skipped, out.conflicts)
 
 
@@ -312,10 +339,11 @@ class _IndexedFiles:
                                              store=store, digest=e.digest)
         if sink is None or not new:
             return
-        digests = [e.digest for e, _ in new]
         if len(new) == len(rows) == lines and not any(w.upgraded for _, w in new):
-            sink.add_block(digests, lambda: _chunks(index, Path(name), rows[-1][1]))
-            return
+            count, chain = index.chain(rows[-1][1].file)
+            if count == len(rows):
+                sink.add_file(count, chain, lambda: _chunks(index, Path(name), rows[-1][1]))
+                return
         # runs of consecutive lines, each read back in one pass when the sink writes them:
         # lines in the current schema as they are, older ones upgraded (parsed, written anew)
         for upgraded, run in itertools.groupby(new, key=lambda row: row[1].upgraded):
@@ -390,14 +418,13 @@ def _read(path: Path, out: Reduced, settler: Settler, sink: Sink | None) -> None
         out.skipped.append(Skipped(name, 0, f"cannot read: {exc.strerror or exc}"))
 
 
-def status_changes(timelines: Mapping[str, list[Span]], keep: Callable[[str], bool] = lambda cell: True,
-                   limit: int = 200) -> list[tuple[str, Span, Span]]:
+def status_changes(timelines: Mapping[str, list[Span]], limit: int = 200
+                   ) -> list[tuple[str, Span, Span]]:
     """Every status change among the newest ``limit`` spans of each cell's timeline
     (``store.reader.timeline``), newest first: (cell, before, after); the first ``limit``."""
     def changes() -> Iterator[tuple[str, Span, Span]]:
         for cell, spans in timelines.items():
-            if keep(cell):
-                shown, _ = newest(spans, limit)
-                yield from ((cell, a, b) for a, b in zip(shown, shown[1:], strict=False))
+            shown, _ = newest(spans, limit)
+            yield from ((cell, a, b) for a, b in zip(shown, shown[1:], strict=False))
     # nlargest: sorted(..., reverse=True)[:limit], ties included, without sorting them all
     return heapq.nlargest(limit, changes(), key=lambda c: (c[2].first_at, c[0]))

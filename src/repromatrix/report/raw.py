@@ -39,7 +39,7 @@ class RawSink:
         self.header = ('{"generated_at": ' + json.dumps(generated_at) + ',\n"records": [\n'
                        ).encode("utf-8")
         self.pieces: list[tuple[int, Callable[[], Any]]] = []
-        self.blocks: set[int] = set()  # the pieces that are whole files (add_block)
+        self.blocks: set[int] = set()  # the pieces that are whole files (add_file)
         self.count = 0
         self._chain = hashlib.sha1()
         self._want = state.results.get("count")
@@ -64,11 +64,17 @@ class RawSink:
         """Records whose lines ``read`` returns (newline included) when they are written."""
         self.pieces.append((self._note(digests), lambda: [r.rstrip(b"\n") for r in read()]))
 
-    def add_block(self, digests: list[str], read: Callable[[], Iterator[bytes]]) -> None:
-        """Records that are every line of the bytes ``read`` yields in chunks (each line
-        ending in a newline): copied a chunk at a time, never held whole."""
+    def add_file(self, count: int, chain: str, read: Callable[[], Iterator[bytes]]) -> None:
+        """A whole file of ``count`` records, every line one, each ending in a newline: copied
+        a chunk of ``read()`` at a time, never held whole. Noted by ``chain`` (a digest of
+        their digests, ``StoreIndex.chain``), not one digest at a time: a later render
+        appends after it only when it starts with the same whole files."""
+        self._chain.update(b"file " + chain.encode("ascii"))
+        self.count += count
+        if self.count == self._want:
+            self._at_want = self._chain.hexdigest()
         self.blocks.add(len(self.pieces))
-        self.pieces.append((self._note(digests), read))
+        self.pieces.append((count, read))
 
     def close(self, skipped: list[Skipped], conflicts: list[Conflict]) -> None:
         tail = {

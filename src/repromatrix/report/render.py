@@ -119,8 +119,9 @@ def render_site(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro] | 
                 if attempt == 2:
                     raise
         shown = {c["id"] for c in site["cells"].values() if c["in_scope"]}
+        feed = {c: reduced.timeline(c) for c in reduced.feed_cells(shown.__contains__, FEED_ENTRIES)}
         write_feed(out / "changes.atom", title, now.isoformat(timespec="seconds"),
-                   status_changes(site["timelines"], shown.__contains__, FEED_ENTRIES), state)
+                   status_changes(feed, FEED_ENTRIES), state)
         copy_static(out, state)
         state.save()
     return ReportSummary(
@@ -214,26 +215,27 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
     site_key = cell_mod.site_key(repros, matrix)
     kept = reduced.pieces()
     heads: dict[str, Head] = {}
-    keys, timelines, contexts = {}, {}, {}
+    keys: dict[str, str] = {}
+    contexts: dict[str, dict[str, Any]] = {}
     for cid, latest in reduced.latest.items():
-        timelines[cid] = reduced.timeline(cid)   # the feed's too
-        history, dropped = newest(timelines[cid])
-        attempts = reduced.attempts(cid)
-        flaky = ", ".join(f"{n} {s}" for s, n in sorted(attempts.items())) if attempts else ""
-        context = {"previous": reduced.previous(cid), "conflict": cid in conflicted,
-                   "flaky": flaky, "history": history, "dropped": dropped, "store": latest.store}
-        keys[cid] = key = cell_mod.pieces_key(site_key, latest.digest, **context)
+        conflict = cid in conflicted
+        kept_history = reduced.history_digest(cid)  # the index's digest of it: nothing parsed
+        context = None if kept_history else history_context(reduced, cid, conflict)
+        history = f"index {kept_history} {conflict}" if kept_history else \
+            cell_mod.history_key(**context)  # type: ignore[arg-type]
+        keys[cid] = key = cell_mod.pieces_key(site_key, latest.digest, latest.store, history)
         found = kept.get(cid)
         if found is not None and found[0] == key:
             heads[cid] = Head(*loads(found[1]))
         else:
-            contexts[cid] = context
+            contexts[cid] = context or history_context(reduced, cid, conflict)
     made: dict[str, tuple[bytes, bytes]] = {}  # details of cells no index keeps
     batch: dict[str, tuple[str, bytes, bytes, bytes]] = {}
     shared: dict[Any, Any] = {}
     for cid, summary in reduced.summaries(list(contexts), record_summary):
         pieces = cell_mod.make_pieces(summary, repros.get(summary["view"]["repro"]),
-                                      matrix=matrix, seen=shared, **contexts[cid])
+                                      matrix=matrix, store=reduced.store(cid), seen=shared,
+                                      **contexts[cid])
         heads[cid] = Head(*pieces.head)
         if reduced.index_of(cid) is None:
             made[cid] = (pieces.detail, pieces.env)
@@ -280,10 +282,19 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
         "skipped": reduced.skipped, "conflicts": reduced.conflicts,
         "records": reduced.records, "stage_names": stage_names.names,
         "shown_scope": shown_scope, "scope_counts": _scope_counts(stacks),
-        "timelines": timelines, "heads": heads, "details": details,
+        "heads": heads, "details": details,
     }
     add_markup(site, heads)
     return site
+
+
+def history_context(reduced: Reduced, cell: str, conflict: bool) -> dict[str, Any]:
+    """What a cell's own history puts in its pieces (``report.cell.make_pieces``)."""
+    history, dropped = newest(reduced.timeline(cell))
+    attempts = reduced.attempts(cell)
+    flaky = ", ".join(f"{n} {s}" for s, n in sorted(attempts.items())) if attempts else ""
+    return {"previous": reduced.previous(cell), "conflict": conflict, "flaky": flaky,
+            "history": history, "dropped": dropped}
 
 
 def grid_layout(reduced: Reduced, cells: Mapping[str, Mapping[str, Any]], stack_ids: list[str],

@@ -117,9 +117,17 @@ def stack_sort_key(stack: Mapping[str, Any]) -> tuple:
 
 def layout_key(cells: Mapping[str, Mapping[str, Any]], stack_ids: list[str],
                repro_ids: list[str]) -> str:
-    """A digest of everything ``pivot`` reads: an unchanged key, an unchanged grid."""
-    text = json.dumps([stack_ids, repro_ids, [(c["stack"], c["repro"], c["id"], c["finished_at"])
-                                              for c in cells.values()]])
+    """A digest of everything ``pivot`` decides by: the rows, the columns, each cell's place,
+    and, only where two cells share a place, when each finished (a new run of a cell leaves
+    the key as it was)."""
+    places: dict[tuple[str, str], int] = {}
+    for c in cells.values():
+        place = (c["stack"], c["repro"])
+        places[place] = places.get(place, 0) + 1
+    text = json.dumps([stack_ids, repro_ids, [
+        (c["stack"], c["repro"], c["id"],
+         c["finished_at"] if places[(c["stack"], c["repro"])] > 1 else "")
+        for c in cells.values()]])
     return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -73,7 +73,7 @@ from .reader import (
 from .record import Result
 
 INDEX_NAME = ".index.sqlite"
-FORMAT = "repromatrix-index-9"  # another value in `meta`: the index is rebuilt
+FORMAT = "repromatrix-index-11"  # another value in `meta`: the index is rebuilt
 TAIL = 256  # bytes before the indexed offset that must be unchanged to read on from there
 BUSY_TIMEOUT_S = 60.0
 MAX_OPEN = 64  # record files held open at once while reading records back
@@ -82,7 +82,7 @@ LATEST_ORDER = ", ".join("r." + c.strip() for c in LATER_SQL.split(",")) + ", r.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS files (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL,
-    size INTEGER, mtime_ns INTEGER, offset INTEGER, lines INTEGER, tail TEXT);
+    size INTEGER, mtime_ns INTEGER, offset INTEGER, lines INTEGER, tail TEXT, chain TEXT);
 CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY, file INTEGER NOT NULL,
     line INTEGER, offset INTEGER, length INTEGER, run_id TEXT, cell TEXT, attempt INTEGER,
     stack_id TEXT, repro TEXT, status TEXT, cache_key TEXT, started_at TEXT, finished_at TEXT, signature TEXT,
@@ -94,8 +94,8 @@ CREATE TABLE IF NOT EXISTS skipped (file INTEGER, line INTEGER, reason TEXT,
     PRIMARY KEY (file, line));
 CREATE TABLE IF NOT EXISTS summaries (key TEXT PRIMARY KEY, data BLOB) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS histories (cell TEXT PRIMARY KEY, record INTEGER, data BLOB,
-    digest TEXT, kept INTEGER, conflicts INTEGER, first_file INTEGER, first_offset INTEGER)
-    WITHOUT ROWID;
+    digest TEXT, kept INTEGER, conflicts INTEGER, changed_at TEXT, first_file INTEGER,
+    first_offset INTEGER) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS pieces (cell TEXT PRIMARY KEY, key TEXT, head BLOB, detail BLOB,
     env BLOB) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS cells (cell TEXT PRIMARY KEY, record INTEGER, stack_id TEXT,
@@ -136,6 +136,30 @@ class Where(NamedTuple):
     line: int
     digest: str
     upgraded: bool
+
+
+class Settled(NamedTuple):
+    """A cell's records as the index settled them (``StoreIndex.histories``): the record
+    shown and where it is, the file that holds it, how many records the cell keeps, when its
+    status last changed ("" never), a digest of its history, and the history itself
+    (``history``, parsed when asked for)."""
+
+    shown: Entry
+    where: Where
+    file: str
+    kept: int
+    changed_at: str
+    digest: str
+    data: bytes
+    root: str
+
+    def history(self) -> CellHistory:
+        previous, spans, attempts, kept, conflicts = loads(self.data)
+        root = self.root
+        return CellHistory(self.shown, previous, [Span(*s) for s in spans], attempts, kept,
+                           [Conflict(run_id, c, tuple(root + x for x in sources), tuple(statuses),
+                                     root + kept_at)
+                            for run_id, c, sources, statuses, kept_at in conflicts])
 
 
 class StoreIndex:
@@ -319,7 +343,8 @@ class StoreIndex:
                 elif not complete:
                     break
                 offset, lines = offset + len(raw), lines + 1
-            conn.execute("UPDATE files SET size = ?, mtime_ns = ?, offset = ?, lines = ?, tail = ? "
+            conn.execute("UPDATE files SET size = ?, mtime_ns = ?, offset = ?, lines = ?, tail = ?, "
+                         "chain = NULL "
                          "WHERE id = ?", (st.st_size, st.st_mtime_ns, offset, lines,
                                           _tail(fh, offset), fid))
         return read
@@ -367,10 +392,11 @@ class StoreIndex:
                           settled.kept, [[c.run_id, c.cell, [x[len(root):] for x in c.sources],
                                           list(c.statuses), c.kept[len(root):]]
                                          for c in settled.conflicts]])
+            changed_at = max((s.first_at for s in settled.spans[1:]), default="")
             out.append((cell, ids[settled.shown.source[len(root):]], data,
                         hashlib.sha1(data).hexdigest(), settled.kept, len(settled.conflicts),
-                        *first))  # type: ignore[misc]
-        conn.executemany("INSERT INTO histories VALUES (?, ?, ?, ?, ?, ?, ?, ?)", out)
+                        changed_at, *first))  # type: ignore[misc]
+        conn.executemany("INSERT INTO histories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", out)
 
     def added(self, path: Path, offset: int, line: bytes, result: Result) -> None:
         """``line`` (one record, newline included) was just appended at ``offset`` of ``path``.
@@ -399,7 +425,8 @@ class StoreIndex:
             size, mtime = (st.st_size, st.st_mtime_ns) if st.st_size == end else (-1, -1)
             with path.open("rb") as fh:
                 tail = _tail(fh, end)
-            conn.execute("UPDATE files SET size = ?, mtime_ns = ?, offset = ?, lines = ?, tail = ? "
+            conn.execute("UPDATE files SET size = ?, mtime_ns = ?, offset = ?, lines = ?, tail = ?, "
+                         "chain = NULL "
                          "WHERE id = ?", (size, mtime, end, lines + 1, tail, fid))
             _update_cells(conn, {result.cell})
             self._update_histories(conn, {result.cell})
@@ -455,29 +482,25 @@ class StoreIndex:
             conn.execute("DELETE FROM summaries WHERE key NOT LIKE ? OR substr(key, 1, 40) "
                          "NOT IN (SELECT digest FROM cells)", (f"%:{version}",))
 
-    def histories(self) -> Iterator[tuple[CellHistory, Where, str, str]]:
-        """Every cell's records, settled when they were indexed (``store.reader.settle_cell``):
-        its history, where its shown record is, the file that holds it, and a digest of the
-        history; cells in order of their first record in the store's files (``walk_jsonl``'s
-        order), as a reader of the files meets them. No record line is read."""
+    def histories(self) -> Iterator[Settled]:
+        """Every cell's records, settled when they were indexed (``store.reader.settle_cell``),
+        in order of each cell's first record in the store's files (``walk_jsonl``'s order),
+        as a reader of the files meets them. No record line is read, and a history is parsed
+        only when asked for (``Settled.history``)."""
         root = str(self.root) + os.sep
         rank = {fid: n for n, (fid, _) in enumerate(self._ordered_files())}
         rows = self._query(
-            "SELECT h.cell, h.data, h.digest, r.run_id, r.attempt, r.status, r.cache_key, "
-            "r.finished_at, r.started_at, r.digest, f.path, r.line, r.evidence, r.file, r.offset, "
-            "r.length, r.upgraded, h.first_file, h.first_offset FROM histories h "
-            "JOIN records r ON r.id = h.record JOIN files f ON f.id = r.file")
-        rows.sort(key=lambda r: (rank[r[17]], r[18]))
-        for (cell, data, hdigest, run, attempt, status, key, fin, start, dig, path, line, evidence,
-             fid, offset, length, upgraded, _, _) in rows:
-            previous, spans, attempts, kept, conflicts = loads(data)
+            "SELECT h.cell, h.data, h.digest, h.kept, h.changed_at, r.run_id, r.attempt, r.status, "
+            "r.cache_key, r.finished_at, r.started_at, r.digest, f.path, r.line, r.evidence, "
+            "r.file, r.offset, r.length, r.upgraded, h.first_file, h.first_offset "
+            "FROM histories h JOIN records r ON r.id = h.record JOIN files f ON f.id = r.file")
+        rows.sort(key=lambda r: (rank[r[19]], r[20]))
+        for (cell, data, hdigest, kept, changed_at, run, attempt, status, key, fin, start, dig, path,
+             line, evidence, fid, offset, length, upgraded, _, _) in rows:
             shown = Entry(run, cell, attempt, status, key, fin, start, dig, f"{root}{path}:{line}",
                           evidence or "")
-            yield (CellHistory(shown, previous, [Span(*s) for s in spans], attempts, kept,
-                               [Conflict(run_id, c, tuple(root + x for x in sources),
-                                         tuple(statuses), root + kept_at)
-                                for run_id, c, sources, statuses, kept_at in conflicts]),
-                   Where(fid, offset, length, line, dig, bool(upgraded)), root + path, hdigest)
+            yield Settled(shown, Where(fid, offset, length, line, dig, bool(upgraded)), root + path,
+                          kept, changed_at, hdigest, data, root)
 
     def clean(self) -> bool:
         """Whether every line of every indexed file is a distinct record in the current
@@ -493,15 +516,34 @@ class StoreIndex:
         """(file id, path) of every indexed file, in ``walk_jsonl``'s order (by path parts)."""
         return sorted(self._query("SELECT id, path FROM files"), key=lambda r: r[1].split("/"))
 
-    def blocks(self) -> Iterator[tuple[str, list[Where]]]:
-        """Each indexed file (its path, in ``walk_jsonl``'s order) and where each of its
-        records is, in line order."""
+    def blocks(self) -> list[tuple[str, int, str, Where]]:
+        """Each indexed file with records (its path, in ``walk_jsonl``'s order): how many, a
+        digest of their digests in line order (``chain``), and where the last one is."""
         root = str(self.root) + os.sep
+        out = []
         for fid, path in self._ordered_files():
-            yield root + path, [Where(fid, offset, length, line, dig, bool(up)) for
-                                offset, length, line, dig, up in self._query(
-                "SELECT offset, length, line, digest, upgraded FROM records WHERE file = ? "
-                "ORDER BY offset", (fid,))]
+            count, chain = self.chain(fid)
+            last = self._query("SELECT offset, length, line, digest, upgraded FROM records "
+                               "WHERE file = ? ORDER BY offset DESC LIMIT 1", (fid,))
+            if last:
+                offset, length, line, dig, upgraded = last[0]
+                out.append((root + path, count, chain,
+                            Where(fid, offset, length, line, dig, bool(upgraded))))
+        return out
+
+    def chain(self, fid: int) -> tuple[int, str]:
+        """(how many records file ``fid`` holds, a digest of their digests in line order):
+        worked out once after the file's records change, then kept."""
+        rows = self._query("SELECT chain FROM files WHERE id = ?", (fid,))
+        if rows and rows[0][0]:
+            count, _, chain = rows[0][0].partition(":")
+            return int(count), chain
+        digests = [d for (d,) in self._query(
+            "SELECT digest FROM records WHERE file = ? ORDER BY offset", (fid,))]
+        chain = hashlib.sha1("".join(digests).encode("ascii")).hexdigest()
+        with contextlib.suppress(sqlite3.Error), self._write() as conn:  # only a cache
+            conn.execute("UPDATE files SET chain = ? WHERE id = ?", (f"{len(digests)}:{chain}", fid))
+        return len(digests), chain
 
     def pieces(self) -> dict[str, tuple[str, bytes]]:
         """The report's pieces of each cell (``keep_pieces``): (their key, their head)."""
@@ -612,7 +654,8 @@ class StoreIndex:
 
     def _forget_file(self, fid: int) -> None:
         with self._write() as conn:
-            conn.execute("UPDATE files SET size = -1, tail = NULL WHERE id = ?", (fid,))
+            conn.execute("UPDATE files SET size = -1, tail = NULL, chain = NULL WHERE id = ?",
+                         (fid,))
 
     def _read_records(self, rows: Iterable[Any]) -> Iterator[tuple[Any, Result]]:
         """Read each (key, file, offset, length, line, digest) row's record back from its file."""

@@ -133,18 +133,17 @@ class Reduced:
 
     def feed_cells(self, keep: Callable[[str], bool], limit: int) -> list[str]:
         """The cells ``keep`` shows that may hold one of the ``limit`` newest status changes
-        (``status_changes``), in cell order: all of them, except for a store read through its
-        histories, where only those whose newest change is among the ``limit`` newest cells'
-        (at least ``limit`` cells changed as late, so no other change can be among those
-        ``limit``)."""
+        (``status_changes``, whose order is (time, cell)), in cell order: all of them, except
+        for a store read through its histories, where only the ``limit`` cells whose newest
+        change comes last in that order (those ``limit`` changes come after any other
+        cell's, so no other cell's change can be among the newest ``limit``)."""
         cells = [c for c in self.latest if keep(c)]
         if not cells or len(self.settled) < len(self.latest):
             return cells
-        changed = [self.settled[c].changed_at for c in cells]
-        late = heapq.nlargest(limit, (t for t in changed if t))
-        if len(late) < limit:
-            return [c for c, t in zip(cells, changed, strict=True) if t]
-        return [c for c, t in zip(cells, changed, strict=True) if t and t >= late[-1]]
+        last = heapq.nlargest(limit, ((self.settled[c].changed_at, c) for c in cells
+                                      if self.settled[c].changed_at))
+        chosen = {c for _, c in last}
+        return [c for c in cells if c in chosen]
 
     def store(self, cell: str) -> str:
         """The store folder the cell's latest record is read from ("" when its file was read

@@ -85,14 +85,36 @@ def add_markup(site: dict[str, Any], heads: Mapping[str, Any]) -> None:
     """Attach each matrix row's <td>s and each repro page's <tr>s as escaped Markup, from
     each cell's pieces (``heads``: cell -> ``report.cell.Head``) and what the site decides."""
     columns = [(escape(rv["id"]), escape(rv["page"])) for rv in site["repro_views"]]
+    width = len(columns) + 1
     for row in site["rows"]:
-        row["cells_html"] = Markup("\n".join(
+        cells = "\n".join(
             matrix_td(cell, heads[cell["id"]].td) if cell is not None else empty_td(rid)
-            for cell, (rid, _) in zip(row["cells"], columns, strict=True)))
+            for cell, (rid, _) in zip(row["cells"], columns, strict=True))
+        row["html"] = Markup(matrix_tr(row, cells, width))
     ths: dict[str, str] = {}
     for rv in site["repro_views"]:
         rv["rows_html"] = Markup("\n".join(
             repro_tr(e, heads[e["cell"]["id"]].tr, ths) for e in rv["entries"]))
+
+
+def matrix_tr(row: Mapping[str, Any], cells: str, width: int) -> str:
+    """One stack's row of the grid (after its group's heading row when it opens a group);
+    ``cells``: its <td>s, already markup; ``width``: the grid's columns."""
+    stack = row["stack"]
+    group = escape(stack["group"])
+    head = (f'    <tr class="group" data-group="{group}"><th scope="rowgroup" colspan="{width}">'
+            f'{group}</th></tr>\n') if row["group_start"] else ""
+    classes = ("all-broken" if row["all_broken"] else "") + (" scope-off" if row["hidden"] else "")
+    scope = "" if stack["scope"] == "published" else f" · {escape(stack['scope'])}"
+    pairing = f'<small class="pairing">{escape(stack["pairing"])}</small>' if stack["pairing"] else ""
+    broken = (f'\n        <small class="broken-note" title="{escape(row["broken_message"])}">'
+              'environment broken</small>') if row["all_broken"] else ""
+    return (f'{head}    <tr data-stack="{escape(stack["id"])}" data-scope="{escape(stack["scope"])}" '
+            f'data-rank="{stack["rank"]}" data-group="{group}" class="{classes}">\n'
+            f'      <th scope="row" class="stack" title="{escape(stack["full_label"])}">'
+            f'<span class="sid">{escape(stack["label"] or stack["id"])}</span>\n'
+            f'        <small class="ver">{escape(stack["id"])}{scope}</small>{pairing}{broken}\n'
+            f'      </th>\n{cells}\n    </tr>')
 
 
 def empty_td(rid: str) -> str:

@@ -10,6 +10,7 @@ what "newest" means when the page suggests a stack.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -64,7 +65,7 @@ def stack_group(kind: str, versions: Mapping[str, str]) -> tuple[tuple[Any, ...]
     ngc = versions.get("ngc", "")
     if kind == "ngc" and re.match(r"^\d{2}\.\d{2}", ngc):
         return (1, int(ngc[:2])), f"NGC 20{ngc[:2]}"
-    torch = expect_mod.normalize_version(versions.get("torch"))
+    torch = _version(versions.get("torch"))
     if torch is not None:
         minor = (torch.major, torch.minor)
         return (0, minor), f"torch {minor[0]}.{minor[1]}"
@@ -100,16 +101,22 @@ class StackBook:
             if st["pairing"]:
                 st["full_label"] += f" · {st['pairing']}"
             st["group_key"], st["group"] = stack_group(st["kind"], versions)
-        for rank, st in enumerate(sorted(self.stacks.values(), key=stack_sort_key)):
+        keys = {st["id"]: stack_sort_key(st) for st in self.stacks.values()}
+        for rank, st in enumerate(sorted(self.stacks.values(), key=lambda s: keys[s["id"]])):
             st["rank"] = rank
-        return sorted(self.stacks.values(), key=lambda s: (s["group_key"], stack_sort_key(s)))
+        return sorted(self.stacks.values(), key=lambda s: (s["group_key"], keys[s["id"]]))
+
+
+@functools.lru_cache(maxsize=4096)
+def _version(text: str | None) -> expect_mod.Version | None:
+    return expect_mod.normalize_version(text)
 
 
 def stack_sort_key(stack: Mapping[str, Any]) -> tuple:
     """Versions compared as versions (2.10 after 2.9); unknown versions first."""
     key: list[Any] = []
     for name in VERSION_KEYS:
-        version = expect_mod.normalize_version(stack["versions"].get(name))
+        version = _version(stack["versions"].get(name))
         key.append((0, expect_mod.Version("0")) if version is None else (1, version))
     key.append(stack["id"])
     return tuple(key)

@@ -360,3 +360,22 @@ def test_one_store_read_through_its_settled_histories_writes_what_every_record_d
     assert details["pip-s001--bug"]["flaky"] == "1 fail, 1 pass"
     assert details["pip-s002--bug"]["status"] == "fail" and details["pip-s002--bug"]["run_id"] == "run-4"
     assert len(details["pip-s000--other"]["history"]) == 4  # fail, pass x2, error, fail
+
+
+def test_a_store_with_a_blank_line_or_a_copy_is_read_record_by_record(tmp_path):
+    """Only files that are exactly their records are copied whole: a blank line between two
+    records, or the same record twice, sends the store through the general reader, and
+    results.json stays valid JSON with each record once."""
+    store = ResultStore(tmp_path / "results")
+    path = store.append(record("pip-a", "bug", 0, "fail"))
+    store.append(record("pip-b", "bug", 0, "pass"))
+    store.close()
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text(lines[0] + "\n" + lines[1])
+    render_site([store.root], tmp_path / "blank")
+    data = json.loads((tmp_path / "blank" / "results.json").read_text())
+    assert [r["status"] for r in data["records"]] == ["fail", "pass"]
+    (path.parent / "copy.jsonl").write_text(lines[1])  # the same record shipped twice
+    summary = render_site([store.root], tmp_path / "copy")
+    data = json.loads((tmp_path / "copy" / "results.json").read_text())
+    assert summary.records == 2 and sorted(r["status"] for r in data["records"]) == ["fail", "pass"]

@@ -504,13 +504,14 @@ class StoreIndex:
 
     def clean(self) -> bool:
         """Whether every line of every indexed file is a distinct record in the current
-        schema (no line skipped or upgraded, no copy, no conflict): the files are then
-        exactly the store's records."""
+        schema (no line blank, skipped or upgraded, no copy, no conflict): the files are
+        then exactly the store's records."""
         records, kept, odd = self._query(
             "SELECT (SELECT count(*) FROM records), (SELECT coalesce(sum(kept), 0) FROM histories), "
             "(SELECT count(*) FROM skipped) + (SELECT count(*) FROM records WHERE upgraded) "
-            "+ (SELECT coalesce(sum(conflicts), 0) FROM histories)")[0]
-        return records == kept and not odd
+            "+ (SELECT coalesce(sum(conflicts), 0) FROM histories) + (SELECT count(*) FROM files f "
+            "WHERE f.lines != (SELECT count(*) FROM records r WHERE r.file = f.id))")[0]
+        return records == kept and not odd  # (the last: blank lines)
 
     def _ordered_files(self) -> list[tuple[int, str]]:
         """(file id, path) of every indexed file, in ``walk_jsonl``'s order (by path parts)."""

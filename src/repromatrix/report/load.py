@@ -3,12 +3,18 @@
 Flow: results store -> **report.load** -> report. The report needs the latest
 record of each cell in full (or the summary of it its index keeps), and of every
 other record only its ``store.reader.Entry`` (status, run, time: for "previous run",
-the per-cell timeline and the Atom feed). A folder is read through its index
-(``store.index``, ``StoreIndex.entries``: no line parsed); a file given on its own
-is streamed through the store's one reader (``store.reader.parse``). Either way
-``store.reader.Settler`` drops copies and finds conflicts. Only each cell's latest
-line (or summary) is held, and ``Reduced.summaries`` hands them over one at a time,
-so memory grows with cells, not with history.
+the per-cell timeline and the Atom feed).
+
+One store whose files are exactly its records (``StoreIndex.clean``) is read one row
+per cell: the history its index settled as the records arrived (``StoreIndex.histories``,
+``store.reader.settle_cell``), parsed only for cells whose pieces must be made and for
+the feed's newest cells. Otherwise (several stores, loose files, blank, damaged or
+older lines, copies, conflicts) a folder is read through its index (``StoreIndex.entries``:
+no line parsed) and a file given on its own is streamed through the store's one reader
+(``store.reader.parse``); ``store.reader.Settler`` drops copies and finds conflicts, as
+``settle_cell`` does for one cell. Only each cell's latest line (or summary) is held,
+and ``Reduced.summaries`` hands them over one at a time, so memory grows with cells,
+not with history.
 
 Every usable record goes to ``results.json`` (``report.raw.RawSink``: whole result
 files copied a chunk at a time), so the published data stays complete.

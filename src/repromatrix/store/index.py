@@ -369,14 +369,14 @@ class StoreIndex:
         if not touched:
             return
         root = str(self.root) + os.sep
-        rows = conn.execute(
+        conn.execute("DELETE FROM histories WHERE cell IN (SELECT cell FROM touched)")
+        rows = conn.execute(  # streamed: a first build holds one cell's records at a time
             "SELECT r.cell, r.id, r.run_id, r.attempt, r.status, r.cache_key, r.finished_at, "
             "r.started_at, r.digest, f.path, r.line, r.evidence, r.file, r.offset FROM records r "
             "JOIN files f ON f.id = r.file WHERE r.cell IN (SELECT cell FROM touched) "
             "ORDER BY r.cell, f.path, r.offset")
-        conn.execute("DELETE FROM histories WHERE cell IN (SELECT cell FROM touched)")
-        out = []
-        for cell, group in itertools.groupby(rows.fetchall(), key=lambda r: r[0]):
+        out: list[tuple[Any, ...]] = []
+        for cell, group in itertools.groupby(rows, key=lambda r: r[0]):
             ids: dict[str, int] = {}
             entries = []
             first: tuple[int, int] | None = None
@@ -396,6 +396,9 @@ class StoreIndex:
             out.append((cell, ids[settled.shown.source[len(root):]], data,
                         hashlib.sha1(data).hexdigest(), settled.kept, len(settled.conflicts),
                         changed_at, *first))  # type: ignore[misc]
+            if len(out) >= 1000:
+                conn.executemany("INSERT INTO histories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", out)
+                out.clear()
         conn.executemany("INSERT INTO histories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", out)
 
     def added(self, path: Path, offset: int, line: bytes, result: Result) -> None:

@@ -54,6 +54,12 @@ def assert_like_loader(root: Path, index: StoreIndex) -> None:
     assert len(kept) == len(loaded.records)
     assert {c: (e.run_id, e.status) for c, e in previous_by_cell(kept).items()} \
         == {c: (r.run_id, r.status) for c, r in previous_by_cell(loaded.records).items()}
+    settled = {h.shown.cell: h for h in index.histories()}  # each cell, settled on arrival
+    assert {c: (h.shown.run_id, h.shown.status) for c, h in settled.items()} \
+        == {c: (r.run_id, r.status) for c, r in latest.items()}
+    assert sum(h.kept for h in settled.values()) == len(loaded.records)
+    assert {c: h.history().previous for c, h in settled.items() if h.history().previous} \
+        == {c: r.status for c, r in previous_by_cell(loaded.records).items()}
 
 
 def settle(index: StoreIndex) -> tuple[list, list]:

@@ -50,7 +50,12 @@ INDEX = ("import sys; from repromatrix.store.index import StoreIndex; "
 def export(rev: str, dest: Path) -> Path:
     """The harness of revision ``rev`` (``src`` and the page's ``report`` folder) in ``dest``."""
     dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src", "report"],
+    # pyproject.toml and repros/runner.py: what tells a later harness it runs from a checkout
+    # (and so reads the page's templates from report/)
+    wanted = [p for p in ("src", "report", "pyproject.toml", "repros/runner.py")
+              if subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{rev}:{p}"],
+                                capture_output=True).returncode == 0]
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, *wanted],
                              check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     return dest

@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
 
+from repromatrix.model import Repro
 from repromatrix.report.answers import axis_answer, stack_scope
 from repromatrix.report.load import reduce_records
 from repromatrix.report.render import render_site
@@ -379,3 +380,88 @@ def test_a_store_with_a_blank_line_or_a_copy_is_read_record_by_record(tmp_path):
     summary = render_site([store.root], tmp_path / "copy")
     data = json.loads((tmp_path / "copy" / "results.json").read_text())
     assert summary.records == 2 and sorted(r["status"] for r in data["records"]) == ["fail", "pass"]
+
+
+def test_records_of_one_cell_in_two_host_folders_keep_the_readers_order(tmp_path, monkeypatch):
+    """'h-2' sorts before 'h' as a string, after it as a path: a cell whose records live in
+    both is met where a reader of the files meets it, on both paths alike."""
+    from repromatrix.report import load
+
+    store = ResultStore(tmp_path / "results")
+    now = datetime(2026, 11, 25, 9, 0, tzinfo=timezone.utc)
+    for stack, run, status, host, stage in (("pip-y", 0, "pass", "h-2", "alpha"),
+                                            ("pip-x", 0, "fail", "h-2", "beta"),
+                                            ("pip-x", 1, "pass", "h", "beta")):
+        rec = {**record(stack, "bug", run, status).to_dict(), "host": host,
+               "stages": [{"name": stage, "role": "main", "status": status}]}
+        store.append(Result.from_dict(rec))
+    store.close()
+    render_site([store.root], tmp_path / "settled", now=now)
+    monkeypatch.setattr(load, "SETTLED", False)
+    render_site([store.root], tmp_path / "every", now=now)
+    assert site_files(tmp_path / "settled") == site_files(tmp_path / "every")
+
+
+def test_the_order_of_a_rules_conditions_is_an_input_of_the_pieces(tmp_path):
+    """The page shows a rule's conditions in the catalog's order: reordering them makes the
+    pieces anew, and the page is what a cold render writes."""
+    store = ResultStore(tmp_path / "results")
+    now = datetime(2026, 11, 25, 9, 0, tzinfo=timezone.utc)
+    store.append(Result.from_dict({**record("pip-a", "bug", 0, "fail").to_dict(),
+                                   "env": {"torch": "2.4.1", "python": "3.11.2"}}))
+    store.close()
+
+    def catalog(when: list[tuple[str, str]]) -> dict[str, Repro]:
+        return {"bug": Repro("bug", "bug.py", "A bug",
+                             expect=({"when": dict(when), "status": "fail", "note": "n"},))}
+
+    rules = [("torch", "<2.5"), ("python", ">=3.10")]
+    render_site([store.root], tmp_path / "inc", catalog(rules), now=now)
+    render_site([store.root], tmp_path / "inc", catalog(rules[::-1]), now=now)
+    render_site([store.root], tmp_path / "cold", catalog(rules[::-1]), now=now)
+    assert site_files(tmp_path / "inc") == site_files(tmp_path / "cold")
+    assert "no rule applies" not in (tmp_path / "inc" / "repro-bug.html").read_text()
+
+
+def test_pieces_another_render_replaced_meanwhile_are_made_again(tmp_path, monkeypatch):
+    """Two renders of one store with other matrices keep one set of pieces per cell: a render
+    whose pieces were replaced between reading their heads and their details makes them
+    again, never writing the other render's command into its chunks."""
+    from repromatrix.report import load
+
+    store = ResultStore(tmp_path / "results")
+    now = datetime(2026, 11, 25, 9, 0, tzinfo=timezone.utc)
+    store.append(record("pip-a", "bug", 0, "fail"))
+    store.close()
+    render_site([store.root], tmp_path / "x", matrix="X.yaml", now=now)
+    details, meanwhile = load.Reduced.details, []
+
+    def other_render_first(self, cells):
+        if not meanwhile:
+            meanwhile.append("Y")
+            render_site([store.root], tmp_path / "y", matrix="Y.yaml", now=now)
+        return details(self, cells)
+
+    monkeypatch.setattr(load.Reduced, "details", other_render_first)
+    render_site([store.root], tmp_path / "x2", matrix="X.yaml", now=now)
+    assert meanwhile
+    chunk = (tmp_path / "x2" / "data" / "c0.js").read_text()
+    assert "X.yaml" in chunk and "Y.yaml" not in chunk
+
+
+def test_a_last_record_without_its_newline_is_read_on_both_paths(tmp_path, monkeypatch):
+    """A file whose last line has no newline (edited by hand): its record counts, and
+    results.json stays valid JSON."""
+    from repromatrix.report import load
+
+    store = ResultStore(tmp_path / "results")
+    path = store.append(record("pip-a", "bug", 0, "fail"))
+    store.append(record("pip-b", "bug", 0, "pass"))
+    store.close()
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    for settled in (True, False):
+        monkeypatch.setattr(load, "SETTLED", settled)
+        out = tmp_path / f"site-{settled}"
+        assert render_site([store.root], out).records == 2
+        data = json.loads((out / "results.json").read_text())
+        assert [r["status"] for r in data["records"]] == ["fail", "pass"]

@@ -275,8 +275,9 @@ def site_key(repros: Mapping[str, Repro], matrix: str) -> str:
         here = os.getcwd()
     except OSError:
         here = ""
-    expect = {rid: list(r.expect) for rid, r in sorted(repros.items())}
-    text = json.dumps([PIECES_VERSION, matrix, here, expect], sort_keys=True, default=str)
+    expect = [[rid, list(r.expect)] for rid, r in sorted(repros.items())]
+    # not sort_keys: the order of a rule's conditions is in the text the page shows
+    text = json.dumps([PIECES_VERSION, matrix, here, expect], default=str)
     return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -147,7 +147,7 @@ class Reduced:
         if not cells or len(self.settled) < len(self.latest):
             return cells
         last = heapq.nlargest(limit, ((self.settled[c].changed_at, c) for c in cells
-                                      if self.settled[c].changed_at))
+                                      if self.settled[c].changed_at is not None))
         chosen = {c for _, c in last}
         return [c for c in cells if c in chosen]
 
@@ -196,15 +196,15 @@ class Reduced:
             out.update(index.pieces())
         return out
 
-    def details(self, cells: Iterable[str]) -> dict[str, tuple[bytes, bytes]]:
-        """The detail and environment rows the indexes keep for ``cells`` (of the pieces
-        ``pieces`` returned)."""
+    def details(self, cells: Iterable[str]) -> dict[str, tuple[str, bytes, bytes]]:
+        """The key, detail and environment rows the indexes keep for ``cells`` (another
+        render may have replaced what ``pieces`` returned: compare the key)."""
         wanted: dict[StoreIndex, list[str]] = {}
         for cell in cells:
             index = self.index_of(cell)
             if index is not None:
                 wanted.setdefault(index, []).append(cell)
-        out: dict[str, tuple[bytes, bytes]] = {}
+        out: dict[str, tuple[str, bytes, bytes]] = {}
         for index, some in wanted.items():
             out.update(index.bodies(some))
         return out
@@ -271,10 +271,13 @@ def reduce_records(paths: Iterable[Path | str], sink: Sink | None = None,
                 for name, (_, lines) in index.files().items():
                     covered.setdefault(Path(name).resolve(), (index, name, lines))
         if SETTLED and len(paths) == 1 and covered and \
-                {f.resolve() for f in files} == covered.keys() and index.clean():
-            _read_settled(index, out, sink)
-            yield out
-            return
+                {f.resolve() for f in files} == covered.keys():
+            with index.snapshot():  # the check and the reads see one state of the index
+                settled = index.clean() and _read_settled(index, out, sink)
+            if settled:
+                index.keep_chains()
+                yield out
+                return
         indexed = _IndexedFiles()
         for path in files:
             found = covered.get(path.resolve())
@@ -294,10 +297,11 @@ def reduce_records(paths: Iterable[Path | str], sink: Sink | None = None,
 SETTLED = True  # read one store through its cells' settled histories (tests turn it off)
 
 
-def _read_settled(index: StoreIndex, out: Reduced, sink: Sink | None) -> None:
-    """One store whose files are exactly its records (``StoreIndex.clean``): each cell from
-    the history its index keeps (``StoreIndex.histories``), every file copied whole to the
-    sink. What the general path works out from every record, from one row per cell."""
+def _read_settled(index: StoreIndex, out: Reduced, sink: Sink | None) -> bool:
+    """One store whose files are exactly its records (``StoreIndex.clean``: no copy, so no
+    conflict either): each cell from the history its index keeps (``StoreIndex.histories``),
+    every file copied whole to the sink. What the general path works out from every record,
+    from one row per cell. True (done)."""
     stores: dict[str, str] = {}
     for settled in index.histories():
         e = settled.shown
@@ -312,6 +316,7 @@ def _read_settled(index: StoreIndex, out: Reduced, sink: Sink | None) -> None:
         for name, count, chain, last in index.blocks():
             sink.add_file(count, chain, lambda name=name, last=last: _chunks(index, Path(name), last))
         sink.close(out.skipped, out.conflicts)
+    return True
 
 
 class _IndexedFiles:
@@ -381,17 +386,20 @@ def _fill_latest(out: Reduced, cells: Iterable[str]) -> None:
 
 def _chunks(index: StoreIndex, path: Path, last: Where, size: int = 1 << 22) -> Iterator[bytes]:
     """The bytes of a file whose every line is a distinct current record, up to the end of
-    the last indexed one, in chunks; StaleIndex when the file is no longer as indexed."""
+    the last indexed one, in chunks, each line ending in a newline (one is added after a
+    last record written without); StaleIndex when the file is no longer as indexed."""
     end = last.offset + last.length
     with path.open("rb") as fh:
         fh.seek(last.offset)
         tail = fh.read(last.length)
-        if not tail.endswith(b"\n") or digest(tail) != last.digest:
+        if digest(tail) != last.digest:
             index.forget(path)
             raise StaleIndex(f"{path} changed since it was indexed: render again")
         fh.seek(0)
         while fh.tell() < end:
             yield fh.read(min(size, end - fh.tell()))
+    if not tail.endswith(b"\n"):
+        yield b"\n"
 
 
 def _read(path: Path, out: Reduced, settler: Settler, sink: Sink | None) -> None:

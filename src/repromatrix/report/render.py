@@ -230,21 +230,31 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
         else:
             contexts[cid] = context or history_context(reduced, cid, conflict)
     made: dict[str, tuple[bytes, bytes]] = {}  # details of cells no index keeps
-    batch: dict[str, tuple[str, bytes, bytes, bytes]] = {}
     shared: dict[Any, Any] = {}
-    for cid, summary in reduced.summaries(list(contexts), record_summary):
-        pieces = cell_mod.make_pieces(summary, repros.get(summary["view"]["repro"]),
-                                      matrix=matrix, store=reduced.store(cid), seen=shared,
-                                      **contexts[cid])
-        heads[cid] = Head(*pieces.head)
-        if reduced.index_of(cid) is None:
-            made[cid] = (pieces.detail, pieces.env)
-            continue
-        batch[cid] = (keys[cid], _dumps(pieces.head), pieces.detail, pieces.env)
-        if len(batch) >= KEEP_BATCH:  # kept as they are made: memory stays flat
-            made.update(reduced.keep(batch))
-            batch.clear()
-    made.update(reduced.keep(batch))
+
+    def make(cells: list[str], every: bool = False) -> dict[str, tuple[bytes, bytes]]:
+        """Make the pieces of ``cells`` and hand them to their indexes as they are made (a
+        thousand at a time: memory stays flat); the details (detail, env) of those no index
+        took, or, with ``every``, of all."""
+        batch: dict[str, tuple[str, bytes, bytes, bytes]] = {}
+        out: dict[str, tuple[bytes, bytes]] = {}
+        for cid, summary in reduced.summaries(cells, record_summary):
+            context = contexts.get(cid) or history_context(reduced, cid, cid in conflicted)
+            pieces = cell_mod.make_pieces(summary, repros.get(summary["view"]["repro"]),
+                                          matrix=matrix, store=reduced.store(cid), seen=shared,
+                                          **context)
+            heads[cid] = Head(*pieces.head)
+            if every or reduced.index_of(cid) is None:
+                out[cid] = (pieces.detail, pieces.env)
+            if reduced.index_of(cid) is not None:
+                batch[cid] = (keys[cid], _dumps(pieces.head), pieces.detail, pieces.env)
+            if len(batch) >= KEEP_BATCH:
+                out.update(reduced.keep(batch))
+                batch.clear()
+        out.update(reduced.keep(batch))
+        return out
+
+    made.update(make(list(contexts)))
     stage_names, book, cells = StageTable(), StackBook(published), {}
     for cid in reduced.latest:
         head = heads[cid]
@@ -270,9 +280,13 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
     in_scope = {cid: c for cid, c in cells.items() if c["in_scope"]}
 
     def details(wanted: list[str]) -> dict[str, tuple[bytes, bytes]]:
-        found = reduced.details(c for c in wanted if c not in made)
+        found = {c: (detail, env) for c, (key, detail, env) in
+                 reduced.details(c for c in wanted if c not in made).items() if key == keys[c]}
         found.update((c, made[c]) for c in wanted if c in made)
-        return found
+        # pieces another render replaced since this one read them (another matrix, folder or
+        # catalog): made again, as this render's
+        again = [c for c in wanted if c not in found]
+        return {**found, **make(again, every=True)} if again else found
 
     site = {
         "title": title,

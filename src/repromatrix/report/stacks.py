@@ -149,7 +149,8 @@ def pivot(cells: Mapping[str, Mapping[str, Any]], stack_ids: list[str],
                          columns=["stack", "repro", "cell", "finished"])
     if frame.empty:
         return [[""] * len(repro_ids) for _ in stack_ids]
-    frame = frame.sort_values("finished").drop_duplicates(["stack", "repro"], keep="last")
+    frame = frame.sort_values("finished", kind="stable").drop_duplicates(["stack", "repro"],
+                                                                         keep="last")
     grid = frame.pivot(index="stack", columns="repro", values="cell")
     grid = grid.reindex(index=stack_ids, columns=repro_ids).astype(object).fillna("")
     return [list(row) for row in grid.itertuples(index=False, name=None)]

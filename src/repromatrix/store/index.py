@@ -73,7 +73,7 @@ from .reader import (
 from .record import Result
 
 INDEX_NAME = ".index.sqlite"
-FORMAT = "repromatrix-index-11"  # another value in `meta`: the index is rebuilt
+FORMAT = "repromatrix-index-12"  # another value in `meta`: the index is rebuilt
 TAIL = 256  # bytes before the indexed offset that must be unchanged to read on from there
 BUSY_TIMEOUT_S = 60.0
 MAX_OPEN = 64  # record files held open at once while reading records back
@@ -141,14 +141,14 @@ class Where(NamedTuple):
 class Settled(NamedTuple):
     """A cell's records as the index settled them (``StoreIndex.histories``): the record
     shown and where it is, the file that holds it, how many records the cell keeps, when its
-    status last changed ("" never), a digest of its history, and the history itself
+    status last changed (None: never), a digest of its history, and the history itself
     (``history``, parsed when asked for)."""
 
     shown: Entry
     where: Where
     file: str
     kept: int
-    changed_at: str
+    changed_at: str | None  # None: its status never changed
     digest: str
     data: bytes
     root: str
@@ -374,14 +374,16 @@ class StoreIndex:
             "SELECT r.cell, r.id, r.run_id, r.attempt, r.status, r.cache_key, r.finished_at, "
             "r.started_at, r.digest, f.path, r.line, r.evidence, r.file, r.offset FROM records r "
             "JOIN files f ON f.id = r.file WHERE r.cell IN (SELECT cell FROM touched) "
-            "ORDER BY r.cell, f.path, r.offset")
+            "ORDER BY r.cell")
         out: list[tuple[Any, ...]] = []
         for cell, group in itertools.groupby(rows, key=lambda r: r[0]):
             ids: dict[str, int] = {}
             entries = []
             first: tuple[int, int] | None = None
+            # in the order a reader of the files meets them: files by path parts, as
+            # walk_jsonl sorts them ('h/…' before 'h-2/…'), then by place in the file
             for (_, rid, run, attempt, status, key, fin, start, dig, path, line, evidence, fid,
-                 offset) in group:
+                 offset) in sorted(group, key=lambda r: (r[9].split("/"), r[13])):
                 first = first or (fid, offset)
                 source = f"{path}:{line}"
                 ids[source] = rid
@@ -392,7 +394,7 @@ class StoreIndex:
                           settled.kept, [[c.run_id, c.cell, [x[len(root):] for x in c.sources],
                                           list(c.statuses), c.kept[len(root):]]
                                          for c in settled.conflicts]])
-            changed_at = max((s.first_at for s in settled.spans[1:]), default="")
+            changed_at = max((s.first_at for s in settled.spans[1:]), default=None)
             out.append((cell, ids[settled.shown.source[len(root):]], data,
                         hashlib.sha1(data).hexdigest(), settled.kept, len(settled.conflicts),
                         changed_at, *first))  # type: ignore[misc]
@@ -520,13 +522,25 @@ class StoreIndex:
         """(file id, path) of every indexed file, in ``walk_jsonl``'s order (by path parts)."""
         return sorted(self._query("SELECT id, path FROM files"), key=lambda r: r[1].split("/"))
 
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads inside see the index as it was when the first of them ran (one read
+        transaction: a writer committing meanwhile is seen by none of them)."""
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                yield
+            finally:
+                self._conn.execute("COMMIT")
+
     def blocks(self) -> list[tuple[str, int, str, Where]]:
         """Each indexed file with records (its path, in ``walk_jsonl``'s order): how many, a
-        digest of their digests in line order (``chain``), and where the last one is."""
+        digest of their digests in line order (``chain``), and where the last one is. Reads
+        only (use inside ``snapshot``); ``keep_chains`` keeps the digests worked out."""
         root = str(self.root) + os.sep
         out = []
         for fid, path in self._ordered_files():
-            count, chain = self.chain(fid)
+            count, chain = self._chain(fid)
             last = self._query("SELECT offset, length, line, digest, upgraded FROM records "
                                "WHERE file = ? ORDER BY offset DESC LIMIT 1", (fid,))
             if last:
@@ -535,35 +549,48 @@ class StoreIndex:
                             Where(fid, offset, length, line, dig, bool(upgraded))))
         return out
 
-    def chain(self, fid: int) -> tuple[int, str]:
-        """(how many records file ``fid`` holds, a digest of their digests in line order):
-        worked out once after the file's records change, then kept."""
-        rows = self._query("SELECT chain FROM files WHERE id = ?", (fid,))
-        if rows and rows[0][0]:
-            count, _, chain = rows[0][0].partition(":")
+    def _chain(self, fid: int, conn: sqlite3.Connection | None = None) -> tuple[int, str]:
+        """(how many records file ``fid`` holds, a digest of their digests in line order),
+        kept in ``files.chain`` once worked out (``keep_chains``)."""
+        run = conn.execute if conn is not None else self._execute
+        row = run("SELECT chain FROM files WHERE id = ?", (fid,)).fetchone()
+        if row and row[0]:
+            count, _, chain = row[0].partition(":")
             return int(count), chain
-        digests = [d for (d,) in self._query(
-            "SELECT digest FROM records WHERE file = ? ORDER BY offset", (fid,))]
-        chain = hashlib.sha1("".join(digests).encode("ascii")).hexdigest()
+        digests = [d for (d,) in run("SELECT digest FROM records WHERE file = ? ORDER BY offset",
+                                     (fid,))]
+        return len(digests), hashlib.sha1("".join(digests).encode("ascii")).hexdigest()
+
+    def chain(self, fid: int) -> tuple[int, str]:
+        """``_chain``, kept for the next render (worked out inside one write transaction, so a
+        writer appending meanwhile never leaves a digest of fewer records than the file has)."""
         with contextlib.suppress(sqlite3.Error), self._write() as conn:  # only a cache
-            conn.execute("UPDATE files SET chain = ? WHERE id = ?", (f"{len(digests)}:{chain}", fid))
-        return len(digests), chain
+            count, chain = self._chain(fid, conn)
+            conn.execute("UPDATE files SET chain = ? WHERE id = ?", (f"{count}:{chain}", fid))
+            return count, chain
+        return self._chain(fid)
+
+    def keep_chains(self) -> None:
+        """Work out and keep the digest of every file that has none (after ``blocks``)."""
+        for (fid,) in self._query("SELECT id FROM files WHERE chain IS NULL"):
+            self.chain(fid)
 
     def pieces(self) -> dict[str, tuple[str, bytes]]:
         """The report's pieces of each cell (``keep_pieces``): (their key, their head)."""
         return {cell: (key, head) for cell, key, head in
                 self._execute("SELECT cell, key, head FROM pieces")}
 
-    def bodies(self, cells: Iterable[str]) -> dict[str, tuple[bytes, bytes]]:
-        """The detail and environment pieces of ``cells`` (in one pass over the table when
-        they are many)."""
+    def bodies(self, cells: Iterable[str]) -> dict[str, tuple[str, bytes, bytes]]:
+        """The key, detail and environment pieces of ``cells`` (in one pass over the table
+        when they are many): the key, because another render may have replaced them since
+        ``pieces`` was read."""
         cells = list(cells)
         if len(cells) > 2000:
             wanted = set(cells)
-            return {cell: (detail, env) for cell, detail, env in self._execute(
-                "SELECT cell, detail, env FROM pieces") if cell in wanted}
-        return {cell: (detail, env) for cell, detail, env in self._execute(
-            "SELECT cell, detail, env FROM pieces WHERE cell IN (SELECT cell FROM wanted)",
+            return {cell: (key, detail, env) for cell, key, detail, env in self._execute(
+                "SELECT cell, key, detail, env FROM pieces") if cell in wanted}
+        return {cell: (key, detail, env) for cell, key, detail, env in self._execute(
+            "SELECT cell, key, detail, env FROM pieces WHERE cell IN (SELECT cell FROM wanted)",
             (), cells)}
 
     def keep_pieces(self, items: Iterable[tuple[str, str, bytes, bytes, bytes]]) -> None:

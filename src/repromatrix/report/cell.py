@@ -256,17 +256,6 @@ def _exact(value: Any) -> Any:
     return json.dumps(value, sort_keys=True, default=repr)
 
 
-def json_bytes(data: Any) -> bytes:
-    """Compact JSON bytes (orjson; the standard library, ASCII, for what orjson refuses,
-    such as lone surrogates in hostile text)."""
-    if _orjson is not None:
-        try:
-            return _orjson.dumps(data)
-        except (TypeError, _orjson.JSONEncodeError):
-            pass
-    return json.dumps(data, separators=(",", ":")).encode("ascii")
-
-
 def site_key(repros: Mapping[str, Repro], matrix: str) -> str:
     """A digest of what decides every cell's pieces alike: the report's sources, the
     catalog's expectations, the matrix named in commands and the current folder (commands

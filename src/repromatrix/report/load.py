@@ -45,15 +45,16 @@ from repromatrix.store.reader import (
     digest,
     dumps,
     entry,
-    flaky_counts,
     iter_result_files,
     loads,
     newest,
     outranks,
     parse,
     parse_upgraded,
+    previous_status,
     read_lines,
     record_data,
+    run_attempts,
     store_of_file,
     time_key,
     timeline,
@@ -115,9 +116,7 @@ class Reduced:
         settled = self._settled(cell)
         if settled is not None:
             return settled.previous
-        latest = self.latest[cell].time[2]
-        older = [e for e in self.seen.get(cell, ()) if e.run_id != latest]
-        return max(older, key=time_key).status if older else ""
+        return previous_status(self.seen.get(cell, ()), self.latest[cell].time[2])
 
     def timeline(self, cell: str) -> list[Span]:
         """The cell's timeline (``store.reader.timeline``)."""
@@ -129,8 +128,7 @@ class Reduced:
         settled = self._settled(cell)
         if settled is not None:
             return settled.attempts
-        run = self.latest[cell].time[2]
-        return flaky_counts(s.status for s in self.seen.get(cell, ()) if s.run_id == run)
+        return run_attempts(self.seen.get(cell, ()), self.latest[cell].time[2])
 
     def history_digest(self, cell: str) -> str:
         """A digest of the cell's history the index keeps ("" when it was worked out here)."""

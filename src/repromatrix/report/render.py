@@ -35,7 +35,7 @@ import jinja2
 
 from repromatrix.model import Repro, Status
 from repromatrix.store.index import StaleIndex
-from repromatrix.store.reader import Conflict, Skipped, loads, newest
+from repromatrix.store.reader import Conflict, Skipped, dumps, loads, newest
 
 from . import cell as cell_mod
 from .answers import SCOPES, repro_answers
@@ -247,7 +247,7 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
             if every or reduced.index_of(cid) is None:
                 out[cid] = (pieces.detail, pieces.env)
             if reduced.index_of(cid) is not None:
-                batch[cid] = (keys[cid], _dumps(pieces.head), pieces.detail, pieces.env)
+                batch[cid] = (keys[cid], dumps(pieces.head), pieces.detail, pieces.env)
             if len(batch) >= KEEP_BATCH:
                 out.update(reduced.keep(batch))
                 batch.clear()
@@ -322,12 +322,8 @@ def grid_layout(reduced: Reduced, cells: Mapping[str, Mapping[str, Any]], stack_
     grid = pivot(cells, stack_ids, repro_ids)
     if index is not None:
         with contextlib.suppress(Exception):  # only a cache
-            index.keep_layout(key, _dumps(grid).decode("utf-8"))
+            index.keep_layout(key, dumps(grid).decode("utf-8"))
     return grid
-
-
-def _dumps(data: Any) -> bytes:
-    return cell_mod.json_bytes(data)
 
 
 def _scope_counts(stacks: Iterable[Mapping[str, Any]]) -> dict[str, int]:

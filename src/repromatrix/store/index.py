@@ -42,7 +42,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
-import json
 import os
 import shutil
 import sqlite3
@@ -62,6 +61,7 @@ from .reader import (
     Skipped,
     Span,
     digest,
+    dumps,
     entry,
     loads,
     parse_line,
@@ -390,7 +390,7 @@ class StoreIndex:
                 entries.append(Entry(run, cell, attempt, status, key, fin, start, dig,
                                      root + source, evidence or ""))
             settled = settle_cell(entries)
-            data = _json([settled.previous, [list(s) for s in settled.spans], settled.attempts,
+            data = dumps([settled.previous, [list(s) for s in settled.spans], settled.attempts,
                           settled.kept, [[c.run_id, c.cell, [x[len(root):] for x in c.sources],
                                           list(c.statuses), c.kept[len(root):]]
                                          for c in settled.conflicts]])
@@ -563,7 +563,11 @@ class StoreIndex:
 
     def chain(self, fid: int) -> tuple[int, str]:
         """``_chain``, kept for the next render (worked out inside one write transaction, so a
-        writer appending meanwhile never leaves a digest of fewer records than the file has)."""
+        writer appending meanwhile never leaves a digest of fewer records than the file has;
+        a digest already kept is only read)."""
+        row = self._execute("SELECT chain FROM files WHERE id = ?", (fid,)).fetchone()
+        if row and row[0]:
+            return self._chain(fid)
         with contextlib.suppress(sqlite3.Error), self._write() as conn:  # only a cache
             count, chain = self._chain(fid, conn)
             conn.execute("UPDATE files SET chain = ? WHERE id = ?", (f"{count}:{chain}", fid))
@@ -789,10 +793,6 @@ def _insert(conn: sqlite3.Connection, fid: int, number: int, offset: int, raw: b
                   str(data["stack"]["id"]), data["repro"], e.status, e.cache_key, e.started_at,
                   e.finished_at, _opt(data.get("signature")), _opt(data.get("workaround")),
                   e.digest, int(upgraded), e.evidence))
-
-
-def _json(data: Any) -> bytes:
-    return json.dumps(data, separators=(",", ":")).encode("ascii")
 
 
 def _opt(value: Any) -> str | None:

@@ -492,10 +492,20 @@ def settle_cell(entries: Iterable[Entry], canonical_of: Callable[[Entry], str] |
     kept, conflicts = settler.finish()
     if shown is None:
         raise ValueError("settle_cell needs at least one entry")
-    older = [e for e in kept if e.run_id != shown.run_id]
-    return CellHistory(shown, max(older, key=time_key).status if older else "", timeline(kept),
-                       flaky_counts(e.status for e in kept if e.run_id == shown.run_id),
-                       len(kept), conflicts)
+    return CellHistory(shown, previous_status(kept, shown.run_id), timeline(kept),
+                       run_attempts(kept, shown.run_id), len(kept), conflicts)
+
+
+def previous_status(kept: Iterable[Entry], run_id: str) -> str:
+    """The status of the latest of a cell's records from a run other than ``run_id`` (the
+    run of the record shown), "" when it has none."""
+    older = [e for e in kept if e.run_id != run_id]
+    return max(older, key=time_key).status if older else ""
+
+
+def run_attempts(kept: Iterable[Entry], run_id: str) -> dict[str, int] | None:
+    """``flaky_counts`` of a cell's records from run ``run_id`` (its repeated attempts)."""
+    return flaky_counts(e.status for e in kept if e.run_id == run_id)
 
 
 # -- one history ----------------------------------------------------------------------------

@@ -22,6 +22,7 @@ input changes: a render costs what changed, plus the assembly of the site.
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import io
 import json
@@ -37,7 +38,7 @@ except ImportError:  # pragma: no cover - orjson is a dependency
     _orjson = None
 
 from repromatrix.model import TRACEBACK_LIMIT, Repro, Status
-from repromatrix.store.reader import Span
+from repromatrix.store.reader import Span, dumps, loads
 from repromatrix.store.record import Result, StageResult
 
 from . import expect as expect_mod
@@ -45,7 +46,7 @@ from .answers import BISECT_TAG
 from .chunks import detail_json
 from .markup import STATUS_INFO, script_json, td_pieces, tr_pieces
 from .raw import CSV_COLUMNS, csv_safe
-from .stacks import stack_versions
+from .stacks import pairing_note, stack_versions
 
 MESSAGE_LIMIT = 2000
 _JSON_ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)
@@ -56,10 +57,12 @@ SUMMARY_VERSION = hashlib.sha1(b"".join(
     (_HERE.parent / name).read_bytes()
     for name in ("report/cell.py", "report/markup.py", "model.py", "store/record.py"))).hexdigest()[:16]
 # a cell's pieces change only with the report's sources (and those it reads records with)
+# and the compatibility table (a stack's pairing note)
 PIECES_VERSION = hashlib.sha1(b"".join(
     [p.read_bytes() for p in sorted(_HERE.glob("*.py"))]
     + [(_HERE.parent / name).read_bytes() for name in ("model.py", "store/record.py",
-                                                       "store/reader.py")])).hexdigest()[:16]
+                                                       "store/reader.py", "data/compat.yaml")]
+)).hexdigest()[:16]
 _OWN_CSV = CSV_COLUMNS[1:-2]
 # what the site model reads of a cell (the rest is in its pieces)
 LIGHT_KEYS = ("id", "stack", "repro", "status", "previous", "contradicted", "expected",
@@ -225,25 +228,45 @@ def relocated(command: Sequence[str], store: str) -> list[str]:
             for arg in command]
 
 
-class Pieces(NamedTuple):
-    """A cell's pieces (see the module's docstring); ``head`` is JSON data."""
-
-    head: list[Any]
-    detail: bytes
-    env: bytes
-
-
 class Head(NamedTuple):
-    """The parts of ``Pieces.head``, by name."""
+    """What the site's assembly reads of a cell (see the module's docstring)."""
 
     view: dict[str, Any]       # LIGHT_KEYS
-    stack: list[Any]           # [stack id, kind, versions, finished at, scope's stack fields]
-    stage_key: str             # the stages as text: the same text, the same stage codes
-    stages: list[list[str]]    # [name, status] of each stage
+    stack: list[Any]           # [stack id, kind, versions, finished at, scope's stack fields,
+                               #  pairing note]
+    stage_key: str             # [name, status] of each stage, as JSON: the same text, the
+                               # same stage codes
     env_key: str               # a digest of the environment rows
     td: list[str]              # markup.td_pieces
     tr: list[str]              # markup.tr_pieces
     csv: str                   # the results.csv row up to the stack's columns
+
+
+class Pieces(NamedTuple):
+    """A cell's pieces (see the module's docstring)."""
+
+    head: Head
+    detail: bytes
+    env: bytes
+
+
+def stored_head(head: Head) -> tuple[bytes, bytes]:
+    """``head`` as the index keeps it: its data as JSON, and its markup (most of it) as its
+    parts joined by NUL, which reads back without a JSON parse (as JSON after ``\x01`` when
+    a part holds a NUL itself)."""
+    parts = [*head.td, *head.tr, head.csv]
+    plain = not parts[0].startswith("\x01") and not any("\x00" in p for p in parts)
+    markup = "\x00".join(parts) if plain else "\x01" + json.dumps(parts)
+    return (dumps([head.view, head.stack, head.stage_key, head.env_key]),
+            markup.encode("utf-8", "surrogatepass"))
+
+
+def read_head(data: bytes, markup: bytes) -> Head:
+    """The ``Head`` that ``stored_head`` stored as ``data`` and ``markup``."""
+    text = markup.decode("utf-8", "surrogatepass")
+    parts = json.loads(text[1:]) if text[:1] == "\x01" else text.split("\x00")
+    view, stack, stage_key, env_key = loads(data)
+    return Head(view, stack, stage_key, env_key, parts[:2], parts[2:5], parts[5])
 
 
 def _exact(value: Any) -> Any:
@@ -271,10 +294,15 @@ def site_key(repros: Mapping[str, Repro], matrix: str) -> str:
 
 
 def pieces_key(site: str, record: str, store: str, history: str) -> str:
-    """A digest of every input of a cell's pieces: the site's (``site_key``), its record's
-    digest, the store it is read from and its own history (``history_key``)."""
-    return hashlib.sha1(f"{site} {record} {history} {store}".encode("utf-8", "surrogatepass")
-                        ).hexdigest()
+    """A key of every input of a cell's pieces: the site's (``site_key``) and the store it is
+    read from (digested together, once per store), its record's digest and its own history's
+    (``history_key``, or the index's digest of it)."""
+    return f"{_site_store(site, store)} {record} {history}"
+
+
+@functools.lru_cache(maxsize=64)
+def _site_store(site: str, store: str) -> str:
+    return hashlib.sha1(f"{site} {store}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def history_key(previous: str, conflict: bool, flaky: str, history: Sequence[Span],
@@ -300,19 +328,20 @@ def make_pieces(summary: Mapping[str, Any], repro: Repro | None, *, previous: st
     key = (_exact(facts.stack), _exact(facts.env))
     if key not in seen:
         env_text = str(script_json(env_rows(facts.env)))
-        seen[key] = (env_text, hashlib.sha1(env_text.encode("utf-8")).hexdigest(),
-                     stack_versions(facts))  # type: ignore[arg-type]
-    env_text, env_key, versions = seen[key]
+        versions = stack_versions(facts)  # type: ignore[arg-type]
+        seen[key] = (env_text, hashlib.sha1(env_text.encode("utf-8")).hexdigest(), versions,
+                     pairing_note(versions))
+    env_text, env_key, versions, pairing = seen[key]
     stages = summary["stages"]
     row = io.StringIO(newline="")
     csv.writer(row).writerow([csv_safe(view["id"]), *[csv_safe(view[k]) for k in _OWN_CSV]])
-    head = [
+    head = Head(
         {k: view[k] for k in LIGHT_KEYS},
         [facts.stack_id, str(facts.stack.get("kind") or ""), dict(versions), facts.finished_at,
-         scope_stack],
-        json.dumps(stages, ensure_ascii=False), stages, env_key,
+         scope_stack, pairing],
+        json.dumps(stages, ensure_ascii=False), env_key,
         td_pieces(view), tr_pieces(view), row.getvalue()[:-2],
-    ]
+    )
     detail = f"[{script_json(view['id'])},{detail_json(view)}"
     return Pieces(head, detail.encode("utf-8"), env_text.encode("utf-8"))
 

@@ -187,9 +187,9 @@ class Reduced:
             found.raw = found.summary = b""
             yield cell, summary
 
-    def pieces(self) -> dict[str, tuple[str, bytes]]:
-        """The pieces the indexes keep, by cell: (their key, their head)."""
-        out: dict[str, tuple[str, bytes]] = {}
+    def pieces(self) -> dict[str, tuple[str, bytes, bytes]]:
+        """The pieces the indexes keep, by cell: (their key, head, markup)."""
+        out: dict[str, tuple[str, bytes, bytes]] = {}
         for index in self._indexes():
             out.update(index.pieces())
         return out
@@ -210,12 +210,12 @@ class Reduced:
     def _indexes(self) -> list[StoreIndex]:
         return list(dict.fromkeys(f.where[0] for f in self.latest.values() if f.where is not None))
 
-    def keep(self, pieces: Mapping[str, tuple[str, bytes, bytes, bytes]]
+    def keep(self, pieces: Mapping[str, tuple[str, bytes, bytes, bytes, bytes]]
              ) -> dict[str, tuple[bytes, bytes]]:
-        """Hand cells' new pieces (cell -> key, head, detail, env) to their indexes, for the
-        next render; the detail and environment of those no index took (a cache that cannot
-        be written), which the caller keeps."""
-        items: dict[StoreIndex, list[tuple[str, str, bytes, bytes, bytes]]] = {}
+        """Hand cells' new pieces (cell -> key, head, markup, detail, env) to their indexes,
+        for the next render; the detail and environment of those no index took (a cache
+        that cannot be written), which the caller keeps."""
+        items: dict[StoreIndex, list[tuple[str, str, bytes, bytes, bytes, bytes]]] = {}
         for cell, kept in pieces.items():
             items.setdefault(self.index_of(cell), []).append((cell, *kept))  # type: ignore[arg-type]
         left: dict[str, tuple[bytes, bytes]] = {}
@@ -223,7 +223,7 @@ class Reduced:
             try:
                 index.keep_pieces(rows)
             except (sqlite3.Error, OSError):  # only a cache: next time, then
-                left.update((cell, (detail, env)) for cell, _, _, detail, env in rows)
+                left.update((cell, (detail, env)) for cell, _, _, _, detail, env in rows)
         return left
 
     def keep_summaries(self) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -138,12 +139,17 @@ def render_site(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro] | 
 @contextlib.contextmanager
 def _gc_paused() -> Iterator[None]:
     """Pause the cyclic GC: a report allocates ~10^6 acyclic objects, and the collector's
-    repeated scans of them cost a quarter of the render. Restored afterwards."""
+    repeated scans of them cost a quarter of the render. Restored afterwards, with what the
+    render made moved to the oldest generation unscanned (the first collection after would
+    otherwise walk every one of them: 0.05 s at 10k cells; most die with the render)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if gc.get_freeze_count() == 0:  # (a caller's own frozen objects stay frozen)
+            gc.freeze()
+            gc.unfreeze()
         if was_enabled:
             gc.enable()
 
@@ -226,7 +232,7 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
         keys[cid] = key = cell_mod.pieces_key(site_key, latest.digest, latest.store, history)
         found = kept.get(cid)
         if found is not None and found[0] == key:
-            heads[cid] = Head(*loads(found[1]))
+            heads[cid] = cell_mod.read_head(found[1], found[2])
         else:
             contexts[cid] = context or history_context(reduced, cid, conflict)
     made: dict[str, tuple[bytes, bytes]] = {}  # details of cells no index keeps
@@ -236,18 +242,19 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
         """Make the pieces of ``cells`` and hand them to their indexes as they are made (a
         thousand at a time: memory stays flat); the details (detail, env) of those no index
         took, or, with ``every``, of all."""
-        batch: dict[str, tuple[str, bytes, bytes, bytes]] = {}
+        batch: dict[str, tuple[str, bytes, bytes, bytes, bytes]] = {}
         out: dict[str, tuple[bytes, bytes]] = {}
         for cid, summary in reduced.summaries(cells, record_summary):
             context = contexts.get(cid) or history_context(reduced, cid, cid in conflicted)
             pieces = cell_mod.make_pieces(summary, repros.get(summary["view"]["repro"]),
                                           matrix=matrix, store=reduced.store(cid), seen=shared,
                                           **context)
-            heads[cid] = Head(*pieces.head)
+            heads[cid] = pieces.head
             if every or reduced.index_of(cid) is None:
                 out[cid] = (pieces.detail, pieces.env)
             if reduced.index_of(cid) is not None:
-                batch[cid] = (keys[cid], dumps(pieces.head), pieces.detail, pieces.env)
+                batch[cid] = (keys[cid], *cell_mod.stored_head(pieces.head), pieces.detail,
+                              pieces.env)
             if len(batch) >= KEEP_BATCH:
                 out.update(reduced.keep(batch))
                 batch.clear()
@@ -260,7 +267,7 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
         head = heads[cid]
         book.add(*head.stack)
         view = head.view
-        view["stage_codes"] = stage_names.code(head.stage_key, head.stages)
+        view["stage_codes"] = stage_names.code(head.stage_key)
         view["env"], view["pieces"] = head.env_key, keys[cid]
         cells[cid] = view
     stacks = book.ordered()
@@ -342,19 +349,19 @@ class StageTable:
         self._index: dict[str, int] = {}
         self._codes: dict[str, str] = {}
 
-    def code(self, key: str, stages: Iterable[list[str]]) -> str:
-        """``0P.3F``: stage number and status letter of each (name, status) stage ('' without
-        stages); ``key`` names the stages (the same key, the same stages and code)."""
-        found = self._codes.get(key)
+    def code(self, stages: str) -> str:
+        """``0P.3F``: stage number and status letter of each stage ('' without stages);
+        ``stages``: their [name, status] pairs as JSON (``report.cell.Head.stage_key``)."""
+        found = self._codes.get(stages)
         if found is not None:
             return found
         parts = []
-        for name, status in stages:
+        for name, status in json.loads(stages):
             number = self._index.setdefault(name, len(self.names))
             if number == len(self.names):
                 self.names.append(name)
             parts.append(f"{number}{STATUS_INFO.get(status, ('?',))[0]}")
-        self._codes[key] = code = ".".join(parts)
+        self._codes[stages] = code = ".".join(parts)
         return code
 
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from repromatrix.config.compat import pairing_note
+from repromatrix.store.reader import dumps
 from repromatrix.store.record import Result
 
 from . import expect as expect_mod
@@ -38,6 +37,14 @@ def stack_versions(rec: Result) -> dict[str, str]:
         if value:
             out[key] = value
     return out
+
+
+def pairing_note(versions: Mapping[str, str]) -> str:
+    """How far the stack's torch/torchvision pair can be trusted (``config.compat``'s
+    ``pairing_note``: imported only when a cell's pieces are made)."""
+    from repromatrix.config.compat import pairing_note as note
+
+    return note(_plain(versions.get("torch", "")), _plain(versions.get("torchvision", "")))
 
 
 def _plain(version: str) -> str:
@@ -80,14 +87,14 @@ class StackBook:
         self.stacks: dict[str, dict[str, Any]] = {}
 
     def add(self, stack_id: str, kind: str, versions: dict[str, str], finished_at: str,
-            spec: Mapping[str, Any]) -> None:
-        """A cell's stack: its versions (``stack_versions``) and the stack fields its scope
-        reads (``answers.stack_scope``), as of the cell's record."""
+            spec: Mapping[str, Any], pairing: str) -> None:
+        """A cell's stack: its versions (``stack_versions``), the stack fields its scope
+        reads (``answers.stack_scope``) and its ``pairing_note``, as of the cell's record."""
         found = self.stacks.get(stack_id)
         if found is None or finished_at > found["_finished"]:
             self.stacks[stack_id] = {
                 "id": stack_id, "kind": kind, "versions": versions, "_finished": finished_at,
-                "scope": stack_scope(spec, self.published)}
+                "scope": stack_scope(spec, self.published), "pairing": pairing}
 
     def ordered(self) -> list[dict[str, Any]]:
         """Grouped and in version order; each with labels, group, scope and rank."""
@@ -96,8 +103,6 @@ class StackBook:
             st["full_label"] = " · ".join(f"{short} {versions[k]}" for k, short in LABEL_KEYS
                                           if k in versions)
             st["label"] = short_label(st["kind"], versions)
-            st["pairing"] = pairing_note(_plain(versions.get("torch", "")),
-                                         _plain(versions.get("torchvision", "")))
             if st["pairing"]:
                 st["full_label"] += f" · {st['pairing']}"
             st["group_key"], st["group"] = stack_group(st["kind"], versions)
@@ -131,11 +136,10 @@ def layout_key(cells: Mapping[str, Mapping[str, Any]], stack_ids: list[str],
     for c in cells.values():
         place = (c["stack"], c["repro"])
         places[place] = places.get(place, 0) + 1
-    text = json.dumps([stack_ids, repro_ids, [
+    return hashlib.sha1(dumps([stack_ids, repro_ids, [
         (c["stack"], c["repro"], c["id"],
          c["finished_at"] if places[(c["stack"], c["repro"])] > 1 else "")
-        for c in cells.values()]])
-    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+        for c in cells.values()]])).hexdigest()
 
 
 def pivot(cells: Mapping[str, Mapping[str, Any]], stack_ids: list[str],

@@ -17,13 +17,13 @@ parser (``store.reader.parse``) and ordered by its one order (``store.reader.LAT
     cells    per cell, the latest record's key fields (what a no-op `run` reads)
     histories  per cell, its records settled (``store.reader.settle_cell``: the record the
              report shows, the previous run's status, the timeline, flaky attempts,
-             conflicts), kept current as records arrive: a render of one store reads one
-             row per cell, not one per record
+             conflicts) with the shown record's fields, kept current as records arrive:
+             a render of one store reads one row per cell, not one per record
     summaries  the report's summary of a record (``report.cell.record_summary``), keyed by
              the line's digest and the summary's version: kept for cells' latest
              records only, so a render parses only records it has not seen
     pieces   per cell, the page's pieces of it the last render made (``report.cell``:
-             its grid cell, repro-page row, CSV row, drawer detail) and the digest of
+             its grid cell, repro-page row, CSV row, drawer detail) and a key of
              every input they were made from: a render remakes only cells whose inputs
              changed, and reads a cell's detail only when its chunk is written
     meta     also the report's last grid layout (``layout``), under the digest of what
@@ -73,7 +73,7 @@ from .reader import (
 from .record import Result
 
 INDEX_NAME = ".index.sqlite"
-FORMAT = "repromatrix-index-12"  # another value in `meta`: the index is rebuilt
+FORMAT = "repromatrix-index-13"  # another value in `meta`: the index is rebuilt
 TAIL = 256  # bytes before the indexed offset that must be unchanged to read on from there
 BUSY_TIMEOUT_S = 60.0
 MAX_OPEN = 64  # record files held open at once while reading records back
@@ -90,14 +90,20 @@ CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY, file INTEGER NOT NUL
 CREATE INDEX IF NOT EXISTS records_by_cell
     ON records (cell, finished_at DESC, started_at DESC, run_id DESC);  -- LATER_SQL
 CREATE INDEX IF NOT EXISTS records_by_file ON records (file, offset);
+CREATE INDEX IF NOT EXISTS records_upgraded ON records (file) WHERE upgraded;  -- clean()
 CREATE TABLE IF NOT EXISTS skipped (file INTEGER, line INTEGER, reason TEXT,
     PRIMARY KEY (file, line));
 CREATE TABLE IF NOT EXISTS summaries (key TEXT PRIMARY KEY, data BLOB) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS histories (cell TEXT PRIMARY KEY, record INTEGER, data BLOB,
     digest TEXT, kept INTEGER, conflicts INTEGER, changed_at TEXT, first_file INTEGER,
-    first_offset INTEGER) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS pieces (cell TEXT PRIMARY KEY, key TEXT, head BLOB, detail BLOB,
-    env BLOB) WITHOUT ROWID;
+    first_offset INTEGER,
+    -- the shown record's fields, as in records (read without a lookup per cell there)
+    run_id TEXT, attempt INTEGER, status TEXT, cache_key TEXT, finished_at TEXT,
+    started_at TEXT, rdigest TEXT, file INTEGER, line INTEGER, evidence TEXT, offset INTEGER,
+    length INTEGER, upgraded INTEGER) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS histories_tally ON histories (kept, conflicts);  -- clean()
+CREATE TABLE IF NOT EXISTS pieces (cell TEXT PRIMARY KEY, key TEXT, head BLOB, markup BLOB,
+    detail BLOB, env BLOB) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS cells (cell TEXT PRIMARY KEY, record INTEGER, stack_id TEXT,
     repro TEXT, status TEXT, cache_key TEXT, run_id TEXT, started_at TEXT, finished_at TEXT,
     signature TEXT, workaround TEXT, digest TEXT) WITHOUT ROWID;
@@ -106,6 +112,7 @@ _RECORD_COLS = ("file, line, offset, length, run_id, cell, attempt, stack_id, re
                 "started_at, finished_at, signature, workaround, digest, upgraded, evidence")
 _KEY_COLS = "stack_id, repro, status, cache_key, run_id, finished_at, signature, workaround, digest"
 _CELL_COLS = "cell, record, started_at, " + _KEY_COLS
+_INSERT_HISTORY = f"INSERT INTO histories VALUES ({', '.join('?' * 22)})"
 
 
 class CellKey(NamedTuple):
@@ -372,21 +379,23 @@ class StoreIndex:
         conn.execute("DELETE FROM histories WHERE cell IN (SELECT cell FROM touched)")
         rows = conn.execute(  # streamed: a first build holds one cell's records at a time
             "SELECT r.cell, r.id, r.run_id, r.attempt, r.status, r.cache_key, r.finished_at, "
-            "r.started_at, r.digest, f.path, r.line, r.evidence, r.file, r.offset FROM records r "
+            "r.started_at, r.digest, f.path, r.line, r.evidence, r.file, r.offset, r.length, "
+            "r.upgraded FROM records r "
             "JOIN files f ON f.id = r.file WHERE r.cell IN (SELECT cell FROM touched) "
             "ORDER BY r.cell")
         out: list[tuple[Any, ...]] = []
         for cell, group in itertools.groupby(rows, key=lambda r: r[0]):
-            ids: dict[str, int] = {}
+            rows_of: dict[str, tuple[Any, ...]] = {}
             entries = []
             first: tuple[int, int] | None = None
             # in the order a reader of the files meets them: files by path parts, as
             # walk_jsonl sorts them ('h/…' before 'h-2/…'), then by place in the file
-            for (_, rid, run, attempt, status, key, fin, start, dig, path, line, evidence, fid,
-                 offset) in sorted(group, key=lambda r: (r[9].split("/"), r[13])):
+            for row in sorted(group, key=lambda r: (r[9].split("/"), r[13])):
+                (_, _, run, attempt, status, key, fin, start, dig, path, line, evidence, fid,
+                 offset, _, _) = row
                 first = first or (fid, offset)
                 source = f"{path}:{line}"
-                ids[source] = rid
+                rows_of[source] = row
                 entries.append(Entry(run, cell, attempt, status, key, fin, start, dig,
                                      root + source, evidence or ""))
             settled = settle_cell(entries)
@@ -395,13 +404,16 @@ class StoreIndex:
                                           list(c.statuses), c.kept[len(root):]]
                                          for c in settled.conflicts]])
             changed_at = max((s.first_at for s in settled.spans[1:]), default=None)
-            out.append((cell, ids[settled.shown.source[len(root):]], data,
-                        hashlib.sha1(data).hexdigest(), settled.kept, len(settled.conflicts),
-                        changed_at, *first))  # type: ignore[misc]
+            (_, rid, run, attempt, status, key, fin, start, dig, _, line, evidence, fid, offset,
+             length, upgraded) = rows_of[settled.shown.source[len(root):]]
+            out.append((cell, rid, data, hashlib.sha1(data).hexdigest(), settled.kept,
+                        len(settled.conflicts), changed_at, *first,  # type: ignore[misc]
+                        run, attempt, status, key, fin, start, dig, fid, line, evidence, offset,
+                        length, upgraded))
             if len(out) >= 1000:
-                conn.executemany("INSERT INTO histories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", out)
+                conn.executemany(_INSERT_HISTORY, out)
                 out.clear()
-        conn.executemany("INSERT INTO histories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", out)
+        conn.executemany(_INSERT_HISTORY, out)
 
     def added(self, path: Path, offset: int, line: bytes, result: Result) -> None:
         """``line`` (one record, newline included) was just appended at ``offset`` of ``path``.
@@ -481,11 +493,15 @@ class StoreIndex:
     def keep_summaries(self, items: Iterable[tuple[str, bytes]], version: str) -> None:
         """Keep ``(key, data)`` summaries of records (the report's per-cell data, keyed by
         ``<record digest>:<version>``); those of other versions, or of records no longer
-        any cell's latest, go."""
+        any cell's latest, go once they are a tenth of the table."""
         with self._write() as conn:
             conn.executemany("INSERT OR REPLACE INTO summaries VALUES (?, ?)", items)
-            conn.execute("DELETE FROM summaries WHERE key NOT LIKE ? OR substr(key, 1, 40) "
-                         "NOT IN (SELECT digest FROM cells)", (f"%:{version}",))
+            # the others go once they are a tenth of the table: not a scan on every render
+            kept, cells = conn.execute("SELECT (SELECT count(*) FROM summaries), "
+                                       "(SELECT count(*) FROM cells)").fetchone()
+            if kept > cells * 1.1 + 100:
+                conn.execute("DELETE FROM summaries WHERE key NOT LIKE ? OR substr(key, 1, 40) "
+                             "NOT IN (SELECT digest FROM cells)", (f"%:{version}",))
 
     def histories(self) -> Iterator[Settled]:
         """Every cell's records, settled when they were indexed (``store.reader.settle_cell``),
@@ -495,10 +511,10 @@ class StoreIndex:
         root = str(self.root) + os.sep
         rank = {fid: n for n, (fid, _) in enumerate(self._ordered_files())}
         rows = self._query(
-            "SELECT h.cell, h.data, h.digest, h.kept, h.changed_at, r.run_id, r.attempt, r.status, "
-            "r.cache_key, r.finished_at, r.started_at, r.digest, f.path, r.line, r.evidence, "
-            "r.file, r.offset, r.length, r.upgraded, h.first_file, h.first_offset "
-            "FROM histories h JOIN records r ON r.id = h.record JOIN files f ON f.id = r.file")
+            "SELECT h.cell, h.data, h.digest, h.kept, h.changed_at, h.run_id, h.attempt, h.status, "
+            "h.cache_key, h.finished_at, h.started_at, h.rdigest, f.path, h.line, h.evidence, "
+            "h.file, h.offset, h.length, h.upgraded, h.first_file, h.first_offset "
+            "FROM histories h JOIN files f ON f.id = h.file")
         rows.sort(key=lambda r: (rank[r[19]], r[20]))
         for (cell, data, hdigest, kept, changed_at, run, attempt, status, key, fin, start, dig, path,
              line, evidence, fid, offset, length, upgraded, _, _) in rows:
@@ -579,10 +595,10 @@ class StoreIndex:
         for (fid,) in self._query("SELECT id FROM files WHERE chain IS NULL"):
             self.chain(fid)
 
-    def pieces(self) -> dict[str, tuple[str, bytes]]:
-        """The report's pieces of each cell (``keep_pieces``): (their key, their head)."""
-        return {cell: (key, head) for cell, key, head in
-                self._execute("SELECT cell, key, head FROM pieces")}
+    def pieces(self) -> dict[str, tuple[str, bytes, bytes]]:
+        """The report's pieces of each cell (``keep_pieces``): (their key, head, markup)."""
+        return {cell: (key, head, markup) for cell, key, head, markup in
+                self._execute("SELECT cell, key, head, markup FROM pieces")}
 
     def bodies(self, cells: Iterable[str]) -> dict[str, tuple[str, bytes, bytes]]:
         """The key, detail and environment pieces of ``cells`` (in one pass over the table
@@ -597,11 +613,11 @@ class StoreIndex:
             "SELECT cell, key, detail, env FROM pieces WHERE cell IN (SELECT cell FROM wanted)",
             (), cells)}
 
-    def keep_pieces(self, items: Iterable[tuple[str, str, bytes, bytes, bytes]]) -> None:
-        """Keep each cell's pieces ``(cell, key, head, detail, env)``, replacing its earlier
-        ones; pieces of cells the index no longer holds go."""
+    def keep_pieces(self, items: Iterable[tuple[str, str, bytes, bytes, bytes, bytes]]) -> None:
+        """Keep each cell's pieces ``(cell, key, head, markup, detail, env)``, replacing its
+        earlier ones; pieces of cells the index no longer holds go."""
         with self._write() as conn:
-            conn.executemany("INSERT OR REPLACE INTO pieces VALUES (?, ?, ?, ?, ?)", items)
+            conn.executemany("INSERT OR REPLACE INTO pieces VALUES (?, ?, ?, ?, ?, ?)", items)
             conn.execute("DELETE FROM pieces WHERE cell NOT IN (SELECT cell FROM cells)")
 
     def layout(self, key: str) -> str | None:

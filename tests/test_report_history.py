@@ -470,6 +470,33 @@ def test_a_last_record_without_its_newline_is_read_on_both_paths(tmp_path, monke
         assert [r["status"] for r in data["records"]] == ["fail", "pass"]
 
 
+def test_hostile_text_reads_back_from_kept_pieces_as_it_was_made(tmp_path):
+    """A cell's markup is kept joined by NUL (``report.cell.stored_head``): a record whose
+    text holds a NUL, a lone surrogate or the fallback's marker renders from its kept pieces
+    exactly as when they were made, and as a render that keeps none."""
+    from repromatrix.report import cell
+
+    store = ResultStore(tmp_path / "results")
+    now = datetime(2026, 11, 25, 9, 0, tzinfo=timezone.utc)
+    texts = ("nul \x00 inside", "\x01 marker first", "lone \ud800 surrogate", "<b>&amp;</b>")
+    for n, text in enumerate(texts):  # (the index keeps the workaround: no lone surrogate there)
+        store.append(record(f"pip-{n}", "bug", 0, "fail", message=text,
+                            workaround=None if "\ud800" in text else text))
+    store.close()
+    render_site([store.root], tmp_path / "made", now=now)  # every cell's pieces made and kept
+    with sqlite3.connect(store.root / ".index.sqlite") as db:
+        kept = dict(db.execute("SELECT cell, markup FROM pieces"))
+    assert kept["pip-0--bug"].startswith(b"\x01") and b"\x00" in kept["pip-3--bug"]
+    render_site([store.root], tmp_path / "kept", now=now)  # every cell's pieces read back
+    assert site_files(tmp_path / "kept") == site_files(tmp_path / "made")
+    page = (tmp_path / "kept" / "repro-bug.html").read_text()
+    assert "nul \x00 inside" in page and "lone \\ud800 surrogate" in page  # shown escaped
+    heads = cell.Head({"id": "x"}, [], "[]", "e", ["a\x00b", "\x01c"], ["d", "", "\ud800"], "f")
+    assert cell.read_head(*cell.stored_head(heads)) == heads
+    plain = heads._replace(td=["<td", "x"])
+    assert cell.read_head(*cell.stored_head(plain)) == plain
+
+
 def test_a_render_leaves_the_collector_as_it_found_it(tmp_path):
     """The render pauses the cyclic collector and hands what it made to the oldest generation
     unscanned: nothing is left frozen, a caller's frozen objects stay frozen, and the

@@ -59,7 +59,7 @@ from repromatrix.store.reader import (
     time_key,
     timeline,
 )
-from repromatrix.store.record import Result
+from repromatrix.store.record import Result, escaped
 
 
 @dataclass
@@ -178,8 +178,8 @@ class Reduced:
             found = self.latest[cell]
             if found.summary:
                 summary = loads(found.summary)
-            else:
-                summary = make(Result.from_dict(record_data(found.raw)))
+            else:  # (text that cannot be UTF-8, such as a lone surrogate, shown escaped)
+                summary = make(Result.from_dict(escaped(record_data(found.raw))))
                 if found.where is not None and self.summary_version:
                     data = json.dumps(summary, separators=(",", ":")).encode("ascii")
                     self._new.setdefault(found.where[0], []).append(

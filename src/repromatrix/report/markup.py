@@ -53,7 +53,7 @@ def script_json(obj: Any) -> Markup:
         except (TypeError, _orjson.JSONEncodeError):
             text = None  # e.g. lone surrogates in hostile text: the stdlib escapes them
     if text is None:
-        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+        text = json.dumps(obj, separators=(",", ":"), default=str)
     for raw, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
                      ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         if raw in text:

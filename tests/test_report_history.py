@@ -366,10 +366,16 @@ def test_one_store_read_through_its_settled_histories_writes_what_every_record_d
     assert len(details["pip-s000--other"]["history"]) == 4  # fail, pass x2, error, fail
 
 
-def test_a_store_with_a_blank_line_or_a_copy_is_read_record_by_record(tmp_path):
+def test_a_copy_sends_a_store_record_by_record_and_a_blank_line_does_not(tmp_path, monkeypatch):
     """Only files that are exactly their records are copied whole: a blank line between two
-    records, or the same record twice, sends the store through the general reader, and
-    results.json stays valid JSON with each record once."""
+    records is left out of results.json line by line, still through the cells' histories;
+    the same record twice sends the store through the general reader. results.json stays
+    valid JSON with each record once."""
+    from repromatrix.report import load
+
+    calls: list[bool] = []
+    monkeypatch.setattr(load, "_read_settled", lambda *a, _f=load._read_settled: (
+        calls.append(True), _f(*a))[1])
     store = ResultStore(tmp_path / "results")
     path = store.append(record("pip-a", "bug", 0, "fail"))
     store.append(record("pip-b", "bug", 0, "pass"))
@@ -378,13 +384,52 @@ def test_a_store_with_a_blank_line_or_a_copy_is_read_record_by_record(tmp_path):
     path.write_text(lines[0] + "\n" + lines[1])
     render_site([store.root], tmp_path / "blank")
     data = json.loads((tmp_path / "blank" / "results.json").read_text())
-    assert [r["status"] for r in data["records"]] == ["fail", "pass"]
+    assert [r["status"] for r in data["records"]] == ["fail", "pass"] and calls == [True]
     (path.parent / "copy.jsonl").write_text(lines[1])  # the same record shipped twice
     summary = render_site([store.root], tmp_path / "copy")
     data = json.loads((tmp_path / "copy" / "results.json").read_text())
     assert summary.records == 2 and sorted(r["status"] for r in data["records"]) == ["fail", "pass"]
+    assert calls == [True], "a copy: every record read"
 
 
+def test_blank_damaged_and_older_lines_are_read_through_the_histories_as_every_record_is(
+        tmp_path, monkeypatch):
+    """A store with a blank line, a damaged line, an older-schema record and a truncated last
+    line is still read one row per cell: the page and results.json are byte for byte what
+    reading every record writes, after a render and after one more record."""
+    from repromatrix.report import load
+
+    now = datetime(2026, 11, 25, 9, 0, tzinfo=timezone.utc)
+    store = ResultStore(tmp_path / "results")
+    for run in range(3):
+        for s in range(4):
+            store.append(record(f"pip-s{s}", "bug", run, ["fail", "pass", "error"][(run + s) % 3]))
+    store.close()
+    odd = store.root / "h" / "odd.jsonl"
+    older = {**record("pip-s9", "bug", 5, "fail").to_dict(), "schema_version": 1}
+    newer = record("pip-s8", "bug", 5, "pass").to_dict()
+    odd.write_text("\n".join([json.dumps(newer), "", "{damaged", json.dumps(older),
+                              json.dumps(newer)[:-1].replace("run-5", "run-6")]) + "\n{trunc")
+    calls: list[bool] = []
+    monkeypatch.setattr(load, "_read_settled", lambda *a, _f=load._read_settled: (
+        calls.append(True), _f(*a))[1])
+
+    def both(name: str) -> load.Reduced:
+        settled = render_site([store.root], tmp_path / f"{name}-settled", now=now)
+        with monkeypatch.context() as m:
+            m.setattr(load, "SETTLED", False)
+            every = render_site([store.root], tmp_path / f"{name}-every", now=now)
+        assert site_files(tmp_path / f"{name}-settled") == site_files(tmp_path / f"{name}-every")
+        assert [str(s) for s in settled.skipped] == [str(s) for s in every.skipped]
+        return settled
+
+    first = both("first")
+    assert calls == [True] and len(first.skipped) == 3, first.skipped
+    data = json.loads((tmp_path / "first-settled" / "results.json").read_text())
+    assert {r["schema_version"] for r in data["records"]} == {SCHEMA_VERSION}
+    assert first.records == 12 + 2
+    ResultStore(store.root).append(record("pip-s1", "bug", 7, "crash"))
+    assert both("again").records == 15 and calls == [True, True]
 def test_records_of_one_cell_in_two_host_folders_keep_the_readers_order(tmp_path, monkeypatch):
     """'h-2' sorts before 'h' as a string, after it as a path: a cell whose records live in
     both is met where a reader of the files meets it, on both paths alike."""

@@ -5,11 +5,11 @@ record of each cell in full (or the summary of it its index keeps), and of every
 other record only its ``store.reader.Entry`` (status, run, time: for "previous run",
 the per-cell timeline and the Atom feed).
 
-One store whose files are exactly its records (``StoreIndex.clean``) is read one row
-per cell: the history its index settled as the records arrived (``StoreIndex.histories``,
-``store.reader.settle_cell``), parsed only for cells whose pieces must be made and for
-the feed's newest cells. Otherwise (several stores, loose files, blank, damaged or
-older lines, copies, conflicts) a folder is read through its index (``StoreIndex.entries``:
+One store whose every record is the only one of its kind (``StoreIndex.settleable``: no
+copy, no conflict) is read one row per cell: the history its index settled as the records
+arrived (``StoreIndex.histories``, ``store.reader.settle_cell``), parsed only for cells
+whose pieces must be made and for the feed's newest cells. Otherwise (several stores,
+loose files, copies, conflicts) a folder is read through its index (``StoreIndex.entries``:
 no line parsed) and a file given on its own is streamed through the store's one reader
 (``store.reader.parse``); ``store.reader.Settler`` drops copies and finds conflicts, as
 ``settle_cell`` does for one cell. Only each cell's latest line (or summary) is held,
@@ -244,6 +244,8 @@ class Sink(Protocol):
 
     def add_file(self, count: int, chain: str, read: Callable[[], Iterator[bytes]]) -> None: ...
 
+    def add_records(self, count: int, chain: str, read: Callable[[], list[bytes]]) -> None: ...
+
     def close(self, skipped: list[Skipped], conflicts: list[Conflict]) -> None: ...
 
 
@@ -271,7 +273,7 @@ def reduce_records(paths: Iterable[Path | str], sink: Sink | None = None,
         if SETTLED and len(paths) == 1 and covered and \
                 {f.resolve() for f in files} == covered.keys():
             with index.snapshot():  # the check and the reads see one state of the index
-                settled = index.clean() and _read_settled(index, out, sink)
+                settled = index.settleable() and _read_settled(index, out, sink)
             if settled:
                 index.keep_chains()
                 yield out
@@ -296,10 +298,11 @@ SETTLED = True  # read one store through its cells' settled histories (tests tur
 
 
 def _read_settled(index: StoreIndex, out: Reduced, sink: Sink | None) -> bool:
-    """One store whose files are exactly its records (``StoreIndex.clean``: no copy, so no
-    conflict either): each cell from the history its index keeps (``StoreIndex.histories``),
-    every file copied whole to the sink. What the general path works out from every record,
-    from one row per cell. True (done)."""
+    """One store whose every record is the only one of its kind (``StoreIndex.settleable``:
+    no copy, no conflict): each cell from the history its index keeps
+    (``StoreIndex.histories``); each file that is exactly its records copied whole to the
+    sink, any other (blank, damaged or older-schema lines) its records' lines only. What the
+    general path works out from every record, from one row per cell. True (done)."""
     stores: dict[str, str] = {}
     for settled in index.histories():
         e = settled.shown
@@ -310,9 +313,21 @@ def _read_settled(index: StoreIndex, out: Reduced, sink: Sink | None) -> bool:
                                      evidence=e.evidence, store=store, digest=e.digest)
         out.settled[e.cell] = settled
         out.records += settled.kept
+    skipped: dict[str, list[Skipped]] = {}
+    for item in index.skipped():
+        skipped.setdefault(item.file, []).append(item)
+    for block in index.blocks():
+        out.skipped.extend(skipped.get(block.path, []))
+        if sink is None or block.last is None:
+            continue
+        if block.count == block.lines and not block.older:
+            sink.add_file(block.count, block.chain,
+                          lambda b=block: _chunks(index, Path(b.path), b.last))  # type: ignore[arg-type]
+        else:  # its records' lines only, each read back (and upgraded) when written
+            sink.add_records(block.count, block.chain, lambda b=block: [
+                dumps(parse(raw, b.path, where.line)) if where.upgraded else raw.rstrip(b"\n")
+                for where, raw in index.read_lines((w, w) for w in index.places(b.file))])
     if sink is not None:
-        for name, count, chain, last in index.blocks():
-            sink.add_file(count, chain, lambda name=name, last=last: _chunks(index, Path(name), last))
         sink.close(out.skipped, out.conflicts)
     return True
 
@@ -352,17 +367,23 @@ class _IndexedFiles:
             if count == len(rows):
                 sink.add_file(count, chain, lambda: _chunks(index, Path(name), rows[-1][1]))
                 return
-        # runs of consecutive lines, each read back in one pass when the sink writes them:
-        # lines in the current schema as they are, older ones upgraded (parsed, written anew)
-        for upgraded, run in itertools.groupby(new, key=lambda row: row[1].upgraded):
-            rows = list(run)
-            if upgraded:
-                sink.add_lines([e.digest for e, _ in rows], lambda rows=rows: [
-                    dumps(parse(raw, name, where.line))
-                    for (_, where), (_, raw) in zip(rows, index.read_lines(rows), strict=True)])
-            else:
-                sink.add_lines([e.digest for e, _ in rows],
-                               lambda rows=rows: [raw for _, raw in index.read_lines(rows)])
+        _lines_to_sink(index, name, new, sink)
+
+
+def _lines_to_sink(index: StoreIndex, name: str, rows: list[tuple[Entry, Where]],
+                   sink: Sink) -> None:
+    """``rows`` of file ``name`` to the sink in runs of consecutive lines, each read back in
+    one pass when the sink writes them: lines in the current schema as they are, older ones
+    upgraded (parsed, written anew)."""
+    for upgraded, run in itertools.groupby(rows, key=lambda row: row[1].upgraded):
+        some = list(run)
+        if upgraded:
+            sink.add_lines([e.digest for e, _ in some], lambda some=some: [
+                dumps(parse(raw, name, where.line))
+                for (_, where), (_, raw) in zip(some, index.read_lines(some), strict=True)])
+        else:
+            sink.add_lines([e.digest for e, _ in some],
+                           lambda some=some: [raw for _, raw in index.read_lines(some)])
 
 
 def _fill_latest(out: Reduced, cells: Iterable[str]) -> None:

@@ -69,11 +69,16 @@ class RawSink:
         a chunk of ``read()`` at a time, never held whole. Noted by ``chain`` (a digest of
         their digests, ``StoreIndex.chain``), not one digest at a time: a later render
         appends after it only when it starts with the same whole files."""
+        self.blocks.add(len(self.pieces))
+        self.add_records(count, chain, read)
+
+    def add_records(self, count: int, chain: str, read: Callable[[], Any]) -> None:
+        """The ``count`` records of one file whose lines ``read()`` returns as written (no
+        newline; older ones upgraded), noted by ``chain`` as ``add_file`` notes its own."""
         self._chain.update(b"file " + chain.encode("ascii"))
         self.count += count
         if self.count == self._want:
             self._at_want = self._chain.hexdigest()
-        self.blocks.add(len(self.pieces))
         self.pieces.append((count, read))
 
     def close(self, skipped: list[Skipped], conflicts: list[Conflict]) -> None:

@@ -90,7 +90,7 @@ CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY, file INTEGER NOT NUL
 CREATE INDEX IF NOT EXISTS records_by_cell
     ON records (cell, finished_at DESC, started_at DESC, run_id DESC);  -- LATER_SQL
 CREATE INDEX IF NOT EXISTS records_by_file ON records (file, offset);
-CREATE INDEX IF NOT EXISTS records_upgraded ON records (file) WHERE upgraded;  -- clean()
+CREATE INDEX IF NOT EXISTS records_upgraded ON records (file) WHERE upgraded;  -- blocks()
 CREATE TABLE IF NOT EXISTS skipped (file INTEGER, line INTEGER, reason TEXT,
     PRIMARY KEY (file, line));
 CREATE TABLE IF NOT EXISTS summaries (key TEXT PRIMARY KEY, data BLOB) WITHOUT ROWID;
@@ -101,7 +101,7 @@ CREATE TABLE IF NOT EXISTS histories (cell TEXT PRIMARY KEY, record INTEGER, dat
     run_id TEXT, attempt INTEGER, status TEXT, cache_key TEXT, finished_at TEXT,
     started_at TEXT, rdigest TEXT, file INTEGER, line INTEGER, evidence TEXT, offset INTEGER,
     length INTEGER, upgraded INTEGER) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS histories_tally ON histories (kept, conflicts);  -- clean()
+CREATE INDEX IF NOT EXISTS histories_tally ON histories (kept, conflicts);  -- settleable()
 CREATE TABLE IF NOT EXISTS pieces (cell TEXT PRIMARY KEY, key TEXT, head BLOB, markup BLOB,
     detail BLOB, env BLOB) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS cells (cell TEXT PRIMARY KEY, record INTEGER, stack_id TEXT,
@@ -143,6 +143,21 @@ class Where(NamedTuple):
     line: int
     digest: str
     upgraded: bool
+
+
+class Block(NamedTuple):
+    """One indexed file (``StoreIndex.blocks``): its id and path, the lines read, how many
+    of them are records, a digest of their digests in line order (``StoreIndex.chain``),
+    where its last record is (None: it holds none), and how many records are in an older
+    schema. ``lines == count`` and none older: the file is exactly its records."""
+
+    file: int
+    path: str
+    lines: int
+    count: int
+    chain: str
+    last: Where | None
+    older: int
 
 
 class Settled(NamedTuple):
@@ -523,20 +538,20 @@ class StoreIndex:
             yield Settled(shown, Where(fid, offset, length, line, dig, bool(upgraded)), root + path,
                           kept, changed_at, hdigest, data, root)
 
-    def clean(self) -> bool:
-        """Whether every line of every indexed file is a distinct record in the current
-        schema (no line blank, skipped or upgraded, no copy, no conflict): the files are
-        then exactly the store's records."""
-        records, kept, odd = self._query(
+    def settleable(self) -> bool:
+        """Whether every record is the only one of its kind (no copy of another record, no
+        conflict): each cell's settled history is then what a reader of every record works
+        out (blank, damaged and older-schema lines are the reader's to skip or upgrade)."""
+        records, kept, conflicts = self._query(
             "SELECT (SELECT count(*) FROM records), (SELECT coalesce(sum(kept), 0) FROM histories), "
-            "(SELECT count(*) FROM skipped) + (SELECT count(*) FROM records WHERE upgraded) "
-            "+ (SELECT coalesce(sum(conflicts), 0) FROM histories) + (SELECT count(*) FROM files f "
-            "WHERE f.lines != (SELECT count(*) FROM records r WHERE r.file = f.id))")[0]
-        return records == kept and not odd  # (the last: blank lines)
+            "(SELECT coalesce(sum(conflicts), 0) FROM histories)")[0]
+        return records == kept and not conflicts
 
-    def _ordered_files(self) -> list[tuple[int, str]]:
-        """(file id, path) of every indexed file, in ``walk_jsonl``'s order (by path parts)."""
-        return sorted(self._query("SELECT id, path FROM files"), key=lambda r: r[1].split("/"))
+    def _ordered_files(self, with_lines: bool = False) -> list[Any]:
+        """(file id, path) of every indexed file, in ``walk_jsonl``'s order (by path parts);
+        ``with_lines``: (file id, path, lines read)."""
+        return sorted(self._query("SELECT id, path, lines FROM files" if with_lines else
+                                  "SELECT id, path FROM files"), key=lambda r: r[1].split("/"))
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -549,20 +564,19 @@ class StoreIndex:
             finally:
                 self._conn.execute("COMMIT")
 
-    def blocks(self) -> list[tuple[str, int, str, Where]]:
-        """Each indexed file with records (its path, in ``walk_jsonl``'s order): how many, a
-        digest of their digests in line order (``chain``), and where the last one is. Reads
-        only (use inside ``snapshot``); ``keep_chains`` keeps the digests worked out."""
+    def blocks(self) -> list[Block]:
+        """Each indexed file, in ``walk_jsonl``'s order (``Block``). Reads only (use inside
+        ``snapshot``); ``keep_chains`` keeps the digests worked out."""
         root = str(self.root) + os.sep
         out = []
-        for fid, path in self._ordered_files():
+        for fid, path, lines in self._ordered_files(with_lines=True):
             count, chain = self._chain(fid)
-            last = self._query("SELECT offset, length, line, digest, upgraded FROM records "
-                               "WHERE file = ? ORDER BY offset DESC LIMIT 1", (fid,))
-            if last:
-                offset, length, line, dig, upgraded = last[0]
-                out.append((root + path, count, chain,
-                            Where(fid, offset, length, line, dig, bool(upgraded))))
+            last = self._query("SELECT offset, length, line, digest, upgraded, (SELECT count(*) "
+                               "FROM records WHERE file = ?1 AND upgraded) FROM records "
+                               "WHERE file = ?1 ORDER BY offset DESC LIMIT 1", (fid,))
+            out.append(Block(fid, root + path, lines, count, chain,
+                             Where(fid, *last[0][:4], bool(last[0][4])) if last else None,
+                             last[0][5] if last else 0))
         return out
 
     def _chain(self, fid: int, conn: sqlite3.Connection | None = None) -> tuple[int, str]:
@@ -663,6 +677,13 @@ class StoreIndex:
                  Where(fid, offset, length, line, dig, bool(upgraded)))
                 for run, cell, attempt, status, key, fin, start, dig, path, line, fid, offset, length,
                 upgraded, evidence in rows]
+
+    def places(self, file: int) -> list[Where]:
+        """Where each record of file ``file`` is, in line order (``read_lines`` reads them)."""
+        return [Where(file, offset, length, line, dig, bool(upgraded))
+                for offset, length, line, dig, upgraded in self._query(
+                    "SELECT offset, length, line, digest, upgraded FROM records WHERE file = ? "
+                    "ORDER BY offset", (file,))]
 
     def files(self) -> dict[str, tuple[int, int]]:
         """Every indexed file (its path) -> (file id, lines read): what ``entries`` covers."""

@@ -563,3 +563,22 @@ def test_a_render_leaves_the_collector_as_it_found_it(tmp_path):
     finally:
         gc.enable()
         gc.unfreeze()
+
+
+def test_an_unknown_duration_is_shown_as_unknown_not_as_zero(tmp_path):
+    """A duration stored as null (a NaN the store could not keep) reads back as unknown: the
+    drawer shows none, where it used to show "0.0 s"; a known one is shown."""
+    store = ResultStore(tmp_path / "results")
+    rec = record("pip-a", "bug", 0, "fail").to_dict()
+    rec["stages"][0]["duration_s"] = float("nan")
+    store.append(Result.from_dict({**rec, "duration_s": None}))
+    store.append(Result.from_dict({**record("pip-b", "bug", 0, "pass").to_dict(),
+                                   "duration_s": 2.0}))
+    store.close()
+    render_site([store.root], tmp_path / "site")
+    details = chunks(tmp_path / "site")
+    unknown, known = details["pip-a--bug"], details["pip-b--bug"]
+    assert "duration" not in unknown and unknown["stages"][0]["duration"] == ""
+    assert known["duration"] == "2.0 s"
+    loaded = ResultStore(store.root).load().records
+    assert {r.cell: r.duration_s for r in loaded} == {"pip-a--bug": None, "pip-b--bug": 2.0}

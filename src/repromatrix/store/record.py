@@ -56,7 +56,7 @@ class StageResult:
     name: str
     status: str
     role: str = "main"
-    duration_s: float = 0.0
+    duration_s: float | None = 0.0  # None: unknown
     message: str = ""
     evidence: Mapping[str, Any] = field(default_factory=dict)
     signature: str | None = None
@@ -74,7 +74,7 @@ class StageResult:
         standins = raw.get("standins") if isinstance(raw.get("standins"), list) else []
         return cls(standins=tuple(bounded(str(x), 100) for x in standins[:STANDINS_LIMIT]),
                    name=bounded(raw["name"], NAME_LIMIT), status=raw["status"], role=role,
-                   duration_s=_float(raw.get("duration_s")),
+                   duration_s=_seconds(raw.get("duration_s")),
                    message=bounded(str(raw.get("message") or ""), STAGE_TEXT_LIMIT),
                    evidence=_bounded_evidence(raw.get("evidence")),
                    signature=_name(raw.get("signature")),
@@ -129,7 +129,7 @@ class Result:
     workaround: str | None = None
     message: str = ""
     traceback: str = ""
-    duration_s: float = 0.0
+    duration_s: float | None = 0.0  # None: unknown
     exit_code: int | None = None
     signal: str | None = None
     env: Mapping[str, Any] = field(default_factory=dict)
@@ -397,7 +397,7 @@ def _from_runner(raw: Mapping[str, Any]) -> dict[str, Any]:
         "signature": _name(raw.get("signature")),
         "workaround": _name(raw.get("workaround")),
         "traceback": str(raw.get("traceback") or raw.get("log_tail") or ""),
-        "duration_s": _float(raw.get("duration_s")),
+        "duration_s": _seconds(raw.get("duration_s")),
         "exit_code": raw.get("exit_code") if isinstance(raw.get("exit_code"), int) else None,
         "signal": _name(raw.get("signal")),
     }
@@ -481,8 +481,13 @@ def shorten(text: str, limit: int) -> str:
     return head.rstrip(" ,;:") + "…"
 
 
-def _float(v: Any) -> float:
+def _seconds(v: Any) -> float | None:
+    """A duration as recorded: None when unknown (null, missing, or not a finite number, as
+    ``finite`` writes one), never a made-up 0."""
+    if v is None or isinstance(v, bool):
+        return None
     try:
-        return float(v)
+        seconds = float(v)
     except (TypeError, ValueError):
-        return 0.0
+        return None
+    return seconds if math.isfinite(seconds) else None

@@ -1,6 +1,7 @@
 """Benchmark: `report` from the store index, cold and after one new record, beside a full re-render.
 
     python benchmarks/bench_report_incremental.py [--repeat 3] [--baseline REV] [--skip-large]
+                                                  [--older]
 
 Issue 23's goals, measured side by side in one run: a cold render (into an empty
 folder) of 10k distinct cells (< 1 s) and of 100k records, 10k cells x 10 runs (< 5 s);
@@ -102,7 +103,7 @@ def bench(name: str, stacks: int, runs: int, args: argparse.Namespace, trees: di
         store = tmp / f"store-{name}-{number}"
         # each tree reads records in the schema its own harness writes (an older harness
         # skips records of a newer schema, and would render nothing)
-        write_store(store, stacks, 10, runs, current=ours)
+        write_store(store, stacks, 10, runs, current=ours and not args.older)
         if ours:
             first = measure([sys.executable, "-c", INDEX, str(store)], env_with(src / "src"))
             print(f"  first index build {first.seconds:.2f} s, peak RSS {first.peak_rss_mb:.0f} MB "
@@ -146,6 +147,9 @@ def main() -> int:
                     help="the revision whose full re-render is timed beside (default: "
                          f"{FULL_RERENDER}, the last tree that re-rendered everything every time)")
     ap.add_argument("--skip-large", action="store_true", help="only the 10k shape")
+    ap.add_argument("--older", action="store_true",
+                    help="stores written in the previous schema, every record upgraded when "
+                         "read (a store older than the harness reading it)")
     args = ap.parse_args()
     print(load_average(), flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-report-inc-") as name:

@@ -515,18 +515,19 @@ def test_a_last_record_without_its_newline_is_read_on_both_paths(tmp_path, monke
         assert [r["status"] for r in data["records"]] == ["fail", "pass"]
 
 
-def test_hostile_text_reads_back_from_kept_pieces_as_it_was_made(tmp_path):
+def test_hostile_text_reads_back_from_kept_pieces_as_it_was_made(tmp_path, monkeypatch):
     """A cell's markup is kept joined by NUL (``report.cell.stored_head``): a record whose
     text holds a NUL, a lone surrogate or the fallback's marker renders from its kept pieces
-    exactly as when they were made, and as a render that keeps none."""
-    from repromatrix.report import cell
+    exactly as when they were made, and as reading every record does. A lone surrogate
+    (from a tool other than the runner) is read as its visible escape, in an id too."""
+    from repromatrix.report import cell, load
 
     store = ResultStore(tmp_path / "results")
     now = datetime(2026, 11, 25, 9, 0, tzinfo=timezone.utc)
     texts = ("nul \x00 inside", "\x01 marker first", "lone \ud800 surrogate", "<b>&amp;</b>")
-    for n, text in enumerate(texts):  # (the index keeps the workaround: no lone surrogate there)
-        store.append(record(f"pip-{n}", "bug", 0, "fail", message=text,
-                            workaround=None if "\ud800" in text else text))
+    for n, text in enumerate(texts):
+        store.append(record(f"pip-{n}", "bug", 0, "fail", message=text, workaround=text))
+    store.append(record("pip-\udcff", "bug", 0, "pass"))  # even in an id the index keeps
     store.close()
     render_site([store.root], tmp_path / "made", now=now)  # every cell's pieces made and kept
     with sqlite3.connect(store.root / ".index.sqlite") as db:
@@ -536,6 +537,11 @@ def test_hostile_text_reads_back_from_kept_pieces_as_it_was_made(tmp_path):
     assert site_files(tmp_path / "kept") == site_files(tmp_path / "made")
     page = (tmp_path / "kept" / "repro-bug.html").read_text()
     assert "nul \x00 inside" in page and "lone \\ud800 surrogate" in page  # shown escaped
+    assert "pip-\\udcff--bug" in page
+    with monkeypatch.context() as m:  # every record read: the same page
+        m.setattr(load, "SETTLED", False)
+        render_site([store.root], tmp_path / "every", now=now)
+    assert site_files(tmp_path / "every") == site_files(tmp_path / "kept")
     heads = cell.Head({"id": "x"}, [], "[]", "e", ["a\x00b", "\x01c"], ["d", "", "\ud800"], "f")
     assert cell.read_head(*cell.stored_head(heads)) == heads
     plain = heads._replace(td=["<td", "x"])

@@ -430,11 +430,11 @@ class StoreIndex:
                 out.clear()
         conn.executemany(_INSERT_HISTORY, out)
 
-    def added(self, path: Path, offset: int, line: bytes, result: Result) -> None:
+    def added(self, path: Path, offset: int, line: bytes) -> None:
         """``line`` (one record, newline included) was just appended at ``offset`` of ``path``.
 
         One ``BEGIN IMMEDIATE`` transaction: when everything before ``offset`` is indexed
-        the line is indexed as it is; otherwise the file is read on from where the index
+        the line is indexed as every reader parses it; otherwise the file is read on from where the index
         stopped (another writer's lines included), so the index is current when it commits.
         """
         try:
@@ -444,14 +444,15 @@ class StoreIndex:
         with self._write() as conn:
             row = conn.execute("SELECT id, path, size, mtime_ns, offset, lines, tail FROM files "
                                "WHERE path = ?", (key,)).fetchone()
-            if row is None or row[4] != offset:
+            item = parse_upgraded(line, str(path), row[5] + 1) if row is not None else None
+            if row is None or row[4] != offset or isinstance(item, Skipped):
                 touched: set[str] = set()
                 self._read_file(conn, key, row, touched)
                 _update_cells(conn, touched)
                 self._update_histories(conn, touched)
                 return
             fid, lines = row[0], row[5]
-            _insert(conn, fid, lines + 1, offset, line, result.to_dict())
+            _insert(conn, fid, lines + 1, offset, line, *item)  # type: ignore[misc]
             end = offset + len(line)
             st = path.stat()
             size, mtime = (st.st_size, st.st_mtime_ns) if st.st_size == end else (-1, -1)
@@ -460,8 +461,9 @@ class StoreIndex:
             conn.execute("UPDATE files SET size = ?, mtime_ns = ?, offset = ?, lines = ?, tail = ?, "
                          "chain = NULL "
                          "WHERE id = ?", (size, mtime, end, lines + 1, tail, fid))
-            _update_cells(conn, {result.cell})
-            self._update_histories(conn, {result.cell})
+            cell = item[0]["cell"]  # type: ignore[index]
+            _update_cells(conn, {cell})
+            self._update_histories(conn, {cell})
 
     # -- queries -------------------------------------------------------------------------
 
@@ -650,7 +652,8 @@ class StoreIndex:
         """Every line the loader would skip, and why (file, line, reason)."""
         rows = self._query("SELECT f.path, s.line, s.reason FROM skipped s JOIN files f "
                            "ON f.id = s.file ORDER BY f.path, s.line")
-        return [Skipped(str(self.root / p), line, reason) for p, line, reason in rows]
+        root = str(self.root) + os.sep  # each file named as ``files`` and ``blocks`` name it
+        return [Skipped(root + p, line, reason) for p, line, reason in rows]
 
     def _in_cells(self, cells: Iterable[str]) -> None:
         """Fill the temporary table ``wanted`` with ``cells`` (call with the lock held)."""

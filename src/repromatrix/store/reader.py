@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
-from .record import REAL, STANDIN, Result, _problem, evidence_level, finite, migrate
+from .record import REAL, STANDIN, Result, _problem, escaped, evidence_level, finite, migrate
 
 try:  # a fast parser when installed; the standard library decides anything it refuses
     import orjson as _orjson
@@ -123,9 +123,21 @@ def loads(raw: bytes) -> Any:
 
 def record_data(raw: bytes) -> Any:
     """``loads`` of a record line, with the numbers JSON cannot hold kept as text
-    (``finite``), as ``parse`` reads them."""
+    (``finite``) and text that cannot be UTF-8 escaped (``escaped``), as ``parse`` reads them."""
     obj, lenient = _loads(raw)
-    return finite(obj) if lenient and _nonfinite(obj) else obj
+    return _readable(obj)[0] if lenient else obj
+
+
+def _readable(obj: Any) -> tuple[Any, bool]:
+    """A line only the standard library read (``_loads``) as every reader sees it: numbers
+    JSON cannot hold as text (``finite``), lone surrogates as visible escapes (``escaped``:
+    as the runner writes them, so an id or a text can go to SQLite, a page or a terminal);
+    and whether that changed it."""
+    changed = False
+    if _nonfinite(obj):
+        obj, changed = finite(obj), True
+    fixed = escaped(obj)
+    return fixed, changed or fixed != obj
 
 
 def _loads(raw: bytes) -> tuple[Any, bool]:
@@ -171,8 +183,9 @@ def _nonfinite(value: Any) -> bool:
 
 def parse_upgraded(raw: bytes, name: str, number: int) -> tuple[dict[str, Any], bool] | Skipped:
     """``parse``, also saying whether the record's line is not to be copied as it is: upgraded
-    from an older schema, or holding a number JSON cannot (``finite``; lines written before
-    records were kept finite)."""
+    from an older schema, holding a number JSON cannot (``finite``; lines written before
+    records were kept finite) or a lone surrogate (``escaped``; a record written by another
+    tool than the runner)."""
     try:
         obj, lenient = _loads(raw)
     except UnicodeDecodeError:
@@ -183,14 +196,14 @@ def parse_upgraded(raw: bytes, name: str, number: int) -> tuple[dict[str, Any], 
         return Skipped(name, number, f"{hint}: {exc}")
     if not isinstance(obj, dict):
         return Skipped(name, number, f"not a JSON object ({type(obj).__name__})")
-    nonfinite = lenient and _nonfinite(obj)
-    if nonfinite:
-        obj = finite(obj)
+    rewritten = False
+    if lenient:
+        obj, rewritten = _readable(obj)
     data = migrate(obj)
     problem = _problem(data)
     if problem:
         return Skipped(name, number, problem)
-    return data, nonfinite or obj.get("schema_version") != data["schema_version"]
+    return data, rewritten or obj.get("schema_version") != data["schema_version"]
 
 
 def parse_line(raw: bytes, name: str, number: int) -> Result | Skipped:

@@ -110,10 +110,10 @@ class ResultStore:
             fh.flush()
             os.fsync(fh.fileno())
             end = fh.tell()
-        self._indexed(path, end - len(data), data, result)
+        self._indexed(path, end - len(data), data)
         return path
 
-    def _indexed(self, path: Path, offset: int, data: bytes, result: Result) -> None:
+    def _indexed(self, path: Path, offset: int, data: bytes) -> None:
         if not self._use_index:
             return
         try:
@@ -123,7 +123,7 @@ class ResultStore:
             self._use_index = False  # no index here: StoreIndex.open catches up from the files
             return
         with contextlib.suppress(sqlite3.Error, OSError):
-            self._index.added(path, offset, data, result)  # else the next append reads on
+            self._index.added(path, offset, data)  # else the next append reads on
 
     def close(self) -> None:
         """Close the index connection (the files need no closing)."""

@@ -588,3 +588,48 @@ def test_an_unknown_duration_is_shown_as_unknown_not_as_zero(tmp_path):
     assert known["duration"] == "2.0 s"
     loaded = ResultStore(store.root).load().records
     assert {r.cell: r.duration_s for r in loaded} == {"pip-a--bug": None, "pip-b--bug": 2.0}
+
+
+def test_skipped_lines_are_listed_for_a_store_named_by_a_relative_path(tmp_path, monkeypatch):
+    """`report --results .`: the index names a damaged line's file as it names the file
+    itself, so the line is listed in results.json on both paths (it was dropped)."""
+    from repromatrix.report import load
+
+    store = ResultStore(tmp_path / "results")
+    path = store.append(record("pip-a", "bug", 0, "fail"))
+    store.close()
+    with path.open("a") as fh:
+        fh.write("{damaged\n")
+    monkeypatch.chdir(store.root)
+    for settled in (True, False):
+        monkeypatch.setattr(load, "SETTLED", settled)
+        summary = render_site([Path(".")], tmp_path / f"site-{settled}")
+        data = json.loads((tmp_path / f"site-{settled}" / "results.json").read_text())
+        assert [(s["line"], s["reason"][:12]) for s in data["skipped"]] == [(2, "invalid JSON")]
+        assert len(summary.skipped) == 1
+
+
+def test_a_file_rewritten_while_the_settled_path_reads_it_is_read_again(tmp_path, monkeypatch):
+    """A file rewritten after its store's histories were read but before results.json copies
+    it: the render marks it to be read again (a write, outside the read transaction) and
+    renders once more, with the file as it is now."""
+    from repromatrix.store.index import StoreIndex
+
+    store = ResultStore(tmp_path / "results")
+    path = store.append(record("pip-a", "bug", 0, "fail"))
+    store.close()
+    blocks, rewritten = StoreIndex.blocks, []
+
+    def then_rewrite(self):
+        found = blocks(self)
+        if not rewritten:
+            rewritten.append(path)
+            path.write_bytes(path.read_bytes().replace(b'"fail"', b'"pass"'))
+        return found
+
+    monkeypatch.setattr(StoreIndex, "blocks", then_rewrite)
+    summary = render_site([store.root], tmp_path / "site")
+    assert rewritten and summary.records == 1
+    data = json.loads((tmp_path / "site" / "results.json").read_text())
+    assert [r["status"] for r in data["records"]] == ["pass"]
+    assert chunks(tmp_path / "site")["pip-a--bug"]["status"] == "pass"

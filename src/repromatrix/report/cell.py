@@ -57,11 +57,12 @@ SUMMARY_VERSION = hashlib.sha1(b"".join(
     (_HERE.parent / name).read_bytes()
     for name in ("report/cell.py", "report/markup.py", "model.py", "store/record.py"))).hexdigest()[:16]
 # a cell's pieces change only with the report's sources (and those it reads records with)
-# and the compatibility table (a stack's pairing note)
+# and the compatibility table and its reader (a stack's pairing note)
 PIECES_VERSION = hashlib.sha1(b"".join(
     [p.read_bytes() for p in sorted(_HERE.glob("*.py"))]
     + [(_HERE.parent / name).read_bytes() for name in ("model.py", "store/record.py",
-                                                       "store/reader.py", "data/compat.yaml")]
+                                                       "store/reader.py", "data/compat.yaml",
+                                                       "config/compat.py")]
 )).hexdigest()[:16]
 _OWN_CSV = CSV_COLUMNS[1:-2]
 # what the site model reads of a cell (the rest is in its pieces)

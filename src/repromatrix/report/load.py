@@ -59,7 +59,7 @@ from repromatrix.store.reader import (
     time_key,
     timeline,
 )
-from repromatrix.store.record import Result, escaped
+from repromatrix.store.record import Result
 
 
 @dataclass
@@ -178,8 +178,8 @@ class Reduced:
             found = self.latest[cell]
             if found.summary:
                 summary = loads(found.summary)
-            else:  # (text that cannot be UTF-8, such as a lone surrogate, shown escaped)
-                summary = make(Result.from_dict(escaped(record_data(found.raw))))
+            else:
+                summary = make(Result.from_dict(record_data(found.raw)))
                 if found.where is not None and self.summary_version:
                     data = json.dumps(summary, separators=(",", ":")).encode("ascii")
                     self._new.setdefault(found.where[0], []).append(
@@ -275,6 +275,8 @@ def reduce_records(paths: Iterable[Path | str], sink: Sink | None = None,
             with index.snapshot():  # the check and the reads see one state of the index
                 settled = index.settleable() and _read_settled(index, out, sink)
             if settled:
+                if sink is not None:  # (a file found changed is marked: a write, so not inside)
+                    sink.close(out.skipped, out.conflicts)
                 index.keep_chains()
                 yield out
                 return
@@ -301,8 +303,9 @@ def _read_settled(index: StoreIndex, out: Reduced, sink: Sink | None) -> bool:
     """One store whose every record is the only one of its kind (``StoreIndex.settleable``:
     no copy, no conflict): each cell from the history its index keeps
     (``StoreIndex.histories``); each file that is exactly its records copied whole to the
-    sink, any other (blank, damaged or older-schema lines) its records' lines only. What the
-    general path works out from every record, from one row per cell. True (done)."""
+    sink, any other (blank, damaged or older-schema lines) its records' lines only (the sink
+    is closed by the caller, outside the read transaction). What the general path works out
+    from every record, from one row per cell. True (done)."""
     stores: dict[str, str] = {}
     for settled in index.histories():
         e = settled.shown
@@ -326,9 +329,8 @@ def _read_settled(index: StoreIndex, out: Reduced, sink: Sink | None) -> bool:
         else:  # its records' lines only, each read back (and upgraded) when written
             sink.add_records(block.count, block.chain, lambda b=block: [
                 dumps(parse(raw, b.path, where.line)) if where.upgraded else raw.rstrip(b"\n")
-                for where, raw in index.read_lines((w, w) for w in index.places(b.file))])
-    if sink is not None:
-        sink.close(out.skipped, out.conflicts)
+                for where, raw in index.read_lines(
+                    (w, w) for w in index.places(b.file)[:b.count])])  # (not lines added since)
     return True
 
 

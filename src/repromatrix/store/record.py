@@ -191,6 +191,7 @@ class Result:
         kwargs["stages"] = tuple(s for s in map(StageResult.from_raw, data.get("stages") or [])
                                  if s is not None)
         kwargs["env"] = data.get("env") if isinstance(data.get("env"), dict) else {}
+        kwargs["duration_s"] = _seconds(data.get("duration_s"))
         again = data.get("reproduce")
         kwargs["reproduce"] = tuple(str(a) for a in again) if isinstance(again, list) else ()
         return cls(**kwargs)

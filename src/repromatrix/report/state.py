@@ -3,13 +3,13 @@
 Flow: report -> **report_state** -> out/. ``out/.render-state.json`` (not part of
 the page) remembers each file the report wrote: a hash of its bytes, its size and
 mtime. ``RenderState.write`` leaves a file alone when the new bytes hash the same
-and the file on disk is still the one written (same size and mtime); a detail chunk
-(``data/c<N>.js``) is thus rewritten only when its content changed. For
+and the file on disk is still the one written (same size and mtime). For
 ``results.json`` it also remembers how many records the file lists, a hash chain
 over their digests and where the list ends, so a render whose records begin with
 the same ones appends the rest instead of writing the whole file again. A detail chunk
-is made only when the digest of what it is made from (its cells' pieces, their scopes)
-changed (``write_made``): an unchanged one is not even read from the store.
+(``data/c<N>.js``) is made only when the digest of what it is made from (its cells' pieces, their scopes)
+changed (``write_made``): an unchanged one is not even read from the store, and a
+changed one is written without hashing its bytes.
 
 The page a render leaves is byte for byte what a render into an empty folder writes;
 the state file is the only difference, and deleting it only costs a full write.
@@ -81,10 +81,14 @@ class RenderState:
         return False
 
     def write_made(self, path: Path, source: str, data: str | bytes) -> bool:
-        """``write``, remembering that ``data`` was made from ``source`` (``kept``)."""
-        wrote = self.write(path, data)
+        """Write ``data``, made from ``source`` (``kept``): made only because its source
+        changed, so written without hashing it to compare (a detail chunk's bytes are most of
+        a cold render's; one rarely comes out the same from another source). True."""
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        path.write_bytes(raw)
+        self.noted(path, "")
         self.files[self.name(path)][3:] = [source]
-        return wrote
+        return True
 
     def noted(self, path: Path, digest: str) -> None:
         """``path`` was just written with content hashing to ``digest``."""

@@ -124,17 +124,21 @@ class RawSink:
 
 def _copy_lines(chunks: Iterator[bytes], skip: int, fh: BinaryIO) -> None:
     """Write the lines in ``chunks`` after the first ``skip``, joined by ",\\n" (the last
-    newline dropped)."""
-    held = b""
+    newline dropped: every newline but the stream's last is written as ",\\n", a chunk's
+    last one only once the next chunk shows it was not the stream's last)."""
+    pending = False  # a newline that ended the previous chunk, not yet written
     for chunk in chunks:
         while skip and chunk:
             cut = chunk.find(b"\n")
             chunk = b"" if cut < 0 else chunk[cut + 1:]
             skip -= cut >= 0
-        if chunk:
-            data = held + chunk
-            held = data[-1:]
-            fh.write(data[:-1].replace(b"\n", b",\n"))
+        if not chunk:
+            continue
+        if pending:
+            fh.write(b",\n")
+        out = chunk.replace(b"\n", b",\n")
+        pending = chunk.endswith(b"\n")
+        fh.write(memoryview(out)[:-2] if pending else out)
 
 
 def write_csv(out: Path, site: Mapping[str, Any], heads: Mapping[str, Any],

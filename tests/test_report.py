@@ -661,3 +661,38 @@ def test_stack_row_states_a_torchvision_pairing_confidence(tmp_path):
     assert "pairing confidence M" in pairing.text()
     assert "pairing confidence M" in heads["new"].attrs["title"]
     assert heads["old"].find_all("small", cls="pairing") == []
+
+
+def test_a_new_run_of_a_known_stack_keeps_its_pairing_note_without_the_table(tmp_path):
+    """The note comes from the pieces kept for the stack's other cells: a render after a new
+    run of a known stack reads no compatibility table (its import costs more than that
+    render), and still writes what a cold render does."""
+    import subprocess
+    import sys
+
+    store = ResultStore(tmp_path / "results")
+    stack = {"id": "new", "kind": "pip", "torch": "2.15.0", "torchvision": "0.29.2"}
+    for repro in ("demo", "other"):
+        store.append(_result(cell=f"new--{repro}", repro=repro, status="skip", stack=stack,
+                             finished_at="2026-11-23T00:00:01+00:00"))
+    now = "datetime.datetime(2026, 11, 24, tzinfo=datetime.timezone.utc)"
+    script = ("import datetime, sys; from pathlib import Path\n"
+              "from repromatrix.report.render import render_site\n"
+              f"render_site([Path(sys.argv[1])], Path(sys.argv[2]), now={now})\n"
+              "print('repromatrix.config.compat' in sys.modules)")
+
+    def render_in_process(out: Path) -> str:
+        proc = subprocess.run([sys.executable, "-c", script, str(store.root), str(out)],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.strip()
+
+    assert render_in_process(tmp_path / "site") == "True"  # the first render works the note out
+    store.append(_result(cell="new--demo", repro="demo", status="fail", stack=stack, run_id="r2",
+                         finished_at="2026-11-23T00:05:00+00:00"))
+    assert render_in_process(tmp_path / "site") == "False"
+    assert render_in_process(tmp_path / "cold") == "False"
+    for name in ("index.html", "repro-demo.html", "results.csv"):
+        assert (tmp_path / "site" / name).read_bytes() == (tmp_path / "cold" / name).read_bytes()
+    head = parse(tmp_path / "site" / "index.html").find("th", cls="stack")
+    assert "pairing confidence M" in head.find("small", cls="pairing").text()

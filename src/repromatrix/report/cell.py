@@ -65,6 +65,7 @@ PIECES_VERSION = hashlib.sha1(b"".join(
                                                        "config/compat.py")]
 )).hexdigest()[:16]
 _OWN_CSV = CSV_COLUMNS[1:-2]
+PAIRINGS = "pairings"  # make_pieces' ``seen``: torch/torchvision pair -> pairing note
 # what the site model reads of a cell (the rest is in its pieces)
 LIGHT_KEYS = ("id", "stack", "repro", "status", "previous", "contradicted", "expected",
               "expected_when", "workaround", "message", "standin", "finished_at")
@@ -318,7 +319,8 @@ def make_pieces(summary: Mapping[str, Any], repro: Repro | None, *, previous: st
                 conflict: bool, flaky: str, history: list[Span], dropped: int, matrix: str,
                 store: str, seen: dict[Any, Any] | None = None) -> Pieces:
     """Everything of one cell that the rest of the site does not decide (``seen``: what
-    cells made in one go share, such as their stack's environment, worked out once)."""
+    cells made in one go share, such as their stack's environment, worked out once, and
+    under ``PAIRINGS`` the pairing notes known so far, see ``stacks.known_pairings``)."""
     view = cell_view(summary, repro, previous, conflict, matrix, store)
     view["history"], view["history_dropped"], view["flaky"] = history, dropped, flaky
     facts = RecordFacts(*summary["facts"])
@@ -326,12 +328,13 @@ def make_pieces(summary: Mapping[str, Any], repro: Repro | None, *, previous: st
     scope_stack = {"id": str(facts.stack.get("id", "")),
                    "tags": [BISECT_TAG] if isinstance(tags, list) and BISECT_TAG in tags else []}
     seen = {} if seen is None else seen
+    known = seen.setdefault(PAIRINGS, {})
     key = (_exact(facts.stack), _exact(facts.env))
     if key not in seen:
         env_text = str(script_json(env_rows(facts.env)))
         versions = stack_versions(facts)  # type: ignore[arg-type]
         seen[key] = (env_text, hashlib.sha1(env_text.encode("utf-8")).hexdigest(), versions,
-                     pairing_note(versions))
+                     pairing_note(versions, known))
     env_text, env_key, versions, pairing = seen[key]
     stages = summary["stages"]
     row = io.StringIO(newline="")

@@ -47,7 +47,7 @@ from .feed import write_feed
 from .load import Reduced, reduce_records, status_changes
 from .markup import STATUS_INFO, add_markup, badge_html, fragment, page_name, safe_url, script_json
 from .raw import RawSink, write_csv
-from .stacks import StackBook, layout_key, matrix_rows, pivot
+from .stacks import StackBook, known_pairings, layout_key, matrix_rows, pivot
 from .state import RenderState
 
 __all__ = ["STATUS_INFO", "ReportSummary", "fragment", "page_name", "render_site",
@@ -236,7 +236,11 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
         else:
             contexts[cid] = context or history_context(reduced, cid, conflict)
     made: dict[str, tuple[bytes, bytes]] = {}  # details of cells no index keeps
+    # the pairing notes of the stacks kept pieces show: a new run of a known stack needs
+    # no compatibility table
     shared: dict[Any, Any] = {}
+    if contexts:
+        shared[cell_mod.PAIRINGS] = known_pairings(h.stack for h in heads.values())
 
     def make(cells: list[str], every: bool = False) -> dict[str, tuple[bytes, bytes]]:
         """Make the pieces of ``cells`` and hand them to their indexes as they are made (a

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from repromatrix.store.reader import dumps
@@ -39,12 +39,24 @@ def stack_versions(rec: Result) -> dict[str, str]:
     return out
 
 
-def pairing_note(versions: Mapping[str, str]) -> str:
+def pairing_note(versions: Mapping[str, str], known: dict[tuple[str, str], str]) -> str:
     """How far the stack's torch/torchvision pair can be trusted (``config.compat``'s
-    ``pairing_note``: imported only when a cell's pieces are made)."""
-    from repromatrix.config.compat import pairing_note as note
+    ``pairing_note``), from ``known`` (pair -> note, see ``known_pairings``) where it holds
+    the pair, else worked out and added to it. The compatibility table is read only then:
+    importing it costs more than a render after one new record."""
+    pair = (_plain(versions.get("torch", "")), _plain(versions.get("torchvision", "")))
+    if pair not in known:
+        from repromatrix.config.compat import pairing_note as note
 
-    return note(_plain(versions.get("torch", "")), _plain(versions.get("torchvision", "")))
+        known[pair] = note(*pair)
+    return known[pair]
+
+
+def known_pairings(stacks: Iterable[Sequence[Any]]) -> dict[tuple[str, str], str]:
+    """The pairing note of each torch/torchvision pair in ``stacks`` (``Head.stack`` lists
+    whose pieces were made with the compatibility table of today: the pieces' key holds it)."""
+    return {(_plain(versions.get("torch", "")), _plain(versions.get("torchvision", ""))): note
+            for _, _, versions, _, _, note in stacks}
 
 
 def _plain(version: str) -> str:

@@ -27,9 +27,10 @@ from typing import Any
 STATE_NAME = ".render-state.json"
 # Bumped whenever the bytes a render writes for the same records change (2: records in an
 # older schema are written by orjson; 3: NaN and Infinity kept as text; 4: files made from
-# kept pieces remember the digest of what they were made from), so an --out folder of
-# another format is written anew.
-FORMAT = 4
+# kept pieces remember the digest of what they were made from; 5: a lone surrogate in a
+# record is written as its visible escape), so an --out folder of another format is
+# written anew.
+FORMAT = 5
 
 
 class RenderState:

@@ -316,9 +316,7 @@ def _read_settled(index: StoreIndex, out: Reduced, sink: Sink | None) -> bool:
                                      evidence=e.evidence, store=store, digest=e.digest)
         out.settled[e.cell] = settled
         out.records += settled.kept
-    skipped: dict[str, list[Skipped]] = {}
-    for item in index.skipped():
-        skipped.setdefault(item.file, []).append(item)
+    skipped = _skipped_by_file(index)
     for block in index.blocks():
         out.skipped.extend(skipped.get(block.path, []))
         if sink is None or block.last is None:
@@ -326,11 +324,9 @@ def _read_settled(index: StoreIndex, out: Reduced, sink: Sink | None) -> bool:
         if block.count == block.lines and not block.older:
             sink.add_file(block.count, block.chain,
                           lambda b=block: _chunks(index, Path(b.path), b.last))  # type: ignore[arg-type]
-        else:  # its records' lines only, each read back (and upgraded) when written
-            sink.add_records(block.count, block.chain, lambda b=block: [
-                dumps(parse(raw, b.path, where.line)) if where.upgraded else raw.rstrip(b"\n")
-                for where, raw in index.read_lines(
-                    (w, w) for w in index.places(b.file)[:b.count])])  # (not lines added since)
+        else:  # its records' lines only (not lines added since), read back when written
+            sink.add_records(block.count, block.chain, lambda b=block: _record_lines(
+                index, b.path, index.places(b.file)[:b.count]))
     return True
 
 
@@ -346,10 +342,7 @@ class _IndexedFiles:
             names = {fid: name for name, (fid, _) in index.files().items()}
             self.entries[index] = {names[fid]: list(rows) for fid, rows in  # in file order
                                    itertools.groupby(index.entries(), key=lambda r: r[1].file)}
-            skipped: dict[str, list[Skipped]] = {}
-            for item in index.skipped():
-                skipped.setdefault(item.file, []).append(item)
-            self.skipped[index] = skipped
+            self.skipped[index] = _skipped_by_file(index)
         return self.entries[index]
 
     def read(self, index: StoreIndex, name: str, lines: int, out: Reduced, settler: Settler,
@@ -374,18 +367,26 @@ class _IndexedFiles:
 
 def _lines_to_sink(index: StoreIndex, name: str, rows: list[tuple[Entry, Where]],
                    sink: Sink) -> None:
-    """``rows`` of file ``name`` to the sink in runs of consecutive lines, each read back in
-    one pass when the sink writes them: lines in the current schema as they are, older ones
-    upgraded (parsed, written anew)."""
-    for upgraded, run in itertools.groupby(rows, key=lambda row: row[1].upgraded):
-        some = list(run)
-        if upgraded:
-            sink.add_lines([e.digest for e, _ in some], lambda some=some: [
-                dumps(parse(raw, name, where.line))
-                for (_, where), (_, raw) in zip(some, index.read_lines(some), strict=True)])
-        else:
-            sink.add_lines([e.digest for e, _ in some],
-                           lambda some=some: [raw for _, raw in index.read_lines(some)])
+    """``rows`` of file ``name`` to the sink, read back in one pass when the sink writes them
+    (``_record_lines``)."""
+    sink.add_lines([e.digest for e, _ in rows],
+                   lambda: _record_lines(index, name, [where for _, where in rows]))
+
+
+def _record_lines(index: StoreIndex, name: str, places: Iterable[Where]) -> list[bytes]:
+    """The lines at ``places`` of file ``name`` as ``results.json`` holds them, without their
+    newline: lines in the current schema as they are, older ones upgraded (parsed, written
+    anew). What both readers write, so that their bytes agree."""
+    return [dumps(parse(raw, name, where.line)) if where.upgraded else raw.rstrip(b"\n")
+            for where, raw in index.read_lines((w, w) for w in places)]
+
+
+def _skipped_by_file(index: StoreIndex) -> dict[str, list[Skipped]]:
+    """The lines ``index`` skipped, by file, in each file's order."""
+    skipped: dict[str, list[Skipped]] = {}
+    for item in index.skipped():
+        skipped.setdefault(item.file, []).append(item)
+    return skipped
 
 
 def _fill_latest(out: Reduced, cells: Iterable[str]) -> None:

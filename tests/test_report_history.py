@@ -430,6 +430,13 @@ def test_blank_damaged_and_older_lines_are_read_through_the_histories_as_every_r
     assert first.records == 12 + 2
     ResultStore(store.root).append(record("pip-s1", "bug", 7, "crash"))
     assert both("again").records == 15 and calls == [True, True]
+    # into the folders of the first render: results.json goes on after the lines it holds
+    render_site([store.root], tmp_path / "first-settled", now=now)
+    with monkeypatch.context() as m:
+        m.setattr(load, "SETTLED", False)
+        render_site([store.root], tmp_path / "first-every", now=now)
+    for name in ("first-settled", "first-every"):
+        assert site_files(tmp_path / name) == site_files(tmp_path / "again-settled"), name
 def test_records_of_one_cell_in_two_host_folders_keep_the_readers_order(tmp_path, monkeypatch):
     """'h-2' sorts before 'h' as a string, after it as a path: a cell whose records live in
     both is met where a reader of the files meets it, on both paths alike."""

@@ -27,7 +27,10 @@ parser (``store.reader.parse``) and ordered by its one order (``store.reader.LAT
              every input they were made from: a render remakes only cells whose inputs
              changed, and reads a cell's detail only when its chunk is written
     meta     also the report's last grid layout (``layout``), under the digest of what
-             decides it
+             decides it; the index's ``epoch`` (made anew with the index) and ``seq``, a
+             count of the settlings of ``histories``, each row noting the one that last
+             wrote it: a reader that noted both reads only the cells settled since
+             (``histories_since``)
 
 ``refresh`` brings the index up to date with the files (a stat per file when
 nothing changed); ``ResultStore.append`` updates it as each record is written, in
@@ -73,7 +76,7 @@ from .reader import (
 from .record import Result
 
 INDEX_NAME = ".index.sqlite"
-FORMAT = "repromatrix-index-13"  # another value in `meta`: the index is rebuilt
+FORMAT = "repromatrix-index-14"  # another value in `meta`: the index is rebuilt
 TAIL = 256  # bytes before the indexed offset that must be unchanged to read on from there
 BUSY_TIMEOUT_S = 60.0
 MAX_OPEN = 64  # record files held open at once while reading records back
@@ -100,8 +103,10 @@ CREATE TABLE IF NOT EXISTS histories (cell TEXT PRIMARY KEY, record INTEGER, dat
     -- the shown record's fields, as in records (read without a lookup per cell there)
     run_id TEXT, attempt INTEGER, status TEXT, cache_key TEXT, finished_at TEXT,
     started_at TEXT, rdigest TEXT, file INTEGER, line INTEGER, evidence TEXT, offset INTEGER,
-    length INTEGER, upgraded INTEGER) WITHOUT ROWID;
+    length INTEGER, upgraded INTEGER,
+    seq INTEGER) WITHOUT ROWID;  -- meta 'seq' when it was last settled (histories_since)
 CREATE INDEX IF NOT EXISTS histories_tally ON histories (kept, conflicts);  -- settleable()
+CREATE INDEX IF NOT EXISTS histories_by_seq ON histories (seq);
 CREATE TABLE IF NOT EXISTS pieces (cell TEXT PRIMARY KEY, key TEXT, head BLOB, markup BLOB,
     detail BLOB, env BLOB) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS cells (cell TEXT PRIMARY KEY, record INTEGER, stack_id TEXT,
@@ -112,7 +117,7 @@ _RECORD_COLS = ("file, line, offset, length, run_id, cell, attempt, stack_id, re
                 "started_at, finished_at, signature, workaround, digest, upgraded, evidence")
 _KEY_COLS = "stack_id, repro, status, cache_key, run_id, finished_at, signature, workaround, digest"
 _CELL_COLS = "cell, record, started_at, " + _KEY_COLS
-_INSERT_HISTORY = f"INSERT INTO histories VALUES ({', '.join('?' * 22)})"
+_INSERT_HISTORY = f"INSERT INTO histories VALUES ({', '.join('?' * 23)})"
 
 
 class CellKey(NamedTuple):
@@ -174,6 +179,7 @@ class Settled(NamedTuple):
     digest: str
     data: bytes
     root: str
+    first: tuple[int, int] = (0, 0)  # (file id, offset) of its first record: the cells' order
 
     def history(self) -> CellHistory:
         previous, spans, attempts, kept, conflicts = loads(self.data)
@@ -391,6 +397,8 @@ class StoreIndex:
         if not touched:
             return
         root = str(self.root) + os.sep
+        conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'seq'")
+        seq = int(conn.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
         conn.execute("DELETE FROM histories WHERE cell IN (SELECT cell FROM touched)")
         rows = conn.execute(  # streamed: a first build holds one cell's records at a time
             "SELECT r.cell, r.id, r.run_id, r.attempt, r.status, r.cache_key, r.finished_at, "
@@ -424,7 +432,7 @@ class StoreIndex:
             out.append((cell, rid, data, hashlib.sha1(data).hexdigest(), settled.kept,
                         len(settled.conflicts), changed_at, *first,  # type: ignore[misc]
                         run, attempt, status, key, fin, start, dig, fid, line, evidence, offset,
-                        length, upgraded))
+                        length, upgraded, seq))
             if len(out) >= 1000:
                 conn.executemany(_INSERT_HISTORY, out)
                 out.clear()
@@ -525,20 +533,44 @@ class StoreIndex:
         in order of each cell's first record in the store's files (``walk_jsonl``'s order),
         as a reader of the files meets them. No record line is read, and a history is parsed
         only when asked for (``Settled.history``)."""
-        root = str(self.root) + os.sep
         rank = {fid: n for n, (fid, _) in enumerate(self._ordered_files())}
-        rows = self._query(
+        rows = self._settled_rows("")
+        rows.sort(key=lambda s: (rank[s.first[0]], s.first[1]))
+        yield from rows
+
+    def history_mark(self) -> tuple[str, int, int]:
+        """(the index's epoch, its ``seq``, how many cells it holds): what a reader notes to
+        ask ``histories_since`` later. Another epoch: the index was made anew."""
+        epoch, seq, cells = self._query(
+            "SELECT (SELECT value FROM meta WHERE key = 'epoch'), (SELECT value FROM meta "
+            "WHERE key = 'seq'), (SELECT count(*) FROM histories)")[0]
+        return str(epoch), int(seq), int(cells)
+
+    def histories_since(self, seq: int) -> list[Settled]:
+        """The settled history of each cell settled again after ``seq`` (``history_mark``):
+        a cell that lost every record is not among them (its count is)."""
+        return self._settled_rows("WHERE h.seq > ?", (seq,))
+
+    def histories_of(self, cells: Iterable[str]) -> dict[str, Settled]:
+        """The settled history of each of ``cells`` the index holds."""
+        return {s.shown.cell: s for s in self._settled_rows(
+            "WHERE h.cell IN (SELECT cell FROM wanted)", (), list(cells))}
+
+    def _settled_rows(self, where: str, args: Sequence[Any] = (),
+                      cells: Sequence[str] | None = None) -> list[Settled]:
+        root = str(self.root) + os.sep
+        rows = self._execute(
             "SELECT h.cell, h.data, h.digest, h.kept, h.changed_at, h.run_id, h.attempt, h.status, "
             "h.cache_key, h.finished_at, h.started_at, h.rdigest, f.path, h.line, h.evidence, "
             "h.file, h.offset, h.length, h.upgraded, h.first_file, h.first_offset "
-            "FROM histories h JOIN files f ON f.id = h.file")
-        rows.sort(key=lambda r: (rank[r[19]], r[20]))
-        for (cell, data, hdigest, kept, changed_at, run, attempt, status, key, fin, start, dig, path,
-             line, evidence, fid, offset, length, upgraded, _, _) in rows:
-            shown = Entry(run, cell, attempt, status, key, fin, start, dig, f"{root}{path}:{line}",
-                          evidence or "")
-            yield Settled(shown, Where(fid, offset, length, line, dig, bool(upgraded)), root + path,
-                          kept, changed_at, hdigest, data, root)
+            f"FROM histories h JOIN files f ON f.id = h.file {where}", args, cells).fetchall()
+        return [Settled(Entry(run, cell, attempt, status, key, fin, start, dig,
+                              f"{root}{path}:{line}", evidence or ""),
+                        Where(fid, offset, length, line, dig, bool(upgraded)), root + path,
+                        kept, changed_at, hdigest, data, root, (first_file, first_offset))
+                for (cell, data, hdigest, kept, changed_at, run, attempt, status, key, fin, start,
+                     dig, path, line, evidence, fid, offset, length, upgraded, first_file,
+                     first_offset) in rows]
 
     def settleable(self) -> bool:
         """Whether every record is the only one of its kind (no copy of another record, no
@@ -548,6 +580,10 @@ class StoreIndex:
             "SELECT (SELECT count(*) FROM records), (SELECT coalesce(sum(kept), 0) FROM histories), "
             "(SELECT coalesce(sum(conflicts), 0) FROM histories)")[0]
         return records == kept and not conflicts
+
+    def kept_records(self) -> int:
+        """How many records the cells' histories keep (every record, when ``settleable``)."""
+        return int(self._query("SELECT coalesce(sum(kept), 0) FROM histories")[0][0])
 
     def _ordered_files(self, with_lines: bool = False) -> list[Any]:
         """(file id, path) of every indexed file, in ``walk_jsonl``'s order (by path parts);
@@ -615,6 +651,12 @@ class StoreIndex:
         """The report's pieces of each cell (``keep_pieces``): (their key, head, markup)."""
         return {cell: (key, head, markup) for cell, key, head, markup in
                 self._execute("SELECT cell, key, head, markup FROM pieces")}
+
+    def pieces_of(self, cells: Iterable[str]) -> dict[str, tuple[str, bytes, bytes]]:
+        """``pieces`` of ``cells`` only."""
+        return {cell: (key, head, markup) for cell, key, head, markup in self._execute(
+            "SELECT cell, key, head, markup FROM pieces WHERE cell IN (SELECT cell FROM wanted)",
+            (), list(cells))}
 
     def bodies(self, cells: Iterable[str]) -> dict[str, tuple[str, bytes, bytes]]:
         """The key, detail and environment pieces of ``cells`` (in one pass over the table
@@ -780,6 +822,8 @@ def _prepared(conn: sqlite3.Connection) -> sqlite3.Connection:
             if statement.strip():
                 conn.execute(statement)
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (FORMAT,))
+        conn.execute("INSERT OR IGNORE INTO meta VALUES ('epoch', ?)", (os.urandom(8).hex(),))
+        conn.execute("INSERT OR IGNORE INTO meta VALUES ('seq', '0')")
         conn.execute("COMMIT")
     except BaseException:
         with contextlib.suppress(sqlite3.Error):

@@ -199,9 +199,10 @@ def test_changes_list_is_capped_on_the_page_but_complete_in_the_summary(tmp_path
 
 
 def site_files(out: Path) -> dict[str, bytes]:
-    """Every file of a rendered site but the render state (which is not part of the page)."""
+    """Every file of a rendered site but the render state and the kept site (which are not
+    part of the page)."""
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
-            if p.is_file() and p.name != ".render-state.json"}
+            if p.is_file() and p.name not in (".render-state.json", ".render-site")}
 
 
 def test_an_incremental_render_leaves_what_a_cold_render_writes(tmp_path, monkeypatch):

@@ -26,6 +26,7 @@ from .markup import script_json
 from .state import RenderState
 
 CHUNK_CELLS = 50
+Member = tuple[str, str, str]  # a chunk's cell: (id, pieces key, scope)
 SEARCH_LIMIT = 300
 DATA_DIR = "data"
 _DETAIL_KEYS = ("id", "stack", "repro", "status", "signature", "workaround", "message",
@@ -63,40 +64,47 @@ def detail_json(cell: Mapping[str, Any]) -> str:
     return str(script_json(out))[:-1]
 
 
-def write_chunks(out: Path, cells: Mapping[str, Mapping[str, Any]],
+def chunk_groups(cells: Mapping[str, Mapping[str, Any]]) -> dict[int, list[Member]]:
+    """Each chunk's cells, in the site's cell order: (id, pieces key, scope)."""
+    groups: dict[int, list[Member]] = {}
+    for cell in cells.values():
+        groups.setdefault(cell["chunk"], []).append((cell["id"], cell["pieces"], cell["scope"]))
+    return groups
+
+
+def chunk_source(number: int, members: Sequence[Member]) -> str:
+    """A digest of what chunk ``number`` is made from: its cells' pieces and scopes."""
+    return hashlib.sha1(json.dumps([number, [list(m) for m in members]]).encode(
+        "utf-8", "surrogatepass")).hexdigest()
+
+
+def write_chunks(out: Path, groups: Mapping[int, Sequence[Member]], sources: Mapping[int, str],
                  details: Callable[[list[str]], Mapping[str, tuple[bytes, bytes]]],
                  state: RenderState) -> int:
-    """Write data/c<N>.js for every chunk whose cells' pieces or scopes changed since the
+    """Write data/c<N>.js for every chunk whose source (``chunk_source``) changed since the
     last render into ``out`` (others stay as they are, unread; chunks no longer used go);
     ``details(cells)``: each cell's detail (the start of its ``[id, {...}]`` entry) and
-    environment rows (``report.cell.Pieces``), asked once for every chunk to write.
-    Returns the chunk count."""
+    environment rows (``report.cell.Pieces``), asked once for every chunk to write
+    (``groups``: the cells of those at least). Returns the chunk count."""
     folder = out / DATA_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    groups: dict[int, list[Mapping[str, Any]]] = {}
-    for cell in cells.values():
-        groups.setdefault(cell["chunk"], []).append(cell)
-    sources = {number: hashlib.sha1(json.dumps(
-        [number, [[c["id"], c["pieces"], c["scope"]] for c in members]]).encode(
-            "utf-8", "surrogatepass")).hexdigest() for number, members in groups.items()}
     stale = [number for number, source in sources.items()
              if not state.kept(folder / f"c{number}.js", source)]
-    found = details([c["id"] for number in stale for c in groups[number]])
+    found = details([cid for number in stale for cid, _, _ in groups[number]])
     scopes: dict[str, bytes] = {}
     for number in stale:
-        local: dict[str, int] = {}
-        envs, rows = [], []
-        for cell in groups[number]:
-            detail, env = found[cell["id"]]
-            if cell["env"] not in local:
-                local[cell["env"]] = len(local)
-                envs.append(env)
-            scope = scopes.get(cell["scope"])
+        local: dict[bytes, int] = {}  # each environment once (equal rows, equal digest)
+        rows = []
+        for cid, _, scope_name in groups[number]:
+            detail, env = found[cid]
+            if env not in local:
+                local[env] = len(local)
+            scope = scopes.get(scope_name)
             if scope is None:
-                scope = scopes[cell["scope"]] = str(script_json(cell["scope"])).encode("utf-8")
-            rows.append(b'%s,"env":%d,"scope":%s}]' % (detail, local[cell["env"]], scope))
+                scope = scopes[scope_name] = str(script_json(scope_name)).encode("utf-8")
+            rows.append(b'%s,"env":%d,"scope":%s}]' % (detail, local[env], scope))
         data = b'repromatrixChunk(%d,{"envs":[%s],"cells":[%s]});\n' % (
-            number, b",".join(envs), b",".join(rows))
+            number, b",".join(local), b",".join(rows))
         state.write_made(folder / f"c{number}.js", sources[number], data)
     state.remove_others(folder, "c*.js")
-    return len(groups)
+    return len(sources)

@@ -101,6 +101,7 @@ class Reduced:
     conflicts: list[Conflict] = field(default_factory=list)
     records: int = 0
     summary_version: str = ""  # whose summaries the indexes were asked for
+    mark: tuple[str, int, int] | None = None  # the index's, when read through its histories
     _new: dict[StoreIndex, list[tuple[str, bytes]]] = field(default_factory=dict)
 
     def _settled(self, cell: str) -> CellHistory | None:
@@ -144,10 +145,7 @@ class Reduced:
         cells = [c for c in self.latest if keep(c)]
         if not cells or len(self.settled) < len(self.latest):
             return cells
-        last = heapq.nlargest(limit, ((self.settled[c].changed_at, c) for c in cells
-                                      if self.settled[c].changed_at is not None))
-        chosen = {c for _, c in last}
-        return [c for c in cells if c in chosen]
+        return newest_changed(cells, [self.settled[c].changed_at for c in cells], limit)
 
     def store(self, cell: str) -> str:
         """The store folder the cell's latest record is read from ("" when its file was read
@@ -234,6 +232,15 @@ class Reduced:
         self._new.clear()
 
 
+def newest_changed(cells: list[str], changed_at: list[str | None], limit: int) -> list[str]:
+    """The ``limit`` of ``cells`` whose last status change (``changed_at``, None: never) comes
+    last in (time, cell) order, in cell order (``Reduced.feed_cells``)."""
+    last = heapq.nlargest(limit, ((at, c) for c, at in zip(cells, changed_at, strict=True)
+                                  if at is not None))
+    chosen = {c for _, c in last}
+    return [c for c in cells if c in chosen]
+
+
 class Sink(Protocol):
     """Where usable records go as they stream past (``report.raw.RawSink``): a stored line,
     lines read back later, or a whole file's lines; closed at the end of the load."""
@@ -307,15 +314,28 @@ def _read_settled(index: StoreIndex, out: Reduced, sink: Sink | None) -> bool:
     is closed by the caller, outside the read transaction). What the general path works out
     from every record, from one row per cell. True (done)."""
     stores: dict[str, str] = {}
+    out.mark = index.history_mark()
     for settled in index.histories():
-        e = settled.shown
-        store = stores.get(settled.file)
-        if store is None:
-            store = stores[settled.file] = recorded_root(index.root, settled.file)
-        out.latest[e.cell] = _Latest(time_key(e), b"", (index, settled.where),
-                                     evidence=e.evidence, store=store, digest=e.digest)
-        out.settled[e.cell] = settled
+        add_settled(index, out, settled, stores)
         out.records += settled.kept
+    sink_files(index, out, sink)
+    return True
+
+
+def add_settled(index: StoreIndex, out: Reduced, settled: Settled, stores: dict[str, str]) -> None:
+    """A cell as its index settled it (``stores``: each file's store folder, found once)."""
+    e = settled.shown
+    store = stores.get(settled.file)
+    if store is None:
+        store = stores[settled.file] = recorded_root(index.root, settled.file)
+    out.latest[e.cell] = _Latest(time_key(e), b"", (index, settled.where), evidence=e.evidence,
+                                 store=store, digest=e.digest)
+    out.settled[e.cell] = settled
+
+
+def sink_files(index: StoreIndex, out: Reduced, sink: Sink | None) -> None:
+    """Every file ``index`` covers to ``sink`` (see ``_read_settled``), and the lines it
+    skipped to ``out``."""
     skipped = _skipped_by_file(index)
     for block in index.blocks():
         out.skipped.extend(skipped.get(block.path, []))
@@ -327,7 +347,11 @@ def _read_settled(index: StoreIndex, out: Reduced, sink: Sink | None) -> bool:
         else:  # its records' lines only (not lines added since), read back when written
             sink.add_records(block.count, block.chain, lambda b=block: _record_lines(
                 index, b.path, index.places(b.file)[:b.count]))
-    return True
+
+
+def covers_exactly(index: StoreIndex, files: Iterable[Path]) -> bool:
+    """Whether ``files`` (those a walk of the store finds) are the files ``index`` covers."""
+    return {f.resolve() for f in files} == {Path(n).resolve() for n in index.files()}
 
 
 class _IndexedFiles:

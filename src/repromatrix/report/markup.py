@@ -82,19 +82,24 @@ def badge_html(status: Any) -> Markup:
 
 
 def add_markup(site: dict[str, Any], heads: Mapping[str, Any]) -> None:
-    """Attach each matrix row's <td>s and each repro page's <tr>s as escaped Markup, from
-    each cell's pieces (``heads``: cell -> ``report.cell.Head``) and what the site decides."""
-    columns = [(escape(rv["id"]), escape(rv["page"])) for rv in site["repro_views"]]
-    width = len(columns) + 1
-    for row in site["rows"]:
-        cells = "\n".join(
-            matrix_td(cell, heads[cell["id"]].td) if cell is not None else empty_td(rid)
-            for cell, (rid, _) in zip(row["cells"], columns, strict=True))
-        row["html"] = Markup(matrix_tr(row, cells, width))
+    """Each matrix row's markup (``site["grid_rows"]``) and each repro page's <tr>s
+    (``rv["trs"]``), escaped, from each cell's pieces (``heads``: cell ->
+    ``report.cell.Head``) and what the site decides."""
+    columns = [escape(rv["id"]) for rv in site["repro_views"]]
+    site["grid_rows"] = [grid_row(row, [heads[c["id"]].td if c else None for c in row["cells"]],
+                                  columns) for row in site["rows"]]
     ths: dict[str, str] = {}
     for rv in site["repro_views"]:
-        rv["rows_html"] = Markup("\n".join(
-            repro_tr(e, heads[e["cell"]["id"]].tr, ths) for e in rv["entries"]))
+        rv["trs"] = [repro_tr(e, heads[e["cell"]["id"]].tr, ths) for e in rv["entries"]]
+
+
+def grid_row(row: Mapping[str, Any], tds: Sequence[Sequence[str] | None],
+             columns: Sequence[str]) -> str:
+    """One stack's row of the grid from its cells' <td> pieces (None: no cell there) and the
+    repro columns' escaped ids."""
+    cells = "\n".join(matrix_td(cell, td) if cell is not None else empty_td(rid)  # type: ignore[arg-type]
+                       for cell, td, rid in zip(row["cells"], tds, columns, strict=True))
+    return matrix_tr(row, cells, len(columns) + 1)
 
 
 def matrix_tr(row: Mapping[str, Any], cells: str, width: int) -> str:

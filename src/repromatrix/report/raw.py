@@ -142,22 +142,32 @@ def _copy_lines(chunks: Iterator[bytes], skip: int, fh: BinaryIO) -> None:
 
 
 def write_csv(out: Path, site: Mapping[str, Any], heads: Mapping[str, Any],
-              state: RenderState) -> None:
+              state: RenderState) -> tuple[str, list[str]]:
     """results.csv: the latest record per cell (each row's own columns come with its
-    pieces, ``report.cell.Head.csv``; the stack's columns are added here)."""
-    stacks = {s["id"]: s for s in site["stacks"]}
-    ends: dict[str, str] = {}
-    lines = [",".join(CSV_COLUMNS)]
-    for c in site["cells"].values():
-        end = ends.get(c["stack"])
-        if end is None:
-            stack = stacks.get(c["stack"], {})
-            fh = io.StringIO(newline="")
-            csv.writer(fh).writerow([csv_safe(stack.get("full_label", "")), stack.get("scope", "")])
-            end = ends[c["stack"]] = fh.getvalue()[:-2]
-        lines.append(f"{heads[c['id']].csv},{end}")
-    lines.append("")
-    state.write(out / "results.csv", "\r\n".join(lines))
+    pieces, ``report.cell.Head.csv``; the stack's columns are added here). Returns the text
+    before the cells' lines, and those lines."""
+    ends = stack_columns(site["stacks"])
+    lines = [f"{heads[c['id']].csv},{ends.get(c['stack'], ',')}" for c in site["cells"].values()]
+    write_csv_lines(out, lines, state)
+    return CSV_HEAD, lines
+
+
+CSV_HEAD = ",".join(CSV_COLUMNS) + "\r\n"
+
+
+def write_csv_lines(out: Path, lines: list[str], state: RenderState) -> None:
+    """results.csv from its cells' lines."""
+    state.write(out / "results.csv", CSV_HEAD + "".join(line + "\r\n" for line in lines))
+
+
+def stack_columns(stacks: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Each stack's columns of a results.csv line (its full label and scope), as CSV."""
+    ends = {}
+    for stack in stacks:
+        fh = io.StringIO(newline="")
+        csv.writer(fh).writerow([csv_safe(stack.get("full_label", "")), stack.get("scope", "")])
+        ends[stack["id"]] = fh.getvalue()[:-2]
+    return ends
 
 
 def csv_safe(value: Any) -> Any:

@@ -22,8 +22,10 @@ import json
 import marshal
 import os
 import sys
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -48,7 +50,7 @@ class Spans(NamedTuple):
 
     @classmethod
     def of(cls, head: str, pieces: Sequence[str], sep: str, end: str) -> Spans:
-        return cls(len(head), [len(p) for p in pieces], sep, end)
+        return cls(len(head), list(map(len, pieces)), sep, end)
 
     @staticmethod
     def join(pieces: Sequence[str], sep: str, end: str) -> str:
@@ -132,19 +134,18 @@ def kept_site(key: str, mark: tuple[str, int, int], site: Mapping[str, Any],
               pages: dict[str, Spans]) -> KeptSite:
     """What a full render (``site``, ``report.render.build_site``; ``settled``: each cell's
     ``store.index.Settled``) leaves for the next: see the module's docstring."""
-    views = list(site["cells"].values())
-    heads = site["heads"]
-    ids = [v["id"] for v in views]
-    cells: dict[str, list[Any]] = {k: [v[k] for v in views] for k in (
-        "id", "stack", "repro", "status", "previous", "contradicted", "expected",
-        "expected_when", "workaround", "standin", "in_scope", "chunk", "pieces")}
-    cells["finished"] = [heads[c].stack[3] for c in ids]
-    stage_keys, stage = _numbered([heads[c].stage_key for c in ids])
-    cells["stage"] = stage
-    found = [settled[c] for c in ids]
-    cells["changed_at"] = [s.changed_at for s in found]
-    cells["first_file"] = [s.first[0] for s in found]
-    cells["first_offset"] = [s.first[1] for s in found]
+    views = site["cells"].values()
+    # columns made by the C loops of map, zip and itemgetter: this is part of every full render
+    cells: dict[str, Any] = dict(zip(_FROM_VIEWS, zip(*map(itemgetter(*_FROM_VIEWS), views), strict=True),
+                                     strict=True)) if views else dict.fromkeys(_FROM_VIEWS, ())
+    ids = cells["id"]
+    heads = list(map(site["heads"].__getitem__, ids))
+    cells["finished"] = list(map(itemgetter(3), map(attrgetter("stack"), heads)))
+    stage_keys, cells["stage"] = _numbered(list(map(attrgetter("stage_key"), heads)))
+    found = list(map(settled.__getitem__, ids))
+    cells["changed_at"] = list(map(attrgetter("changed_at"), found))
+    cells["first_file"], cells["first_offset"] = (zip(*map(attrgetter("first"), found), strict=True)
+                                                  if found else ((), ()))
     position = {c: n for n, c in enumerate(ids)}
     row, col = [-1] * len(ids), [-1] * len(ids)
     grid = []
@@ -154,10 +155,9 @@ def kept_site(key: str, mark: tuple[str, int, int], site: Mapping[str, Any],
             if c:
                 row[position[c]], col[position[c]] = r, j
     cells["row"], cells["col"] = row, col
-    places: dict[tuple[str, str], int] = {}
-    for place in zip(cells["stack"], cells["repro"], strict=True):
-        places[place] = places.get(place, 0) + 1
+    places = Counter(zip(cells["stack"], cells["repro"], strict=True))
     cells["shared"] = [places[p] > 1 for p in zip(cells["stack"], cells["repro"], strict=True)]
+    cells = {k: list(v) for k, v in cells.items()}
     return KeptSite(
         key=key, epoch=mark[0], seq=mark[1], count=mark[2], cells=cells, stage_keys=stage_keys,
         stage_names=list(site["stage_names"]), stacks=site["stacks"], grid=grid,
@@ -166,6 +166,10 @@ def kept_site(key: str, mark: tuple[str, int, int], site: Mapping[str, Any],
                for rv in site["repro_views"]],
         shown_scope=site["shown_scope"], scope_counts=dict(site["scope_counts"]),
         chunk_sources=sources, pages=pages)
+
+
+_FROM_VIEWS = ("id", "stack", "repro", "status", "previous", "contradicted", "expected",
+               "expected_when", "workaround", "standin", "in_scope", "chunk", "pieces")
 
 
 def _numbered(values: list[str]) -> tuple[list[str], list[int]]:

@@ -17,6 +17,10 @@ its inputs are unchanged), answers the per-repro questions from the records
     out/results.csv         the latest record per cell, flattened
     out/static/             CSS and JS (no CDN)
 
+A render into a folder an earlier render of the same store wrote patches that render's
+site where the records since changed it (``report.patch``, from ``report.kept``); the
+files are the same either way.
+
 Every string from a record is hostile: templates autoescape, JSON is escaped
 for <script>, the page's script only ever sets ``textContent``.
 """

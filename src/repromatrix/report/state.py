@@ -1,9 +1,9 @@
 """What the last render wrote into an ``--out`` folder, so the next render rewrites only what changed.
 
 Flow: report -> **report_state** -> out/. ``out/.render-state.json`` (not part of
-the page) remembers each file the report wrote: a hash of its bytes, its size and
-mtime. ``RenderState.write`` leaves a file alone when the new bytes hash the same
-and the file on disk is still the one written (same size and mtime). For
+the page) remembers each file the report wrote: its size and mtime. ``RenderState.write``
+leaves a file alone when the file on disk is still the one written (same size and mtime)
+and holds the new bytes already. For
 ``results.json`` it also remembers how many records the file lists, a hash chain
 over their digests and where the list ends, so a render whose records begin with
 the same ones appends the rest instead of writing the whole file again. A detail chunk
@@ -18,7 +18,6 @@ the state file is the only difference, and deleting it only costs a full write.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -39,6 +38,7 @@ class RenderState:
     def __init__(self, out: Path) -> None:
         self.out = out
         self.path = out / STATE_NAME
+        self._prefix = str(out) + os.sep if os.sep == "/" else "\0"  # (a POSIX path's name)
         self.files: dict[str, list[Any]] = {}
         self.results: dict[str, Any] = {}
         self.written: set[str] = set()  # names this render wrote or kept
@@ -50,6 +50,9 @@ class RenderState:
                 self.results = dict(data.get("results") or {})
 
     def name(self, path: Path) -> str:
+        text = str(path)
+        if text.startswith(self._prefix):  # (pathlib's relative_to: a tenth of a ms each)
+            return text[len(self._prefix):]
         return path.relative_to(self.out).as_posix()
 
     def unchanged(self, path: Path) -> bool:
@@ -64,12 +67,16 @@ class RenderState:
     def write(self, path: Path, data: str | bytes) -> bool:
         """Write ``data`` to ``path`` unless the file already holds it; True when written."""
         raw = data.encode("utf-8") if isinstance(data, str) else data
-        name, digest = self.name(path), hashlib.sha1(raw).hexdigest()
+        name = self.name(path)
         self.written.add(name)
-        if self.unchanged(path) and self.files[name][0] == digest:
-            return False
+        # compared with the file's bytes, not by a hash of them: most writes are of pages
+        # that changed (another size: nothing read) or of a new folder's (nothing to read)
+        if self.unchanged(path) and self.files[name][1] == len(raw):
+            with contextlib.suppress(OSError):
+                if path.read_bytes() == raw:
+                    return False
         path.write_bytes(raw)
-        self.noted(path, digest)
+        self.noted(path, "")
         return True
 
     def kept(self, path: Path, source: str) -> bool:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
+
 from repromatrix.model import Repro
 from repromatrix.report.kept import KEPT_NAME
 from repromatrix.report.render import ReportSummary, render_site
@@ -168,3 +170,53 @@ def test_a_render_of_anything_but_one_store_keeps_no_site(tmp_path):
     assert (out / KEPT_NAME).exists()
     both = render_site([store.root, shard.root], out, now=NOW)
     assert not both.patched and both.cells == 2 and not (out / KEPT_NAME).exists()
+
+
+def test_records_gone_from_the_store_are_patched_out_or_rendered_in_full(tmp_path):
+    """A run's file removed (or rewritten) under the page: its cells show their earlier
+    records again, a stack may be shown from another of its cells, and a cell with no
+    record left vanishes; whatever the render decides, it writes what a cold render writes."""
+    store = ResultStore(tmp_path / "results")
+    for stack in range(3):
+        store.append(record(stack, "bug", 0, "fail"))
+        store.append(record(stack, "other", 0, "pass"))
+    store.append(record(1, "bug", 1, "pass", torch="2.4.2"))  # shows stack s1 as 2.4.2
+    store.append(record(2, "bug", 1, "pass"))
+    store.close()
+    page = Page(tmp_path, store)
+    page.render(patched=False)
+    run1 = next((tmp_path / "results").glob("*/run-1.jsonl"))
+    lines = run1.read_text().splitlines(keepends=True)
+    run1.write_text(lines[1])  # s1's newer record gone: s1 is shown as 2.4.1 again
+    page.render(patched=False)
+    run1.unlink()  # s2--bug is shown from run 0 again: its stack did not change
+    page.render(patched=True)
+    store.append(record(2, "third", 2, "fail"))
+    page.render(patched=False)
+    next((tmp_path / "results").glob("*/run-2.jsonl")).unlink()  # a cell vanishes
+    page.render(patched=False)
+
+
+def test_a_render_cut_off_midway_leaves_no_site_to_patch(tmp_path, monkeypatch):
+    """A render that stops after writing some pages (killed, a full disk) leaves no kept
+    site: the next render assembles every cell, never patching pages it did not describe."""
+    from repromatrix.report import patch
+
+    store = ResultStore(tmp_path / "results")
+    for stack in range(3):
+        store.append(record(stack, "bug", 0, "fail"))
+    page = Page(tmp_path, store)
+    page.render(patched=False)
+    store.append(record(1, "bug", 1, "pass"))
+
+    def cut_off(*args, **kwargs):
+        raise OSError("no space left on device")
+
+    with monkeypatch.context() as m, pytest.raises(OSError, match="no space"):
+        m.setattr(patch, "write_feed", cut_off)
+        render_site([store.root], tmp_path / "inc", CATALOG, published=PUBLISHED, now=NOW)
+    assert not (tmp_path / "inc" / KEPT_NAME).exists()
+    store.append(record(2, "bug", 1, "pass"))
+    page.render(patched=False)
+    store.append(record(0, "bug", 1, "pass"))
+    page.render(patched=True)

@@ -112,7 +112,8 @@ class KeptSite:
 
     @staticmethod
     def forget(out: Path) -> None:
-        """A render that keeps no site: the one kept before describes another page."""
+        """Before a render writes: the kept site describes the files as they are until then
+        (a render cut off midway leaves none, and the next renders in full)."""
         with contextlib.suppress(OSError):
             (out / KEPT_NAME).unlink()
 

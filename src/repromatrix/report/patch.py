@@ -245,6 +245,7 @@ class _Patch:
     def write(self, sink: RawSink, title: str, freshness: Mapping[str, Any] | None,
               now: datetime) -> ReportSummary:
         kept, cols, out, state = self.kept, self.cols, self.out, self.state
+        KeptSite.forget(out)  # until the pages it describes are written (a render cut off midway)
         sink.close(self.reduced.skipped, [])
         self.reduced.keep_summaries()
         stacks, shown_scope = kept.stacks, kept.shown_scope

@@ -100,6 +100,7 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
     """``render_site`` from every cell, leaving the site it assembled for the next render
     (``report.kept``) when it read one store through its histories."""
     state = RenderState(out)
+    KeptSite.forget(out)  # until the pages it describes are written (a render cut off midway)
     for attempt in (1, 2):  # a file rewritten under its index: read once more, refreshed
         sink = RawSink(out / "results.json", now.strftime("%Y-%m-%d %H:%M UTC"), state)
         try:
@@ -127,8 +128,6 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
     if reduced.mark is not None and len(reduced.settled) == len(reduced.latest):
         key = site_inputs(site["site_key"], paths, repros, title, published, SUMMARY_VERSION)
         kept_site(key, reduced.mark, site, reduced.settled, sources, pages).save(out)
-    else:
-        KeptSite.forget(out)
     return ReportSummary(
         out=out, index=out / "index.html", records=reduced.records,
         cells=len(site["cells"]), stacks=len(site["stacks"]), repros=len(site["repro_ids"]),

@@ -22,7 +22,7 @@ from markupsafe import Markup
 from repromatrix.model import Status
 from repromatrix.store.reader import Conflict, Skipped
 
-from .answers import SCOPES
+from .answers import SCOPES, repro_answers
 from .chunks import DATA_DIR
 from .kept import Spans
 from .markup import STATUS_INFO, badge_html, fragment, page_name, safe_url, script_json
@@ -173,6 +173,16 @@ def status_counts(cells: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
     for c in cells.values():
         counts[c["status"]] += 1
     return counts
+
+
+def column_answers(shown: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[str, str]]
+                   ) -> dict[str, Any]:
+    """What a repro's column says from its shown entries (``{"stack", "cell"}``): its answers
+    (``report.answers.repro_answers``), how many cells contradict their expectation, and
+    how many have each status."""
+    return {"answers": repro_answers(shown, rules),
+            "contradiction_count": sum(bool(e["cell"]["contradicted"]) for e in shown),
+            "counts": status_counts({e["cell"]["id"]: e["cell"] for e in shown})}
 
 
 def changes(cells: Mapping[str, Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:

@@ -27,7 +27,7 @@ from repromatrix.store.index import StaleIndex, StoreIndex
 from repromatrix.store.reader import iter_result_files
 
 from . import cell as cell_mod
-from .answers import repro_answers, stack_scope
+from .answers import stack_scope
 from .cell import SUMMARY_VERSION, Head
 from .chunks import DATA_DIR, Member, chunk_source, write_chunks
 from .feed import write_feed
@@ -39,6 +39,7 @@ from .pages import (
     ReportSummary,
     StageTable,
     changes,
+    column_answers,
     copy_static,
     status_counts,
     write_pages,
@@ -321,9 +322,7 @@ class _Patch:
         shown = [{"stack": stacks[r], "cell": {k: cols[k][n] for k in (
             "id", "status", "workaround", "contradicted", "expected", "expected_when")}}
             for r, n in self._entries(j, hidden) if not hidden[r]]
-        return {"answers": repro_answers(shown, self.kept.views[j]["rules"]),
-                "contradiction_count": sum(bool(e["cell"]["contradicted"]) for e in shown),
-                "counts": status_counts({e["cell"]["id"]: e["cell"] for e in shown})}
+        return column_answers(shown, self.kept.views[j]["rules"])
 
     def _repro_rows(self, views: list[dict[str, Any]], hidden: list[bool]) -> list[list[str]]:
         cols, stacks = self.cols, self.kept.stacks

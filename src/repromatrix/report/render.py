@@ -38,7 +38,6 @@ from repromatrix.model import Repro
 from repromatrix.store.index import StaleIndex
 from repromatrix.store.reader import dumps, loads
 
-from .answers import repro_answers
 from .cell import SUMMARY_VERSION, reproduce_command
 from .chunks import assign_chunks, chunk_groups, chunk_source, write_chunks
 from .expect import describe_rules
@@ -51,6 +50,7 @@ from .pages import (
     ReportSummary,
     StageTable,
     changes,
+    column_answers,
     copy_static,
     report_assets_dir,
     scope_counts,
@@ -244,8 +244,6 @@ def repro_view(repro_id: str, column: int, repro: Repro | None,
         "description": repro.description if repro else "",
         "upstream": [{"url": u, "href": safe_url(u)} for u in (repro.upstream if repro else ())],
         "rules": rules, "known": repro is not None,
-        "entries": entries, "answers": repro_answers(shown, rules),
-        "entry_count": len(entries), "off_count": len(entries) - len(shown),
-        "contradiction_count": sum(bool(e["cell"]["contradicted"]) for e in shown),
-        "counts": status_counts({e["cell"]["id"]: e["cell"] for e in shown}),
+        "entries": entries, "entry_count": len(entries), "off_count": len(entries) - len(shown),
+        **column_answers(shown, rules),
     }

@@ -81,9 +81,11 @@ def render_patched(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro]
             sink = RawSink(out / "results.json", now.strftime("%Y-%m-%d %H:%M UTC"), state)
             patch.read(sink)
             patch.prepare()
+            KeptSite.forget(out)  # until the pages it describes are written (a render cut off)
+            sink.close(patch.reduced.skipped, [])  # (a file rewritten meanwhile: StaleIndex)
         except (_Unpatchable, StaleIndex, OSError, UnicodeDecodeError):
             return None
-        return patch.write(sink, title, freshness, now)
+        return patch.write(title, freshness, now)
 
 
 class _Patch:
@@ -108,7 +110,6 @@ class _Patch:
         every file for ``results.json``, and the feed's newest changes."""
         index, kept, cols, reduced = self.index, self.kept, self.cols, self.reduced
         position = {c: n for n, c in enumerate(cols["id"])}
-        self.position = position
         with index.snapshot():
             epoch, seq, count = index.history_mark()
             if (epoch, count) != (kept.epoch, kept.count) or not index.settleable():
@@ -243,11 +244,10 @@ class _Patch:
 
     # -- writing -------------------------------------------------------------------------
 
-    def write(self, sink: RawSink, title: str, freshness: Mapping[str, Any] | None,
+    def write(self, title: str, freshness: Mapping[str, Any] | None,
               now: datetime) -> ReportSummary:
+        """Every file but ``results.json`` (written by then), and the patched site."""
         kept, cols, out, state = self.kept, self.cols, self.out, self.state
-        KeptSite.forget(out)  # until the pages it describes are written (a render cut off midway)
-        sink.close(self.reduced.skipped, [])
         self.reduced.keep_summaries()
         stacks, shown_scope = kept.stacks, kept.shown_scope
         hidden = [shown_scope != "all" and st["scope"] != shown_scope for st in stacks]

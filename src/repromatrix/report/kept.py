@@ -75,9 +75,8 @@ class KeptSite:
     """What a render assembled, as the next render into its folder patches it."""
 
     key: str  # site_inputs
-    epoch: str  # the index's, with the seq and cell count it was read at
+    epoch: str  # the index's, with the seq it was read at
     seq: int
-    count: int
     cells: dict[str, list[Any]]  # COLUMNS
     stage_keys: list[str]  # the distinct stage keys the ``stage`` column points into
     stage_names: list[str]
@@ -160,10 +159,10 @@ def kept_site(key: str, mark: tuple[str, int, int], site: Mapping[str, Any],
     cells["shared"] = [places[p] > 1 for p in zip(cells["stack"], cells["repro"], strict=True)]
     cells = {k: list(v) for k, v in cells.items()}
     return KeptSite(
-        key=key, epoch=mark[0], seq=mark[1], count=mark[2], cells=cells, stage_keys=stage_keys,
+        key=key, epoch=mark[0], seq=mark[1], cells=cells, stage_keys=stage_keys,
         stage_names=list(site["stage_names"]), stacks=site["stacks"], grid=grid,
         repro_ids=list(site["repro_ids"]),
-        views=[{k: v for k, v in rv.items() if k not in ("entries", "trs", "rows_html")}
+        views=[{k: v for k, v in rv.items() if k not in ("entries", "trs")}
                for rv in site["repro_views"]],
         shown_scope=site["shown_scope"], scope_counts=dict(site["scope_counts"]),
         chunk_sources=sources, pages=pages)

@@ -277,8 +277,7 @@ def reduce_records(paths: Iterable[Path | str], sink: Sink | None = None,
                 index = stack.enter_context(StoreIndex.open(p))
                 for name, (_, lines) in index.files().items():
                     covered.setdefault(Path(name).resolve(), (index, name, lines))
-        if SETTLED and len(paths) == 1 and covered and \
-                {f.resolve() for f in files} == covered.keys():
+        if SETTLED and len(paths) == 1 and covered and covers_exactly(index, files):
             with index.snapshot():  # the check and the reads see one state of the index
                 settled = index.settleable() and _read_settled(index, out, sink)
             if settled:

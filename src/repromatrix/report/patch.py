@@ -112,7 +112,7 @@ class _Patch:
         position = {c: n for n, c in enumerate(cols["id"])}
         with index.snapshot():
             epoch, seq, count = index.history_mark()
-            if (epoch, count) != (kept.epoch, kept.count) or not index.settleable():
+            if (epoch, count) != (kept.epoch, len(cols["id"])) or not index.settleable():
                 raise _Unpatchable("another index, or cells came or went")
             stores: dict[str, str] = {}
             for settled in index.histories_since(kept.seq):
@@ -312,7 +312,7 @@ class _Patch:
                                columns)
         return rows
 
-    def _entries(self, j: int, hidden: list[bool]) -> list[tuple[int, int]]:
+    def _entries(self, j: int) -> list[tuple[int, int]]:
         """(row, cell position) of each cell in repro column ``j``, in row order."""
         return [(r, line[j]) for r, line in enumerate(self.kept.grid) if line[j] >= 0]
 
@@ -321,7 +321,7 @@ class _Patch:
         cols, stacks = self.cols, self.kept.stacks
         shown = [{"stack": stacks[r], "cell": {k: cols[k][n] for k in (
             "id", "status", "workaround", "contradicted", "expected", "expected_when")}}
-            for r, n in self._entries(j, hidden) if not hidden[r]]
+            for r, n in self._entries(j) if not hidden[r]]
         return column_answers(shown, self.kept.views[j]["rules"])
 
     def _repro_rows(self, views: list[dict[str, Any]], hidden: list[bool]) -> list[list[str]]:
@@ -332,7 +332,7 @@ class _Patch:
         for j, rv in enumerate(views):
             trs = self.old[rv["page"]]
             if j in self.columns:
-                for k, (r, n) in enumerate(self._entries(j, hidden)):
+                for k, (r, n) in enumerate(self._entries(j)):
                     if n in changed:
                         entry = {"stack": stacks[r], "hidden": hidden[r],
                                  "cell": {"chunk": cols["chunk"][n]}}

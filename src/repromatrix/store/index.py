@@ -23,9 +23,10 @@ parser (``store.reader.parse``) and ordered by its one order (``store.reader.LAT
              the line's digest and the summary's version: kept for cells' latest
              records only, so a render parses only records it has not seen
     pieces   per cell, the page's pieces of it the last render made (``report.cell``:
-             its grid cell, repro-page row, CSV row, drawer detail) and a key of
-             every input they were made from: a render remakes only cells whose inputs
-             changed, and reads a cell's detail only when its chunk is written
+             its grid cell, repro-page row, CSV row) and a key of every input they were
+             made from: a render remakes only cells whose inputs changed
+    bodies   per cell, the rest of those pieces (drawer detail, environment) under the
+             same key: read only when the cell's chunk is written
     meta     also the report's last grid layout (``layout``), under the digest of what
              decides it; the index's ``epoch`` (made anew with the index) and ``seq``, a
              count of the settlings of ``histories``, each row noting the one that last
@@ -76,7 +77,7 @@ from .reader import (
 from .record import Result
 
 INDEX_NAME = ".index.sqlite"
-FORMAT = "repromatrix-index-14"  # another value in `meta`: the index is rebuilt
+FORMAT = "repromatrix-index-15"  # another value in `meta`: the index is rebuilt
 TAIL = 256  # bytes before the indexed offset that must be unchanged to read on from there
 BUSY_TIMEOUT_S = 60.0
 MAX_OPEN = 64  # record files held open at once while reading records back
@@ -107,8 +108,10 @@ CREATE TABLE IF NOT EXISTS histories (cell TEXT PRIMARY KEY, record INTEGER, dat
     seq INTEGER) WITHOUT ROWID;  -- meta 'seq' when it was last settled (histories_since)
 CREATE INDEX IF NOT EXISTS histories_tally ON histories (kept, conflicts);  -- settleable()
 CREATE INDEX IF NOT EXISTS histories_by_seq ON histories (seq);
-CREATE TABLE IF NOT EXISTS pieces (cell TEXT PRIMARY KEY, key TEXT, head BLOB, markup BLOB,
-    detail BLOB, env BLOB) WITHOUT ROWID;
+-- rowid tables: a row of up to ~4 KB stays in its leaf page (a WITHOUT ROWID row spills
+-- past ~1 KB), and a cell's heads and bodies are read in separate passes
+CREATE TABLE IF NOT EXISTS pieces (cell TEXT PRIMARY KEY, key TEXT, head BLOB, markup BLOB);
+CREATE TABLE IF NOT EXISTS bodies (cell TEXT PRIMARY KEY, key TEXT, detail BLOB, env BLOB);
 CREATE TABLE IF NOT EXISTS cells (cell TEXT PRIMARY KEY, record INTEGER, stack_id TEXT,
     repro TEXT, status TEXT, cache_key TEXT, run_id TEXT, started_at TEXT, finished_at TEXT,
     signature TEXT, workaround TEXT, digest TEXT) WITHOUT ROWID;
@@ -666,17 +669,22 @@ class StoreIndex:
         if len(cells) > 2000:
             wanted = set(cells)
             return {cell: (key, detail, env) for cell, key, detail, env in self._execute(
-                "SELECT cell, key, detail, env FROM pieces") if cell in wanted}
+                "SELECT cell, key, detail, env FROM bodies") if cell in wanted}
         return {cell: (key, detail, env) for cell, key, detail, env in self._execute(
-            "SELECT cell, key, detail, env FROM pieces WHERE cell IN (SELECT cell FROM wanted)",
+            "SELECT cell, key, detail, env FROM bodies WHERE cell IN (SELECT cell FROM wanted)",
             (), cells)}
 
     def keep_pieces(self, items: Iterable[tuple[str, str, bytes, bytes, bytes, bytes]]) -> None:
         """Keep each cell's pieces ``(cell, key, head, markup, detail, env)``, replacing its
         earlier ones; pieces of cells the index no longer holds go."""
+        items = list(items)
         with self._write() as conn:
-            conn.executemany("INSERT OR REPLACE INTO pieces VALUES (?, ?, ?, ?, ?, ?)", items)
-            conn.execute("DELETE FROM pieces WHERE cell NOT IN (SELECT cell FROM cells)")
+            conn.executemany("INSERT OR REPLACE INTO pieces VALUES (?, ?, ?, ?)",
+                             [(cell, key, head, markup) for cell, key, head, markup, _, _ in items])
+            conn.executemany("INSERT OR REPLACE INTO bodies VALUES (?, ?, ?, ?)",
+                             [(cell, key, detail, env) for cell, key, _, _, detail, env in items])
+            for table in ("pieces", "bodies"):
+                conn.execute(f"DELETE FROM {table} WHERE cell NOT IN (SELECT cell FROM cells)")
 
     def layout(self, key: str) -> str | None:
         """The grid layout kept under ``key`` (``keep_layout``), else None."""
@@ -816,7 +824,7 @@ def _prepared(conn: sqlite3.Connection) -> sqlite3.Connection:
     try:
         if version not in (None, FORMAT):
             for table in ("meta", "files", "records", "skipped", "cells", "summaries", "pieces",
-                          "histories"):
+                          "bodies", "histories"):
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
         for statement in _SCHEMA.split(";"):
             if statement.strip():

@@ -53,6 +53,7 @@ Stages (fake-CUDA ones run isolated):
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 
 import protocol
@@ -295,18 +296,22 @@ def stage_workaround(s, tmp, dynamo):
 
 def main(r):
     tmp = tempfile.mkdtemp(prefix="onnx_export_device-")
-    r.stage("legacy_export", stage_export_mixed, tmp, False, requires=["cuda", "onnx"])
-    r.stage("dynamo_export", stage_export_mixed, tmp, True,
-            requires=[DYNAMO_TORCH, "cuda", "onnx", "onnxscript"])
-    r.stage("fake_first_op", stage_fake_first_op, role="info", isolate=True, requires=["fake_cuda"])
-    r.stage("fake_dynamo_export", stage_fake_dynamo, tmp, role="info", isolate=True,
-            requires=[DYNAMO_TORCH, "fake_cuda", "onnx", "onnxscript"])
-    r.stage("fake_export_conv_mixed", stage_fake_conv_mixed, role="info", isolate=True,
-            requires=["fake_cuda"])
-    r.stage("workaround_legacy", stage_workaround, tmp, False, role="workaround",
-            requires=["cuda", "onnx"])
-    r.stage("workaround_dynamo", stage_workaround, tmp, True, role="workaround",
-            requires=[DYNAMO_TORCH, "cuda", "onnx", "onnxscript"])
+    try:
+        r.stage("legacy_export", stage_export_mixed, tmp, False, requires=["cuda", "onnx"])
+        r.stage("dynamo_export", stage_export_mixed, tmp, True,
+                requires=[DYNAMO_TORCH, "cuda", "onnx", "onnxscript"])
+        r.stage("fake_first_op", stage_fake_first_op, role="info", isolate=True,
+                requires=["fake_cuda"])
+        r.stage("fake_dynamo_export", stage_fake_dynamo, tmp, role="info", isolate=True,
+                requires=[DYNAMO_TORCH, "fake_cuda", "onnx", "onnxscript"])
+        r.stage("fake_export_conv_mixed", stage_fake_conv_mixed, role="info", isolate=True,
+                requires=["fake_cuda"])
+        r.stage("workaround_legacy", stage_workaround, tmp, False, role="workaround",
+                requires=["cuda", "onnx"])
+        r.stage("workaround_dynamo", stage_workaround, tmp, True, role="workaround",
+                requires=[DYNAMO_TORCH, "cuda", "onnx", "onnxscript"])
+    finally:  # its exported models: never left behind in the machine's /tmp
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

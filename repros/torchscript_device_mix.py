@@ -53,6 +53,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import shutil
 import tempfile
 import warnings
 
@@ -293,17 +294,22 @@ def stage_script_freeze_to_cuda(s):
 
 def main(r):
     tmp = tempfile.mkdtemp(prefix="torchscript_device_mix-")
-    r.stage("trace_cpu_inspect", stage_trace_inspect, role="info")
-    r.stage("freeze_cpu_inspect", stage_freeze_inspect, role="info")
-    r.stage("frozen_dtype_standin", stage_dtype_standin, role="info")
-    r.stage("export_run_cuda", stage_export_run_cuda, tmp, requires=["cuda"])
-    r.stage("workaround", stage_workaround, tmp, role="workaround", requires=["cuda"])
-    r.stage("trace_cuda_run_cuda", stage_trace_cuda_run_cuda, tmp, role="info", requires=["cuda"])
-    r.stage("trace_cpu_freeze_run_cuda", stage_trace_cpu_freeze_run_cuda, role="info",
-            requires=["cuda"])
-    r.stage("frozen_to_other_gpu", stage_frozen_to_other_gpu, role="info", requires=["gpus>=2"])
-    r.stage("script_freeze_cpu_to_cuda", stage_script_freeze_to_cuda, role="info",
-            requires=["cuda"])
+    try:
+        r.stage("trace_cpu_inspect", stage_trace_inspect, role="info")
+        r.stage("freeze_cpu_inspect", stage_freeze_inspect, role="info")
+        r.stage("frozen_dtype_standin", stage_dtype_standin, role="info")
+        r.stage("export_run_cuda", stage_export_run_cuda, tmp, requires=["cuda"])
+        r.stage("workaround", stage_workaround, tmp, role="workaround", requires=["cuda"])
+        r.stage("trace_cuda_run_cuda", stage_trace_cuda_run_cuda, tmp, role="info",
+                requires=["cuda"])
+        r.stage("trace_cpu_freeze_run_cuda", stage_trace_cpu_freeze_run_cuda, role="info",
+                requires=["cuda"])
+        r.stage("frozen_to_other_gpu", stage_frozen_to_other_gpu, role="info",
+                requires=["gpus>=2"])
+        r.stage("script_freeze_cpu_to_cuda", stage_script_freeze_to_cuda, role="info",
+                requires=["cuda"])
+    finally:  # its exported models: never left behind in the machine's /tmp
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

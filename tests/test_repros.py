@@ -37,11 +37,17 @@ def _python(var: str) -> str:
 
 
 def _run_all(python: str, out: Path) -> dict:
+    tmp = out / "tmp"  # the repros' temporary folders: all of them removed when they end
+    tmp.mkdir()
     proc = subprocess.run([python, str(REPROS / "runner.py"), "--out", str(out), "--timeout", "300"],
-                          capture_output=True, text=True, timeout=1800)
+                          capture_output=True, text=True, timeout=1800,
+                          env={**os.environ, "TMPDIR": str(tmp)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = {r: json.loads((out / f"{r}.json").read_text()) for r in IDS}
     results["env"] = json.loads((out / "env.json").read_text())
+    # torch keeps its compile cache there on purpose (torchinductor_<user>): not a repro's
+    results["left_in_tmp"] = sorted(p.name for p in tmp.iterdir()
+                                    if not p.name.startswith("torchinductor_"))
     return results
 
 
@@ -101,6 +107,7 @@ def test_no_crash_or_error_on_a_cpu_host(name, tmp_path_factory):
         assert res[rid]["status"] == "skip", (rid, res[rid]["message"])  # the verdict needs a GPU
     ran = [s for rid in IDS for s in res[rid]["stages"] if s["status"] in ("pass", "fail")]
     assert len(ran) >= 5  # CPU evidence was produced, not only skips
+    assert res["left_in_tmp"] == [], "a repro left its temporary files behind"
 
 
 # ---------------------------------------------------------- torch 2.14.1 + tv

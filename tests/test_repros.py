@@ -45,9 +45,10 @@ def _run_all(python: str, out: Path) -> dict:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = {r: json.loads((out / f"{r}.json").read_text()) for r in IDS}
     results["env"] = json.loads((out / "env.json").read_text())
-    # torch keeps its compile cache there on purpose (torchinductor_<user>): not a repro's
+    # what the repros make there is named after them (or after an isolated stage); torch
+    # leaves its own things there on purpose (torchinductor_<user>, a RemoteModule template)
     results["left_in_tmp"] = sorted(p.name for p in tmp.iterdir()
-                                    if not p.name.startswith("torchinductor_"))
+                                    if p.name.startswith((*IDS, "repro-stage-")))
     return results
 
 

@@ -44,3 +44,27 @@ def pytest_runtest_makereport(item, call):  # noqa: D103
             report.outcome = "failed"
             report.longrepr = f"skipped although {env} is set (required in CI): {reason}"
             return
+
+
+@pytest.fixture
+def rewrite_after_blocks(monkeypatch):
+    """Arm a rewrite of one result file (its "fail" statuses made "pass") right after the
+    first ``StoreIndex.blocks``: a file changed between a render's read of its index and the
+    copy into results.json. ``arm(path)`` returns the list of files rewritten (one, or none
+    when no render read the blocks)."""
+    from repromatrix.store.index import StoreIndex
+
+    blocks, rewritten = StoreIndex.blocks, []
+
+    def arm(path):
+        def then_rewrite(self):
+            found = blocks(self)
+            if not rewritten:
+                rewritten.append(path)
+                path.write_bytes(path.read_bytes().replace(b'"fail"', b'"pass"'))
+            return found
+
+        monkeypatch.setattr(StoreIndex, "blocks", then_rewrite)
+        return rewritten
+
+    return arm

@@ -617,25 +617,15 @@ def test_skipped_lines_are_listed_for_a_store_named_by_a_relative_path(tmp_path,
         assert len(summary.skipped) == 1
 
 
-def test_a_file_rewritten_while_the_settled_path_reads_it_is_read_again(tmp_path, monkeypatch):
+def test_a_file_rewritten_while_the_settled_path_reads_it_is_read_again(tmp_path,
+                                                                        rewrite_after_blocks):
     """A file rewritten after its store's histories were read but before results.json copies
     it: the render marks it to be read again (a write, outside the read transaction) and
     renders once more, with the file as it is now."""
-    from repromatrix.store.index import StoreIndex
-
     store = ResultStore(tmp_path / "results")
     path = store.append(record("pip-a", "bug", 0, "fail"))
     store.close()
-    blocks, rewritten = StoreIndex.blocks, []
-
-    def then_rewrite(self):
-        found = blocks(self)
-        if not rewritten:
-            rewritten.append(path)
-            path.write_bytes(path.read_bytes().replace(b'"fail"', b'"pass"'))
-        return found
-
-    monkeypatch.setattr(StoreIndex, "blocks", then_rewrite)
+    rewritten = rewrite_after_blocks(path)
     summary = render_site([store.root], tmp_path / "site")
     assert rewritten and summary.records == 1
     data = json.loads((tmp_path / "site" / "results.json").read_text())

@@ -222,11 +222,10 @@ def test_a_render_cut_off_midway_leaves_no_site_to_patch(tmp_path, monkeypatch):
     page.render(patched=True)
 
 
-def test_a_file_rewritten_while_a_patch_reads_it_is_rendered_in_full(tmp_path, monkeypatch):
+def test_a_file_rewritten_while_a_patch_reads_it_is_rendered_in_full(tmp_path,
+                                                                      rewrite_after_blocks):
     """A run file rewritten after the patch read the index but before results.json copies
     it: the patch gives way to a full render, which reads the file as it is now."""
-    from repromatrix.store.index import StoreIndex
-
     store = ResultStore(tmp_path / "results")
     for stack in range(3):
         store.append(record(stack, "bug", 0, "fail"))
@@ -234,19 +233,8 @@ def test_a_file_rewritten_while_a_patch_reads_it_is_rendered_in_full(tmp_path, m
     page.render(patched=False)
     path = store.append(record(1, "bug", 1, "fail"))
     store.close()
-    blocks, rewritten = StoreIndex.blocks, []
-
-    def then_rewrite(self):
-        found = blocks(self)
-        if not rewritten:
-            rewritten.append(path)
-            path.write_bytes(path.read_bytes().replace(b'"fail"', b'"pass"'))
-        return found
-
-    with monkeypatch.context() as m:
-        m.setattr(StoreIndex, "blocks", then_rewrite)
-        summary = render_site([store.root], tmp_path / "inc", CATALOG, published=PUBLISHED,
-                              now=NOW)
+    rewritten = rewrite_after_blocks(path)
+    summary = render_site([store.root], tmp_path / "inc", CATALOG, published=PUBLISHED, now=NOW)
     assert rewritten and not summary.patched and summary.records == 4
     assert "pip-s1--bug" in summary.changes["newly passing"]
     page.render(patched=True)

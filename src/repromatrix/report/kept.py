@@ -141,7 +141,7 @@ def kept_site(key: str, mark: tuple[str, int, int], site: Mapping[str, Any],
     ids = cells["id"]
     heads = list(map(site["heads"].__getitem__, ids))
     cells["finished"] = list(map(itemgetter(3), map(attrgetter("stack"), heads)))
-    stage_keys, cells["stage"] = _numbered(list(map(attrgetter("stage_key"), heads)))
+    stage_keys, cells["stage"] = numbered(list(map(attrgetter("stage_key"), heads)))
     found = list(map(settled.__getitem__, ids))
     cells["changed_at"] = list(map(attrgetter("changed_at"), found))
     cells["first_file"], cells["first_offset"] = (zip(*map(attrgetter("first"), found), strict=True)
@@ -172,7 +172,7 @@ _FROM_VIEWS = ("id", "stack", "repro", "status", "previous", "contradicted", "ex
                "expected_when", "workaround", "standin", "in_scope", "chunk", "pieces")
 
 
-def _numbered(values: list[str]) -> tuple[list[str], list[int]]:
+def numbered(values: list[str]) -> tuple[list[str], list[int]]:
     """The distinct ``values`` in order of first appearance, and each value's number."""
     numbers: dict[str, int] = {}
     each = [numbers.setdefault(v, len(numbers)) for v in values]

@@ -31,7 +31,7 @@ from .answers import stack_scope
 from .cell import SUMMARY_VERSION, Head
 from .chunks import DATA_DIR, Member, chunk_source, write_chunks
 from .feed import write_feed
-from .kept import KeptSite, _numbered, site_inputs
+from .kept import KeptSite, numbered, site_inputs
 from .load import Reduced, add_settled, covers_exactly, newest_changed, sink_files, status_changes
 from .markup import grid_row, repro_tr
 from .pages import (
@@ -353,7 +353,7 @@ class _Patch:
     def _keep(self, views: list[dict[str, Any]], pages: dict[str, Any]) -> None:
         """The patched site, for the next render."""
         kept, cols = self.kept, self.cols
-        kept.stage_keys, cols["stage"] = _numbered([kept.stage_keys[i] for i in cols["stage"]])
+        kept.stage_keys, cols["stage"] = numbered([kept.stage_keys[i] for i in cols["stage"]])
         kept.seq = self.reduced.mark[1]  # type: ignore[index]
         kept.views = views
         kept.chunk_sources = self.sources

@@ -1,0 +1,64 @@
+"""The page, byte for byte: golden result sets rendered by this tree against the files a
+render of the same sets wrote before the house moved (tests/data/golden_site).
+
+Each set is rendered from a relative path with a fixed clock, so nothing but the harness
+decides the bytes. ``REPROMATRIX_WRITE_GOLDEN=1`` rewrites the kept files: do that only in
+a commit that says which change of the page it records.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from repromatrix.model import Repro
+from repromatrix.report.render import render_site
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+GOLDEN = DATA / "golden_site"
+NOW = datetime(2026, 11, 26, 12, 0, tzinfo=timezone.utc)
+CATALOG = {"deform_conv2d_device": Repro(
+    id="deform_conv2d_device", path="repros/deform_conv2d_device.py",
+    title="deform_conv2d device mismatch (TRT #3556)",
+    upstream=("https://github.com/pytorch/TensorRT/issues/3556",),
+    expect=({"when": {"torch_tensorrt": ">=2.4,<2.5"}, "status": "fail", "note": "TRT #3556"},
+            {"when": {"torch_tensorrt": ">=2.5"}, "status": "pass", "note": "fixed in 2.5.0"}),
+    description="deform_conv2d inside a compiled graph mixes devices.",
+)}
+# name -> the golden result sets it renders together
+SITES = {
+    "every_status": ("every_status",),
+    "hostile": ("hostile",),
+    "damaged": ("damaged",),
+    "two_stores": ("sparse", "single_cell"),
+}
+
+
+def site_files(out: Path) -> dict[str, bytes]:
+    """Every file of a rendered site but the render's own caches (dot files)."""
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(out).parts)}
+
+
+@pytest.mark.parametrize("name", sorted(SITES))
+def test_the_page_is_byte_for_byte_what_it_was(name: str, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    stores = []
+    for set_name in SITES[name]:
+        shutil.copytree(DATA / "results" / set_name, tmp_path / "stores" / set_name)
+        stores.append(Path("stores") / set_name)
+    render_site(stores, Path("site"), CATALOG, now=NOW)
+    written = site_files(tmp_path / "site")
+    if os.environ.get("REPROMATRIX_WRITE_GOLDEN") == "1":
+        shutil.rmtree(GOLDEN / name, ignore_errors=True)
+        for rel, data in written.items():
+            (GOLDEN / name / rel).parent.mkdir(parents=True, exist_ok=True)
+            (GOLDEN / name / rel).write_bytes(data)
+    kept = site_files(GOLDEN / name)
+    assert sorted(written) == sorted(kept)
+    changed = [rel for rel in kept if written[rel] != kept[rel]]
+    assert not changed, f"{name}: these files differ from the kept render: {changed}"

@@ -117,6 +117,17 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", *session.posargs)
 
 
+# What `fast` leaves out: every test that needs something slow to make or start.
+SLOW_MARKERS = ("docker", "torch", "browser", "slow", "slurm", "pypi")
+
+
+@nox.session
+def fast(session: nox.Session) -> None:
+    """The tests that need no docker, no torch environment, no browser (about a minute)."""
+    _install(session, "test")
+    session.run("pytest", "-m", " and ".join(f"not {m}" for m in SLOW_MARKERS), *session.posargs)
+
+
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff over the harness, tests and repros."""

@@ -1,4 +1,9 @@
-"""Shared test setup: where the torch interpreters are, and the docker requirement.
+"""Shared test setup: where the torch interpreters are, what CI requires, and the fixtures
+of real-docker tests (the daemon, a local base image, the CA bundle, a wheelhouse).
+
+Tests mirror the packages they test (tests/store/, tests/report/, ...); plain helpers they
+share are in tests/support/, fixtures in conftest.py files, and no test module imports
+another.
 
 Torch interpreters: REPROMATRIX_TEST_PY_T214 (torch 2.14.1 + torchvision 0.29.1),
 REPROMATRIX_TEST_PY_T213 (torch 2.13.0 CPU), REPROMATRIX_TEST_PY_T212 (torch 2.12.1 +
@@ -9,11 +14,14 @@ When unset, the project's `.venvs/<name>` (made by .ci/run) are used if present.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from support import ROOT
+from support.docker import BASE_IMAGE, PUBLIC_BASE, TEST_RUN_PREFIX, TORCH_WHEEL, pip_config, unavailable
 
 TORCH_VENVS = ("t214", "t213", "t212", "t29")
 for _venv in TORCH_VENVS:
@@ -68,3 +76,82 @@ def rewrite_after_blocks(monkeypatch):
         return rewritten
 
     return arm
+
+
+# ------------------------------------------------------------ real docker
+
+@pytest.fixture(scope="session")
+def docker_client() -> Iterator[object]:
+    """A pinged client; at session end, no test-run container may be left behind."""
+    from repromatrix.backends.docker.daemon import LABEL_MANAGED, LABEL_RUN, connect
+    from repromatrix.errors import DockerUnavailable
+
+    try:
+        client = connect(timeout=600)
+    except DockerUnavailable as exc:
+        unavailable(f"no docker daemon: {str(exc).splitlines()[0]}")
+    yield client
+    leftovers = [c for c in client.containers.list(all=True, filters={"label": f"{LABEL_MANAGED}=1"})
+                 if c.labels.get(LABEL_RUN, "").startswith(TEST_RUN_PREFIX)]
+    for c in leftovers:
+        c.remove(force=True)
+    assert not leftovers, f"harness containers survived the test session: {[c.name for c in leftovers]}"
+
+
+@pytest.fixture(scope="session")
+def local_base_image(docker_client: object) -> str:
+    """The local stand-in for python:3.11-slim (made once by scripts/make-base-image.sh)."""
+    script = ROOT / "scripts" / "make-base-image.sh"
+    if shutil.which("debootstrap") is None:
+        from repromatrix.backends.docker.daemon import find_image
+
+        if find_image(docker_client, BASE_IMAGE) is None:
+            unavailable(f"debootstrap is not installed and {BASE_IMAGE} does not exist")
+        return BASE_IMAGE
+    proc = subprocess.run(["bash", str(script), BASE_IMAGE], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.fail(f"{script} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}", pytrace=False)
+    return BASE_IMAGE
+
+
+
+@pytest.fixture(scope="session")
+def test_ca_bundle() -> str | None:
+    """The extra CA bundle from the machine's pip configuration (TLS may be intercepted)."""
+    for cand in (os.environ.get("PIP_CERT"), pip_config("global.cert"),
+                 os.environ.get("REQUESTS_CA_BUNDLE")):
+        if cand and Path(cand).is_file():
+            return cand
+    return None
+
+
+@pytest.fixture(scope="session")
+def torch_wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheelhouse holding only the torch 2.13.0 CPU wheel (hard link), keeping contexts small."""
+    dirs = [os.environ.get("REPROMATRIX_TEST_WHEELS"), "/opt/wheels"]
+    dirs += (pip_config("global.find-links") or "").split()
+    wheel = next((Path(d) / TORCH_WHEEL for d in dirs if d and (Path(d) / TORCH_WHEEL).is_file()),
+                 None)
+    if wheel is None:
+        unavailable(f"{TORCH_WHEEL} not found in {[d for d in dirs if d]} "
+                    "(set REPROMATRIX_TEST_WHEELS to its folder)")
+    # A stable folder, so the image tag (which hashes the wheelhouse) is stable across sessions.
+    wh = Path(os.environ.get("REPROMATRIX_TEST_WHEELHOUSE", "/tmp/repromatrix-test-wheelhouse"))
+    wh.mkdir(parents=True, exist_ok=True)
+    target = wh / TORCH_WHEEL
+    if not target.exists():
+        try:
+            os.link(wheel, target)
+        except OSError:
+            shutil.copy2(wheel, target)
+    return wh
+
+
+@pytest.fixture(scope="session")
+def docker_settings(local_base_image: str, test_ca_bundle: str | None, torch_wheelhouse: Path):
+    """Settings for test stacks: local base image, CA bundle, the torch wheelhouse."""
+    from repromatrix.model import Settings
+
+    return Settings(python="3.11", base_images={PUBLIC_BASE: local_base_image},
+                    ca_bundle=test_ca_bundle, find_links=(str(torch_wheelhouse),), packages=(),
+                    shm_size="1g", repro_timeout=300.0, stack_timeout=900.0)

@@ -2,7 +2,7 @@
 
 From ``OPTIONS`` come the command-line parser (``add_options``), the variable table
 ``repromatrix`` reads (``variables``), the README's option table (``markdown_table``,
-checked by tests/test_consistency.py) and the options a pasted command carries
+checked by tests/project/test_consistency.py) and the options a pasted command carries
 (``reproduce_args``). nox's ``_option_set`` is the model: an option that is not
 here is read by one command only and declared beside it.
 """
@@ -199,7 +199,7 @@ def rerun_command(matrix: Matrix, options: RunOptions, stack_id: str, repro: str
 
 
 def markdown_table() -> str:
-    """The README's option table (tests/test_consistency.py keeps the README equal to it)."""
+    """The README's option table (tests/project/test_consistency.py keeps the README equal to it)."""
     rows = ["| option | variable | matrix.yaml | in reproduce lines | meaning |",
             "|---|---|---|---|---|"]
     for opt in OPTIONS:

@@ -1,0 +1,173 @@
+"""The stand-in lane for real: torch-tensorrt 2.4.0 (both bugs) and 2.5.0 (deform fixed) from
+PyPI, TensorRT stood in, on a machine without a GPU (about 4 GB per environment and a few
+minutes each; the uv cache is shared, the environments are deleted afterwards), and the
+same lane built by the docker engine at 2.4.0 (the image is removed afterwards)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from repromatrix.cli import main as cli_main
+from repromatrix.store.record import REAL, STANDIN, STANDIN_BAD, Result
+
+
+def needs_the_lane_tools(*tools: str) -> None:
+    """Skip (with the reason) without these tools on PATH or without PyPI; CI requires them
+    (REPROMATRIX_REQUIRE_PYPI turns the skip of a ``pypi`` test into a failure)."""
+    from support.net import pypi_reachable
+
+    missing = [t for t in tools if not shutil.which(t)]
+    if missing:
+        pytest.skip(f"needs {' and '.join(missing)} on PATH")
+    if not pypi_reachable():
+        pytest.skip("PyPI is not reachable from here")
+
+
+MATRIX = """
+defaults:
+  python: "3.11"
+  extra_index_urls: []
+  packages: []
+repros: [deform_conv2d_device, ts_device_gpu_id]
+stacks:
+  - {kind: pip, torch: "2.4", torch_tensorrt: "2.4.0", index: pypi, tags: [default]}
+  - {kind: pip, torch: "2.5", torch_tensorrt: "2.5.0", index: pypi, tags: [default]}
+"""
+
+
+def remove_new_images(client: Any, before: set[str]) -> None:
+    """Every image that was not there ``before``, newest first: the lane's (~10 GB) and, after
+    a failed build, its untagged intermediate layers."""
+    import docker
+
+    new = [i for i in client.images.list(all=True) if i.id not in before]
+    for image in sorted(new, key=lambda i: i.attrs.get("Created", ""), reverse=True):
+        with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
+            client.images.remove(image.id, force=True)
+
+
+def records(folder: Path) -> dict[str, Result]:
+    out = {}
+    for f in folder.glob("*/*.jsonl"):
+        for line in f.read_text().splitlines():
+            rec = Result.from_dict(json.loads(line))
+            out[rec.cell] = rec
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+@pytest.mark.pypi
+def test_both_bugs_at_a_buggy_and_a_fixed_release(tmp_path, monkeypatch, capsys) -> None:
+    needs_the_lane_tools("uv", "cc")
+    (tmp_path / "matrix.yaml").write_text(textwrap.dedent(MATRIX))
+    monkeypatch.setenv("REPROMATRIX_VENV_DIR", str(tmp_path / "venvs"))
+    try:
+        code = cli_main(["run", "--matrix", str(tmp_path / "matrix.yaml"), "--backend", "venv",
+                         "--standin", "tensorrt", "--results", str(tmp_path / "results")])
+    finally:
+        shutil.rmtree(tmp_path / "venvs", ignore_errors=True)  # ~4 GB each
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "TensorRT stood in: torch-tensorrt 2.4.0's own code" in out
+    found = records(tmp_path / "results")
+    gpu_24 = found["pip-torch2.4.1-trt2.4.0-pypi-py3.11--ts_device_gpu_id"]
+    deform_24 = found["pip-torch2.4.1-trt2.4.0-pypi-py3.11--deform_conv2d_device"]
+    deform_25 = found["pip-torch2.5.1-trt2.5.0-pypi-py3.11--deform_conv2d_device"]
+    gpu_25 = found["pip-torch2.5.1-trt2.5.0-pypi-py3.11--ts_device_gpu_id"]
+    for rec, stage, frame in (
+            (gpu_24, "ts_compile_torch_device_standin", "torch_tensorrt/ts/_Device.py:66 in _from"),
+            (gpu_25, "ts_compile_torch_device_standin", "torch_tensorrt/ts/_Device.py:66 in _from"),
+            (deform_24, "trt_dynamo_compile_standin", "torch_tensorrt/dynamo/_compiler.py:185 in compile")):
+        assert rec.status == "fail" and rec.evidence_level == STANDIN, rec.message
+        decided = rec.stage(stage)
+        assert decided is not None and decided.status == "fail" and "tensorrt" in decided.standins
+        assert str(decided.evidence["raised_in"]).startswith(frame)
+        assert rec.standin_note == STANDIN_BAD
+        assert rec.env["standins"]["standins"][0] == "tensorrt"
+    assert deform_25.status == "skip" and deform_25.evidence_level == STANDIN
+    cleared = deform_25.stage("trt_dynamo_compile_standin")
+    assert cleared is not None and "needs real TensorRT" in cleared.message
+    assert deform_25.stage("trt_table_without_empty_strided_standin").status == "pass"
+    assert deform_24.stage("trt_table_without_empty_strided_standin").status == "pass"  # control
+    assert deform_24.stage("trt_empty_strided_device_standin").evidence["returned_device"] == "cpu"
+    assert deform_25.stage("trt_empty_strided_device_standin").evidence["returned_device"] == "cuda:0"
+    assert all(s.standins == () for r in found.values() for s in r.stages if "standin" not in s.name)
+    assert REAL not in {r.evidence_level for r in found.values()}
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+@pytest.mark.docker
+@pytest.mark.pypi
+def test_the_docker_engine_builds_the_lane_too(tmp_path, capsys, docker_client, local_base_image,
+                                               test_ca_bundle) -> None:
+    """The same lane in an image: torch-tensorrt 2.4.0's own wheel, the stand-ins compiled in
+    the image (gcc from Debian where the base has no compiler), both bugs reproduced in
+    torch-tensorrt's frames. The image (about 10 GB) is removed afterwards."""
+    needs_the_lane_tools()
+    matrix = textwrap.dedent(MATRIX).replace(
+        '  - {kind: pip, torch: "2.5", torch_tensorrt: "2.5.0", index: pypi, tags: [default]}\n', "")
+    matrix = matrix.replace("defaults:\n", f"defaults:\n  base_images: {{'python:3.11-slim': "
+                                           f"'{local_base_image}'}}\n")
+    if test_ca_bundle:
+        matrix = matrix.replace("defaults:\n", f"defaults:\n  ca_bundle: {test_ca_bundle}\n")
+    (tmp_path / "matrix.yaml").write_text(matrix)
+    before = {i.id for i in docker_client.images.list(all=True)}
+    labels: dict[str, dict[str, str]] = {}  # tag -> labels of every lane image, kept or built
+    try:
+        code = cli_main(["run", "--matrix", str(tmp_path / "matrix.yaml"), "--backend", "docker",
+                         "--standin", "tensorrt", "--results", str(tmp_path / "results")])
+    finally:
+        for image in docker_client.images.list(filters={"label": "repromatrix.standins"}):
+            labels.update({tag: dict(image.labels) for tag in image.tags})
+        remove_new_images(docker_client, before)
+    out = capsys.readouterr().out
+    assert code == 0, out[-3000:]
+    assert "TensorRT stood in: torch-tensorrt 2.4.0's own code" in out
+    found = records(tmp_path / "results")
+    gpu = found["pip-torch2.4.1-trt2.4.0-pypi-py3.11--ts_device_gpu_id"]
+    deform = found["pip-torch2.4.1-trt2.4.0-pypi-py3.11--deform_conv2d_device"]
+    for rec, stage, frame in (
+            (gpu, "ts_compile_torch_device_standin", "torch_tensorrt/ts/_Device.py:66 in _from"),
+            (deform, "trt_dynamo_compile_standin", "torch_tensorrt/dynamo/_compiler.py:185 in compile")):
+        assert rec.status == "fail" and rec.evidence_level == STANDIN, rec.message
+        assert rec.backend == "docker" and rec.image and rec.image["tag"].startswith("repromatrix/")
+        assert labels[rec.image["tag"]]["repromatrix.standins"] == "tensorrt"
+        decided = rec.stage(stage)
+        assert decided is not None and decided.status == "fail" and "tensorrt" in decided.standins
+        assert str(decided.evidence["raised_in"]).startswith(frame)
+        assert rec.env["standins"]["standins"][0] == "tensorrt"
+    assert deform.stage("trt_table_without_empty_strided_standin").status == "pass"  # control
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+@pytest.mark.pypi
+def test_a_bisect_on_the_lane_names_the_release_of_the_deform_regression(tmp_path, monkeypatch,
+                                                                        capsys) -> None:
+    """A real bisect over torch-tensorrt releases with TensorRT stood in: 2.2.0 good (cleared
+    in torch-tensorrt's code), 2.4.0 bad; the probe between them (2.3.0, its wheel's missing
+    torch symbols stood in) decides it, within ceil(log2 n) + 2 probes."""
+    needs_the_lane_tools("uv", "cc")
+    monkeypatch.setenv("REPROMATRIX_VENV_DIR", str(tmp_path / "venvs"))
+    try:
+        code = cli_main(["bisect", "--repro", "deform_conv2d_device", "--axis", "torch_tensorrt",
+                         "--good", "2.2.0", "--bad", "2.4.0", "--base", "index=pypi",
+                         "--with", "torchvision", "--backend", "venv", "--standin", "tensorrt",
+                         "--results", str(tmp_path / "results"), "--json"])
+    finally:
+        shutil.rmtree(tmp_path / "venvs", ignore_errors=True)  # ~4 GB each
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["result"] == "found", report.get("message")
+    assert report["first_bad"]["version"] == "2.4.0" and report["last_good"]["version"] == "2.3.0"
+    assert len(report["probes"]) <= 2 + 2  # 3 candidates: ceil(log2 3) + 2
+    assert {p["version"] for p in report["probes"]} == {"2.2.0", "2.3.0", "2.4.0"}
+    assert all("stood in" in p["note"] for p in report["probes"]), report["probes"]

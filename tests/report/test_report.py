@@ -1,0 +1,700 @@
+"""The static site from golden result sets (tests/data/results), asserted on HTML structure.
+
+Also the expectation rules (repromatrix.report.expect) the page uses to flag contradictions.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from repromatrix.model import Repro
+from repromatrix.report.expect import evaluate, normalize_version
+from repromatrix.report.render import (
+    page_name,
+    render_site,
+    report_assets_dir,
+    reproduce_command,
+    script_json,
+)
+from repromatrix.store.record import SCHEMA_VERSION, Result
+from repromatrix.store.results import ResultStore
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "results"
+STATUSES = ["pass", "fail", "error", "crash", "timeout", "skip", "broken"]
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+DEFORM = Repro(
+    id="deform_conv2d_device", path="repros/deform_conv2d_device.py",
+    title="deform_conv2d device mismatch (TRT #3556)",
+    upstream=("https://github.com/pytorch/TensorRT/issues/3556", "javascript:alert(1)"),
+    expect=({"when": {"torch_tensorrt": ">=2.4,<2.5"}, "status": "fail", "note": "TRT #3556"},
+            {"when": {"torch_tensorrt": ">=2.5"}, "status": "pass", "note": "fixed in 2.5.0"}),
+    description="deform_conv2d inside a compiled graph mixes devices.",
+)
+CATALOG = {"deform_conv2d_device": DEFORM}
+
+
+# ----------------------------------------------------------------- a tiny DOM from html.parser
+
+
+class Node:
+    def __init__(self, tag: str, attrs: dict[str, str | None], parent: Node | None) -> None:
+        self.tag, self.attrs, self.parent = tag, attrs, parent
+        self.children: list[Node | str] = []
+
+    @property
+    def classes(self) -> set[str]:
+        return set((self.attrs.get("class") or "").split())
+
+    def text(self) -> str:
+        return "".join(c if isinstance(c, str) else c.text() for c in self.children)
+
+    def iter(self):
+        for c in self.children:
+            if isinstance(c, Node):
+                yield c
+                yield from c.iter()
+
+    def find_all(self, tag: str | None = None, cls: str | None = None, **attrs: str) -> list[Node]:
+        out = []
+        for n in self.iter():
+            if tag and n.tag != tag or cls and cls not in n.classes:
+                continue
+            if all(n.attrs.get(k.replace("_", "-")) == v for k, v in attrs.items()):
+                out.append(n)
+        return out
+
+    def find(self, *args, **kwargs) -> Node:
+        found = self.find_all(*args, **kwargs)
+        assert found, f"no element {args} {kwargs}"
+        return found[0]
+
+
+class TreeBuilder(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.root = self.cur = Node("#document", {}, None)
+
+    def handle_starttag(self, tag, attrs):
+        node = Node(tag, dict(attrs), self.cur)
+        self.cur.children.append(node)
+        if tag not in VOID:
+            self.cur = node
+
+    def handle_startendtag(self, tag, attrs):
+        self.cur.children.append(Node(tag, dict(attrs), self.cur))
+
+    def handle_endtag(self, tag):
+        node = self.cur
+        while node is not None and node.tag != tag:
+            node = node.parent
+        assert node is not None, f"unbalanced </{tag}>"
+        self.cur = node.parent
+
+    def handle_data(self, data):
+        self.cur.children.append(data)
+
+
+def parse(path: Path) -> Node:
+    builder = TreeBuilder()
+    builder.feed(path.read_text(encoding="utf-8"))
+    builder.close()
+    assert builder.cur is builder.root, "unclosed elements"
+    return builder.root
+
+
+def golden(tmp_path: Path, name: str) -> Path:
+    """A copy of a golden result set (the report keeps an index in the folder it reads)."""
+    dest = tmp_path / "golden" / name
+    if not dest.exists():
+        shutil.copytree(DATA / name, dest)
+    return dest
+
+
+def render(tmp_path: Path, *sets: str, repros=CATALOG):
+    out = tmp_path / "site"
+    summary = render_site([golden(tmp_path, s) for s in sets], out, repros)
+    return summary, parse(out / "index.html"), out
+
+
+def matrix(doc: Node) -> tuple[list[str], list[str], dict[tuple[str, str], Node]]:
+    table = doc.find("table", id="matrix")
+    cols = [th.attrs["data-repro"] for th in table.find_all("th", cls="repro")]
+    rows, cells = [], {}
+    for tr in table.find("tbody").find_all("tr"):
+        if "group" in tr.classes:
+            continue
+        rows.append(tr.attrs["data-stack"])
+        for td in tr.find_all("td", cls="cell"):
+            cells[(tr.attrs["data-stack"], td.attrs["data-repro"])] = td
+    return rows, cols, cells
+
+
+def script_data(doc: Node) -> dict:
+    return json.loads(doc.find("script", id="report-data").text())
+
+
+def chunk_data(out: Path) -> dict:
+    """Every data chunk of a site, merged: cells by id, each cell's env rows and chunk number."""
+    merged: dict = {"cells": {}, "envs": {}, "chunk_of": {}}
+    for path in (out / "data").glob("c*.js"):
+        text = path.read_text(encoding="utf-8")
+        number, payload = re.fullmatch(r"repromatrixChunk\((\d+),(.*)\);\n", text, re.S).groups()
+        payload = json.loads(payload)
+        for cid, cell in payload["cells"]:
+            merged["cells"][cid] = cell
+            merged["envs"][cid] = payload["envs"][cell["env"]]
+            merged["chunk_of"][cid] = int(number)
+    return merged
+
+
+# ----------------------------------------------------------------- golden sets
+
+
+def test_every_status_matrix_order_letters_and_legend(tmp_path):
+    summary, doc, out = render(tmp_path, "every_status")
+    rows, cols, cells = matrix(doc)
+    # rows grouped by axis (torch minor, then NGC year), in version order: 2.10 sorts after 2.9
+    assert rows == ["pip-torch2.4.1", "pip-torch2.5.1", "pip-torch2.9.1", "pip-torch2.10.0", "ngc-24.05"]
+    groups = [tr.text().strip() for tr in doc.find("table", id="matrix").find_all("tr", cls="group")]
+    assert groups == ["torch 2.4", "torch 2.5", "torch 2.9", "torch 2.10", "NGC 2024"]
+    labels = {tr.attrs["data-stack"]: tr.find("span", cls="sid").text()
+              for tr in doc.find("tbody").find_all("tr") if "data-stack" in tr.attrs}
+    assert labels["ngc-24.05"].startswith("NGC 24.05 · torch 2.4.0")
+    assert labels["pip-torch2.4.1"].startswith("torch 2.4.1 · trt 2.4.0")
+    assert cols == ["deform_conv2d_device", "dynamic_unet_shapes", "onnx_export_device",
+                    "torchscript_device_mix", "ts_device_gpu_id"]
+    statuses = {k: td.attrs["data-status"] for k, td in cells.items() if td.attrs["data-status"]}
+    assert sorted(set(statuses.values())) == sorted(STATUSES)
+    assert statuses[("pip-torch2.4.1", "ts_device_gpu_id")] == "error"
+    assert statuses[("pip-torch2.5.1", "deform_conv2d_device")] == "pass"   # latest run wins
+    letters = {"pass": "P", "fail": "F", "error": "E", "crash": "C", "timeout": "T", "skip": "S",
+               "broken": "B"}
+    for (_, _), td in cells.items():
+        st = td.attrs["data-status"]
+        assert f"st-{st or 'none'}" in td.classes
+        assert td.text().startswith(letters[st] if st else "·")
+    assert len([td for td in cells.values() if td.attrs["data-status"]]) == summary.cells == 9
+    legend = doc.find("section", cls="legend")
+    shown = {b.find("b").text(): b.text().split()[-1] for b in legend.find_all("span", cls="badge")
+             if any(c.startswith("st-") and c != "st-none" for c in b.classes)}
+    assert shown == {v: k for k, v in letters.items()}
+    assert (summary.records, summary.stacks, summary.repros) == (15, 5, 5)
+
+
+def test_contradiction_changes_and_drawer_data(tmp_path):
+    summary, doc, out = render(tmp_path, "every_status")
+    _, _, cells = matrix(doc)
+    contra = cells[("pip-torch2.10.0", "deform_conv2d_device")]
+    assert "contra" in contra.classes and "!" in contra.text()
+    assert summary.contradictions == ["pip-torch2.10.0--deform_conv2d_device"]
+    assert [td for td in cells.values() if "contra" in td.classes] == [contra]
+    changes = doc.find("section", id="changes")
+    kinds = {d.attrs["data-kind"]: [a.attrs["data-cell"] for a in d.find_all("a", cls="permalink")]
+             for d in changes.find_all("details", cls="change-kind")}
+    assert kinds == {
+        "newly failing": ["pip-torch2.10.0--deform_conv2d_device"],
+        "newly passing": ["pip-torch2.5.1--deform_conv2d_device"],
+        "new errors": ["ngc-24.05--dynamic_unet_shapes", "pip-torch2.4.1--ts_device_gpu_id",
+                       "pip-torch2.5.1--ts_device_gpu_id"],
+    }
+    assert summary.changes == kinds
+    data = chunk_data(out)
+    assert set(data["cells"]) == {td.attrs["data-cell"] for td in cells.values() if "data-cell" in td.attrs}
+    cell = data["cells"]["ngc-24.05--deform_conv2d_device"]
+    assert cells[("ngc-24.05", "deform_conv2d_device")].attrs["data-k"] == str(data["chunk_of"][cell["id"]])
+    assert [s["role"] for s in cell["stages"]] == ["main", "main", "main"]   # schema 1: no roles
+    assert cell["command"] == ("repromatrix run --matrix matrix.yaml -k ngc-24.05--deform_conv2d_device"
+                               " --rerun")
+    assert [s["name"] for s in cell["stages"]] == ["eager", "compile", "workaround"]
+    # torch_tensorrt 2.4.0.dev0 is before 2.4 (PEP 440): the fixture's ">=2.4,<2.5" rule
+    # does not apply to this NGC record
+    assert cell["signature"] == "trt3556-device-mismatch" and "expected" not in cell
+    assert dict(data["envs"][cell["id"]])["torch"] == "2.4.0a0+07cecf4168"
+    assert "sha256:" in cell["image"] and cell["duration"] == "12.5 s"
+    assert "hidden" in doc.find("aside", id="drawer").attrs
+
+
+def test_repro_page_answers_beside_expectation(tmp_path):
+    _, doc, out = render(tmp_path, "every_status")
+    link = doc.find("th", cls="repro", data_repro="deform_conv2d_device").find("a")
+    page = parse(out / link.attrs["href"])
+    assert page.find("h2", cls="repro-title").text().startswith("deform_conv2d_device")
+    rules = [[td.text().strip() for td in tr.find_all("td")] for tr in page.find("table", cls="rules")
+             .find("tbody").find_all("tr")]
+    # NGC 24.05's torch_tensorrt 2.4.0.dev0 is before 2.4 (PEP 440): no rule applies to it
+    assert [r[0] for r in rules] == ["torch_tensorrt >=2.4,<2.5", "torch_tensorrt >=2.5",
+                                     "no rule applies"]
+    assert [r[3] for r in rules] == ["F fail 1", "P pass 1 F fail 1", "F fail 1"]   # records beside each rule
+    assert [r[4] for r in rules] == ["0", "1", "0"]
+    summary = page.find("p", id="answer-summary").text()
+    assert summary.startswith("reproduces on 3 of 4 stacks · first fixed in torch-tensorrt 2.5.0 "
+                              "(last bad 2.4.0); bad again in torch-tensorrt 2.10.0")
+    assert summary.endswith("workaround works on 3 of 3")
+    trt = page.find("dd", cls="axis", data_axis="torch_tensorrt")
+    assert trt.attrs["data-kind"] == "regressed"
+    rows = [tr for tr in page.find("table", cls="by-stack").find_all("tr") if "data-cell" in tr.attrs]
+    assert [r.attrs["data-cell"].split("--")[0] for r in rows] == [
+        "pip-torch2.4.1", "pip-torch2.5.1", "pip-torch2.10.0", "ngc-24.05"]
+    assert [r.attrs["data-cell"] for r in rows if "contra" in r.classes] == [
+        "pip-torch2.10.0--deform_conv2d_device"]
+    upstream = page.find("section", cls="upstream")
+    assert [a.attrs["href"] for a in upstream.find_all("a")] == [DEFORM.upstream[0]]
+    assert "javascript:alert(1)" in upstream.text()  # shown as text, never as a link
+    # a repro without catalog entry still gets a page
+    assert (out / page_name("ts_device_gpu_id")).is_file()
+
+
+def test_raw_json_and_csv_beside_the_page(tmp_path):
+    summary, _, out = render(tmp_path, "every_status")
+    raw = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert len(raw["records"]) == 15 and raw["skipped"] == [] and raw["conflicts"] == []
+    with open(out / "results.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == summary.cells == 9
+    by_cell = {r["cell"]: r for r in rows}
+    assert by_cell["pip-torch2.10.0--deform_conv2d_device"]["contradicted"] == "True"
+    assert by_cell["pip-torch2.5.1--deform_conv2d_device"]["previous"] == "fail"
+    assert (out / "static" / "report.css").is_file() and (out / "static" / "report.js").is_file()
+
+
+def test_page_needs_no_network(tmp_path):
+    _, doc, out = render(tmp_path, "every_status")
+    for path in [out / "index.html", *out.glob("repro-*.html")]:
+        page = parse(path)
+        refs = [n.attrs.get("src") or n.attrs.get("href") for n in page.iter()
+                if n.tag in ("script", "link", "img", "iframe")]
+        refs = [r for r in refs if r]
+        assert refs and all(r.startswith(("static/", "data:")) or r == "changes.atom" for r in refs), refs
+        assert all((out / r).is_file() for r in refs if r.startswith("static/"))
+
+
+def test_empty_store(tmp_path):
+    summary, doc, out = render(tmp_path, "empty", repros={})
+    assert doc.find("section", id="empty").find("h2").text() == "No results yet"
+    assert doc.find_all("table", id="matrix") == [] and doc.find_all("script") == []
+    assert (summary.records, summary.cells, summary.skipped) == (0, 0, [])
+    assert json.loads((out / "results.json").read_text())["records"] == []
+    assert (out / "results.csv").read_text().splitlines()[0].startswith("cell,")
+
+
+def test_single_cell(tmp_path):
+    _, doc, _ = render(tmp_path, "single_cell")
+    rows, cols, cells = matrix(doc)
+    assert (rows, cols) == (["pip-torch2.4.1"], ["deform_conv2d_device"])
+    [td] = cells.values()
+    assert td.attrs["data-status"] == "fail"
+    assert td.attrs["data-cell"] == "pip-torch2.4.1--deform_conv2d_device"
+
+
+def test_sparse_matrix_from_two_hosts(tmp_path):
+    _, doc, _ = render(tmp_path, "sparse", repros={})
+    rows, cols, cells = matrix(doc)
+    assert rows == ["pip-torch2.4.1", "pip-torch2.10.0", "ngc-24.05"]
+    assert cols == ["deform_conv2d_device", "dynamic_unet_shapes", "onnx_export_device"]
+    filled = {k for k, td in cells.items() if td.attrs["data-status"]}
+    assert filled == {("ngc-24.05", "dynamic_unet_shapes"), ("pip-torch2.4.1", "deform_conv2d_device"),
+                      ("pip-torch2.10.0", "onnx_export_device")}
+    assert all("st-none" in td.classes and td.text() == "·" for k, td in cells.items() if k not in filled)
+
+
+def test_stack_with_only_broken(tmp_path):
+    _, doc, _ = render(tmp_path, "only_broken")
+    table = doc.find("table", id="matrix")
+    [row] = [tr for tr in table.find_all("tr") if tr.attrs.get("data-stack") == "pip-torch2.9.1"]
+    assert "all-broken" in row.classes
+    assert {td.attrs["data-status"] for td in row.find_all("td")} == {"broken"}
+    assert row.find("small", cls="broken-note").text() == "environment broken"
+    other = [tr for tr in table.find_all("tr") if tr.attrs.get("data-stack") == "pip-torch2.10.0"]
+    assert "all-broken" not in other[0].classes
+
+
+def test_truncated_line_and_unknown_schema_render_the_rest(tmp_path):
+    summary, doc, _ = render(tmp_path, "damaged")
+    _, _, cells = matrix(doc)
+    assert {td.attrs["data-cell"] for td in cells.values() if td.attrs["data-status"]} == {
+        "pip-torch2.4.1--deform_conv2d_device", "pip-torch2.5.1--deform_conv2d_device"}
+    assert [(Path(s.file).name, s.line) for s in summary.skipped] == [("run-1.jsonl", 2), ("run-1.jsonl", 4)]
+    notice = doc.find("details", cls="skipped")
+    items = [li.text() for li in notice.find_all("li")]
+    assert len(items) == 2
+    assert "run-1.jsonl:2" in items[0] and "schema_version 99" in items[0]
+    assert "run-1.jsonl:4" in items[1] and "truncated" in items[1]
+
+
+def test_conflicting_duplicates_are_flagged(tmp_path):
+    src = DATA / "single_cell" / "gpu-box-1" / "run-1.jsonl"
+    rec = json.loads(src.read_text().splitlines()[0])
+    store = tmp_path / "store"
+    ResultStore(store).append(Result.from_dict(rec))
+    ResultStore(store).append(Result.from_dict(
+        dict(rec, host="gpu-box-2", status="pass", finished_at="2026-11-03T11:00:00Z")))
+    summary = render_site([store], tmp_path / "site", CATALOG)
+    doc = parse(tmp_path / "site" / "index.html")
+    _, _, cells = matrix(doc)
+    [td] = cells.values()
+    assert "conflict" in td.classes and "≠" in td.text()
+    assert len(summary.conflicts) == 1
+    assert "not merged" in doc.find("details", cls="conflicts").find("summary").text()
+
+
+def test_shards_disagreeing_are_flagged_when_merged(tmp_path):
+    """`report --results A B`: one cell, one cache key, two outcomes in two shard folders."""
+    src = DATA / "single_cell" / "gpu-box-1" / "run-1.jsonl"
+    rec = json.loads(src.read_text().splitlines()[0])
+    ResultStore(tmp_path / "shard-1").append(Result.from_dict(dict(rec, run_id="s1")))
+    ResultStore(tmp_path / "shard-2").append(Result.from_dict(dict(rec, run_id="s2", status="pass",
+                                                  finished_at="2026-11-03T11:00:00Z")))
+    summary = render_site([tmp_path / "shard-1", tmp_path / "shard-2"], tmp_path / "site", CATALOG)
+    doc = parse(tmp_path / "site" / "index.html")
+    [td] = matrix(doc)[2].values()
+    assert "conflict" in td.classes and "≠" in td.text()
+    [conflict] = summary.conflicts
+    assert conflict.cache_key == rec["cache_key"]
+    assert "for one cache key in runs s1, s2" in doc.find("details", cls="conflicts").text()
+    raw = json.loads((tmp_path / "site" / "results.json").read_text())
+    assert raw["conflicts"][0]["cache_key"] == rec["cache_key"]
+
+
+# ----------------------------------------------------------------- hostile input
+
+
+HOSTILE_BITS = ("<script>window.__pwned = 1; alert(1)</script>", "\"><img src=x onerror=")
+
+
+def test_hostile_strings_are_text_not_markup(tmp_path):
+    summary, doc, out = render(tmp_path, "hostile")
+    pages = [out / "index.html", *sorted(out.glob("repro-*.html"))]
+    for path in pages:
+        page = parse(path)
+        assert page.find_all("img") == [], path
+        scripts = page.find_all("script")
+        assert all(s.attrs.get("src") == "static/report.js" or s.attrs.get("type") == "application/json"
+                   for s in scripts), path
+        assert not any(k.startswith("on") for n in page.iter() for k in n.attrs), path
+    repro_page = parse(out / page_name("deform_conv2d_device"))
+    text = repro_page.text()
+    assert all(bit in text for bit in HOSTILE_BITS)
+    # inline JSON cannot close its <script> or open a comment, and still decodes to the original
+    raw = (out / "index.html").read_text(encoding="utf-8")
+    inline = raw.split('id="report-data">', 1)[1].split("</script>", 1)[0]
+    assert "<" not in inline and ">" not in inline
+    data = chunk_data(out)
+    assert data["cells"]["pip-torch2.4.1--deform_conv2d_device"]["message"].startswith(HOSTILE_BITS[0])
+    for chunk in (out / "data").glob("c*.js"):   # a chunk is one call with one script-safe literal
+        text = chunk.read_text(encoding="utf-8")
+        assert re.fullmatch(r"repromatrixChunk\(\d+,\{.*\}\);\n", text, re.S) and "<" not in text
+    # a hostile repro id gets a hashed file name
+    odd = "<img src=x onerror=window.__pwned=1>"
+    assert page_name(odd).startswith("repro-x") and (out / page_name(odd)).is_file()
+    with open(out / "results.csv", newline="", encoding="utf-8") as fh:
+        messages = {r["repro"]: r["message"] for r in csv.DictReader(fh)}
+    assert messages[odd].startswith("'=")
+
+
+def test_script_json_escapes_script_breakers():
+    text = str(script_json({"m": "</script><!-- \u2028 & <b>"}))
+    assert "</" not in text and "<!--" not in text and "\u2028" not in text and "&" not in text
+    assert json.loads(text) == {"m": "</script><!-- \u2028 & <b>"}
+
+
+# ----------------------------------------------------------------- commands, assets, scale
+
+
+def _result(**over) -> Result:
+    base = {"schema_version": SCHEMA_VERSION, "run_id": "r", "cell": "s--r", "repro": "r",
+            "status": "fail", "stack": {"id": "s"}}
+    return Result.from_dict({**base, **over})
+
+
+def test_reproduce_command_quotes_and_local_backend():
+    folded = _result(cell="local--r", backend="local",
+                     stack={"id": "local", "kind": "local", "interpreter": "/opt/py 3/bin/python"})
+    assert reproduce_command(folded, "m.yaml") == (
+        "repromatrix run --matrix m.yaml -k r --rerun --backend local --python '/opt/py 3/bin/python'")
+    own = _result(cell="mine--r", backend="local", stack={"id": "mine", "kind": "local",
+                                                          "interpreter": "/x/python"})
+    assert reproduce_command(own, "m.yaml") == "repromatrix run --matrix m.yaml -k mine--r --rerun"
+    assert reproduce_command(_result(cell="a b;rm -rf"), "matrix.yaml").endswith(
+        "-k 'a b;rm -rf' --rerun")
+
+
+def test_assets_dir_holds_templates_and_static():
+    root = report_assets_dir()
+    assert (root / "templates" / "index.html.j2").is_file()
+    assert (root / "static" / "report.js").is_file()
+
+
+def test_assets_dir_override(tmp_path, monkeypatch):
+    shutil.copytree(report_assets_dir(), tmp_path / "assets")
+    (tmp_path / "assets" / "static" / "extra.txt").write_text("x")
+    monkeypatch.setenv("REPROMATRIX_REPORT_DIR", str(tmp_path / "assets"))
+    render_site([golden(tmp_path, "single_cell")], tmp_path / "site")
+    assert (tmp_path / "site" / "static" / "extra.txt").is_file()
+
+
+def synthetic(root: Path, stacks: int, repros: int, runs: int = 1) -> None:
+    store = ResultStore(root)
+    for run in range(runs):
+        for s in range(stacks):
+            for r in range(repros):
+                st = STATUSES[(s * 7 + r * 3 + run) % len(STATUSES)]
+                sid, rid, day = f"pip-t2.{s}.0", f"r{r:02d}", f"2026-11-0{run + 1}"
+                store.append(Result.from_dict({
+                    "schema_version": SCHEMA_VERSION, "run_id": f"run-{run}", "cell": f"{sid}--{rid}",
+                    "stack": {"id": sid, "kind": "pip", "torch": f"2.{s}.0"}, "repro": rid,
+                    "status": st, "stages": [], "message": f"{st} message", "traceback": "",
+                    "duration_s": 1.0, "env": {"torch": f"2.{s}.0"}, "host": "h",
+                    "started_at": f"{day}T00:00:00Z", "finished_at": f"{day}T00:01:00Z",
+                }))
+
+
+def test_hundred_stacks_by_twenty_repros(tmp_path):
+    synthetic(tmp_path / "store", 100, 20, runs=2)
+    summary = render_site([tmp_path / "store"], tmp_path / "site")
+    rows, cols, cells = matrix(parse(tmp_path / "site" / "index.html"))
+    assert (len(rows), len(cols), len(cells)) == (100, 20, 2000)
+    assert rows[:3] == ["pip-t2.0.0", "pip-t2.1.0", "pip-t2.2.0"] and rows[-1] == "pip-t2.99.0"
+    assert summary.records == 4000 and summary.cells == 2000
+    assert sum(len(v) for v in summary.changes.values()) > 0
+
+
+# ----------------------------------------------------------------- expectations
+
+
+def _rec(status="fail", env=None, **stack):
+    return _result(status=status, env=env or {}, stack={"id": "s", **stack})
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("2.4.0a0+07cecf4168", "2.4.0a0"), ("2.4.1+cu124", "2.4.1"), ("2.5.0.dev0", "2.5.0.dev0"),
+    ("10.3.0.nv24.05", "10.3.0"), ("24.05", "24.5"), ("2.10.0", "2.10.0"),
+])
+def test_normalize_version(text, expected):
+    assert str(normalize_version(text)) == expected
+
+
+def test_normalize_version_junk():
+    assert normalize_version("unknown") is None and normalize_version(None) is None
+
+
+def test_evaluate_uses_probe_then_spec_and_first_rule():
+    ngc = _rec("fail", env={"torch": "2.4.0a0+07cecf4168", "torch_tensorrt": "2.4.0+cu124"}, ngc="24.05")
+    exp = evaluate(DEFORM.expect, ngc)
+    assert (exp.status, exp.note, exp.contradicted) == ("fail", "TRT #3556", False)
+    dev0 = _rec("fail", env={"torch_tensorrt": "2.4.0.dev0"}, torch_tensorrt="2.4.0")
+    assert evaluate(DEFORM.expect, dev0) is None   # the probe wins, and 2.4.0.dev0 < 2.4
+    assert evaluate(DEFORM.expect, _rec("fail", torch_tensorrt="2.5.0")).contradicted
+    assert evaluate([{"when": {"ngc": ">=24.05"}, "status": "pass"}], ngc).status == "pass"
+    nested = _rec("pass", env={"packages": {"torch_tensorrt": "2.5.0+cu124"}})
+    assert evaluate(DEFORM.expect, nested).status == "pass"
+
+
+def test_pre_release_is_before_its_release():
+    """PEP 440 order: NGC's 2.5.0a0 is not torch-tensorrt 2.5 (it is before it)."""
+    assert evaluate(DEFORM.expect, _rec("fail", torch_tensorrt="2.5.0a0")).status == "fail"
+    assert evaluate(DEFORM.expect, _rec("fail", torch_tensorrt="2.5.0")).status == "pass"
+    post = [{"when": {"torch": ">2.4.1"}, "status": "pass"}]
+    assert evaluate(post, _rec("pass", torch="2.4.1.post1")).status == "pass"
+
+
+# What each release/ngc/* branch of pytorch/TensorRT holds (cited in the repros' META):
+# deform_conv2d: no empty_strided decomposition up to 24.06, the device-dropping one
+# (PR #2859 without #2948) on 24.07, the default-device one from 24.08.
+# gpu_id: Device._from_torch_device up to 24.04, ts/_Device.py reading d.gpu_id from 24.05.
+NGC_DEFORM_FAILS = {"24.07"}
+NGC_GPU_ID_PASSES = {"23.12", "24.01", "24.02", "24.03", "24.04"}
+
+
+def test_ngc_expectations_follow_the_branches():
+    from repromatrix.config.catalog import load_catalog
+    from repromatrix.config.compat import load_table
+
+    catalog = load_catalog(Path(__file__).resolve().parents[2] / "repros")
+    for tag, row in load_table().ngc.items():
+        rec = _rec("skip", env={"torch": row.torch, "torch_tensorrt": row.torch_tensorrt,
+                                "ngc": tag}, kind="ngc", ngc=tag)
+        deform = evaluate(catalog["deform_conv2d_device"].expect, rec)
+        gpu_id = evaluate(catalog["ts_device_gpu_id"].expect, rec)
+        assert deform.status == ("fail" if tag in NGC_DEFORM_FAILS else "pass"), tag
+        assert gpu_id.status == ("pass" if tag in NGC_GPU_ID_PASSES else "fail"), tag
+
+
+def test_evaluate_no_rule_or_unknown_version():
+    assert evaluate(DEFORM.expect, _rec("fail", torch_tensorrt="2.3.0")) is None
+    assert evaluate(DEFORM.expect, _rec("fail")) is None   # version unknown: the rule cannot apply
+    assert evaluate([{"when": {"torch": "not a spec"}, "status": "fail"}], _rec(torch="2.4")) is None
+    assert evaluate([{"when": {}, "status": "fail"}], _rec("fail")).when_text == "always"
+
+
+@pytest.mark.parametrize("status, contradicted", [
+    ("pass", True), ("crash", True), ("fail", False),
+    ("error", False), ("timeout", False), ("broken", False), ("skip", False),
+])
+def test_only_decisive_results_contradict(status, contradicted):
+    assert evaluate(DEFORM.expect, _rec(status, torch_tensorrt="2.4.1")).contradicted is contradicted
+
+
+def test_skipped_cell_with_stand_in_evidence_is_marked(tmp_path):
+    """A cell skipped for want of a GPU whose CPU stand-in stages ran says so in the matrix."""
+    from repromatrix.report.render import render_site
+    from repromatrix.store.results import ResultStore
+
+    store = ResultStore(tmp_path / "results")
+    base = {"schema_version": 1, "run_id": "r1", "repro": "demo", "status": "skip", "signature": None,
+            "workaround": None, "message": "eager: no CUDA device", "traceback": "", "duration_s": 1.0,
+            "exit_code": 0, "signal": None, "env": {"torch": "2.14.1"}, "image": None,
+            "backend": "local", "harness_version": "0", "host": "h", "repro_sha256": "", "cache_key": "k",
+            "started_at": "2026-11-23T00:00:00+00:00", "finished_at": "2026-11-23T00:00:01+00:00"}
+    stages = [{"name": "fake_export", "role": "info", "status": "fail", "duration_s": 0.1,
+               "message": "", "evidence": {}},
+              {"name": "eager", "role": "main", "status": "skip", "duration_s": 0.0,
+               "message": "no CUDA device", "evidence": {}}]
+    store.append(Result.from_dict(
+        {**base, "cell": "a--demo", "stack": {"id": "a", "kind": "local"}, "stages": stages}))
+    store.append(Result.from_dict(
+        {**base, "cell": "b--demo", "stack": {"id": "b", "kind": "local"}, "stages": stages[1:]}))
+    render_site([store.root], tmp_path / "site")
+    html = (tmp_path / "site" / "index.html").read_text()
+    cells = dict(re.findall(r'<td class="cell[^"]*" data-cell="([^"]+)"[^>]*>(.*?)</td>', html))
+    assert "evidence: fake_export fail" in cells["a--demo"] and '"true">+<' in cells["a--demo"]
+    assert "evidence" not in cells["b--demo"] and "+<" not in cells["b--demo"]
+
+
+# ----------------------------------------------------------------- freshness
+
+
+def fresh_site(tmp_path: Path, stacks_yaml: str, checked: dict | None, *sets: str) -> Node:
+    from repromatrix.config.compat import load_table
+    from repromatrix.config.matrix import load_matrix
+    from repromatrix.report.fresh import freshness
+
+    path = tmp_path / "matrix.yaml"
+    path.write_text(f"stacks:\n{stacks_yaml}")
+    data = freshness(load_table(), checked, load_matrix(path).stacks)
+    render_site([golden(tmp_path, s) for s in sets or ("every_status",)], tmp_path / "site", CATALOG,
+                freshness=data)
+    return parse(tmp_path / "site" / "index.html")
+
+
+CHECKED = {"date": "2026-11-24", "newest": {"torch": "2.15.0", "torchvision": "0.29.2",
+                                            "torch-tensorrt": "2.14.0", "tensorrt": "11.4.0.106"}}
+
+
+def fresh_rows(doc: Node) -> dict[str, list[str]]:
+    table = doc.find("table", id="fresh-table")
+    return {tr.attrs["data-package"]: [td.text() for td in tr.find_all("td")]
+            for tr in table.find("tbody").find_all("tr")}
+
+
+def test_freshness_names_newest_releases_checked_date_and_releases_without_a_stack(tmp_path):
+    doc = fresh_site(tmp_path, '  - {kind: pip, torch: "2.14"}\n  - {kind: ngc, ngc: "26.08"}\n', CHECKED)
+    section = doc.find("section", id="freshness")
+    assert "last compared with PyPI on 2026-11-24" in section.find("p", id="fresh-checked").text()
+    rows = fresh_rows(doc)
+    assert rows["torch"] == ["2.15.0", "2.15.0", "2.14.1"]          # table, PyPI when checked, stack
+    assert rows["tensorrt"] == ["11.3.0", "11.4.0.106", "11.1"]      # 11.3.0: NGC 26.09's
+    assert rows["NGC PyTorch"] == ["26.09", "–", "26.08"]
+    waiting = section.find("p", id="fresh-waiting").text()
+    assert waiting == "Known releases with no stack yet: torch 2.15.0, tensorrt 11.3.0, NGC PyTorch 26.09."
+
+
+def test_freshness_without_a_checked_record_and_with_every_release_stacked(tmp_path):
+    doc = fresh_site(tmp_path, '  - {kind: pip, torch: "2.15"}\n  - {kind: ngc, ngc: "26.09"}\n', None,
+                     "empty")
+    assert "has not been compared with PyPI" in doc.find("p", id="fresh-checked").text()
+    assert fresh_rows(doc)["torch"] == ["2.15.0", "–", "2.15.0"]
+    assert "none" in doc.find("p", id="fresh-waiting").classes
+
+
+def test_freshness_reads_the_checked_record_compat_update_writes(tmp_path):
+    from repromatrix.releases.update import Proposal, apply
+    from repromatrix.report.fresh import table_checked
+
+    table = Path(__file__).resolve().parents[2] / "src" / "repromatrix" / "data" / "compat.yaml"
+    text = apply(table.read_text(), Proposal(checked=CHECKED), str(table))
+    (tmp_path / "compat.yaml").write_text(text)
+    assert table_checked(tmp_path / "compat.yaml") == CHECKED
+
+
+def test_report_command_shows_freshness_and_no_section_without_it(tmp_path):
+    import subprocess
+    import sys
+
+    from support.scale import cli_env
+
+    proc = subprocess.run([sys.executable, "-m", "repromatrix.cli", "report", "--results",
+                           str(golden(tmp_path, "every_status")), "--out", str(tmp_path / "site")],
+                          capture_output=True, text=True, env=cli_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    doc = parse(tmp_path / "site" / "index.html")
+    from packaging.version import Version
+
+    from repromatrix.config.matrix import load_matrix
+
+    newest = max((s.torch for s in load_matrix().stacks if s.kind == "pip"), key=Version)
+    assert fresh_rows(doc)["torch"][2] == newest  # the newest torch the project's matrix stacks
+    _, plain, _ = render(tmp_path / "plain", "every_status")
+    assert not plain.find_all("section", id="freshness")
+
+
+def test_stack_row_states_a_torchvision_pairing_confidence(tmp_path):
+    """torch 2.15.0 + torchvision 0.29.2 (paired by tv's requirement) says its confidence."""
+    from repromatrix.store.results import ResultStore
+
+    store = ResultStore(tmp_path / "results")
+    for sid, torch, tv in (("new", "2.15.0", "0.29.2"), ("old", "2.14.1", "0.29.1")):
+        store.append(_result(cell=f"{sid}--demo", repro="demo", status="skip",
+                             stack={"id": sid, "kind": "pip", "torch": torch, "torchvision": tv},
+                             finished_at="2026-11-23T00:00:01+00:00"))
+    render_site([store.root], tmp_path / "site")
+    doc = parse(tmp_path / "site" / "index.html")
+    heads = {th.parent.attrs["data-stack"]: th for th in doc.find_all("th", cls="stack")}
+    pairing = heads["new"].find("small", cls="pairing")
+    assert "pairing confidence M" in pairing.text()
+    assert "pairing confidence M" in heads["new"].attrs["title"]
+    assert heads["old"].find_all("small", cls="pairing") == []
+
+
+def test_a_new_run_of_a_known_stack_keeps_its_pairing_note_without_the_table(tmp_path):
+    """The note comes from the pieces kept for the stack's other cells: a render after a new
+    run of a known stack reads no compatibility table (its import costs more than that
+    render), and still writes what a cold render does."""
+    import subprocess
+    import sys
+
+    store = ResultStore(tmp_path / "results")
+    stack = {"id": "new", "kind": "pip", "torch": "2.15.0", "torchvision": "0.29.2"}
+    for repro in ("demo", "other"):
+        store.append(_result(cell=f"new--{repro}", repro=repro, status="skip", stack=stack,
+                             finished_at="2026-11-23T00:00:01+00:00"))
+    now = "datetime.datetime(2026, 11, 24, tzinfo=datetime.timezone.utc)"
+    script = ("import datetime, sys; from pathlib import Path\n"
+              "from repromatrix.report.render import render_site\n"
+              f"render_site([Path(sys.argv[1])], Path(sys.argv[2]), now={now})\n"
+              "print('repromatrix.config.compat' in sys.modules)")
+
+    def render_in_process(out: Path) -> str:
+        proc = subprocess.run([sys.executable, "-c", script, str(store.root), str(out)],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.strip()
+
+    assert render_in_process(tmp_path / "site") == "True"  # the first render works the note out
+    store.append(_result(cell="new--demo", repro="demo", status="fail", stack=stack, run_id="r2",
+                         finished_at="2026-11-23T00:05:00+00:00"))
+    assert render_in_process(tmp_path / "site") == "False"
+    for path in store.root.glob(".index.sqlite*"):
+        path.unlink()  # a cold render: every cell's pieces made anew, each note from the table
+    assert render_in_process(tmp_path / "cold") == "True"
+    for name in ("index.html", "repro-demo.html", "results.csv"):
+        assert (tmp_path / "site" / name).read_bytes() == (tmp_path / "cold" / name).read_bytes()
+    head = parse(tmp_path / "site" / "index.html").find("th", cls="stack")
+    assert "pairing confidence M" in head.find("small", cls="pairing").text()

@@ -1,0 +1,288 @@
+"""The five repros, run for real through the runner, and their signatures against real text.
+
+Four real stacks: torch 2.14.1 + torchvision 0.29.1 and 2.12.1 + 0.27.1 and 2.9.1 + 0.24.1
+(CUDA builds, no GPU here), and torch 2.13.0+cpu (no torchvision). CPU stages run and are
+asserted on; GPU and TensorRT stages must come out `skip` with the right reason, never
+`pass`. When a GPU is present the GPU assertions are not made (the cell may then pass).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+REPROS = ROOT / "repros"
+sys.path.insert(0, str(REPROS))
+
+import protocol  # noqa: E402
+
+IDS = ["deform_conv2d_device", "dynamic_unet_shapes", "onnx_export_device", "torchscript_device_mix",
+       "ts_device_gpu_id"]
+INTERPRETERS = ("t214", "t213", "t212", "t29")
+_RUNS: dict[str, dict] = {}
+
+
+def _python(var: str) -> str:
+    py = os.environ.get(var)
+    if not py or not Path(py).exists():
+        pytest.skip(f"{var} is not set to a torch interpreter")
+    return py
+
+
+def _run_all(python: str, out: Path) -> dict:
+    tmp = out / "tmp"  # the repros' temporary folders: all of them removed when they end
+    tmp.mkdir()
+    proc = subprocess.run([python, str(REPROS / "runner.py"), "--out", str(out), "--timeout", "300"],
+                          capture_output=True, text=True, timeout=1800,
+                          env={**os.environ, "TMPDIR": str(tmp)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = {r: json.loads((out / f"{r}.json").read_text()) for r in IDS}
+    results["env"] = json.loads((out / "env.json").read_text())
+    # what the repros make there is named after them (or after an isolated stage); torch
+    # leaves its own things there on purpose (torchinductor_<user>, a RemoteModule template)
+    results["left_in_tmp"] = sorted(p.name for p in tmp.iterdir()
+                                    if p.name.startswith((*IDS, "repro-stage-")))
+    return results
+
+
+def results_on(name: str, tmp_path_factory) -> dict:
+    """Every repro run once per session on interpreter ``name`` (REPROMATRIX_TEST_PY_<NAME>)."""
+    if name not in _RUNS:
+        _RUNS[name] = _run_all(_python("REPROMATRIX_TEST_PY_" + name.upper()), tmp_path_factory.mktemp(name))
+    return _RUNS[name]
+
+
+@pytest.fixture(scope="module")
+def t214(tmp_path_factory):
+    return results_on("t214", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def t213(tmp_path_factory):
+    return results_on("t213", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def t29(tmp_path_factory):
+    return results_on("t29", tmp_path_factory)
+
+
+def stages(result: dict) -> dict[str, dict]:
+    return {s["name"]: s for s in result["stages"]}
+
+
+def assert_gpu_stages_skipped(result: dict, env: dict, names: list[str]) -> None:
+    """Without a GPU these stages skip, naming the missing CUDA device; never a pass."""
+    if env.get("cuda_available"):
+        return
+    st = stages(result)
+    for name in names:
+        assert st[name]["status"] == "skip", (name, st[name])
+        assert "no CUDA device" in st[name]["message"] or "needs stage" in st[name]["message"]
+    assert result["status"] != "pass"
+
+
+# ------------------------------------------------- every interpreter: no crash, no error
+
+@pytest.mark.torch
+@pytest.mark.slow
+@pytest.mark.parametrize("name", INTERPRETERS)
+def test_no_crash_or_error_on_a_cpu_host(name, tmp_path_factory):
+    """CPU stages run for real on torch 2.9.1, 2.12.1, 2.13.0 and 2.14.1: no cell and no stage
+    crashes or errors (fake CUDA aborts torch 2.9.x unless probed and isolated)."""
+    res = results_on(name, tmp_path_factory)
+    if res["env"].get("cuda_available"):
+        pytest.skip("a GPU is present: the GPU stages decide these cells")
+    for rid in IDS:
+        bad = [(s["name"], s["status"], s["message"][:200]) for s in res[rid]["stages"]
+               if s["status"] in ("crash", "error", "timeout")]
+        assert res[rid]["status"] not in ("crash", "error", "timeout", "broken"), (rid, res[rid]["message"])
+        assert not bad, (rid, bad)
+        assert res[rid]["status"] == "skip", (rid, res[rid]["message"])  # the verdict needs a GPU
+    ran = [s for rid in IDS for s in res[rid]["stages"] if s["status"] in ("pass", "fail")]
+    assert len(ran) >= 5  # CPU evidence was produced, not only skips
+    assert res["left_in_tmp"] == [], "a repro left its temporary files behind"
+
+
+# ---------------------------------------------------------- torch 2.14.1 + tv
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_deform_conv2d_on_214(t214):
+    res, st = t214["deform_conv2d_device"], stages(t214["deform_conv2d_device"])
+    assert st["fake_export"]["status"] == "pass" and st["fake_export"]["evidence"]["isolated"]
+    assert st["fake_export"]["evidence"]["mask_device"] == "cuda:0"
+    emu = st["emulated_trt240_decomposition"]
+    assert emu["status"] == "fail" and emu["signature"] == "fake_device_mismatch"
+    assert "cuda:0 and cpu" in emu["evidence"]["exception"]
+    cuda1 = st["emulated_trt250_decomposition_cuda1"]
+    assert cuda1["status"] == "fail" and cuda1["signature"] == "mask_on_default_device_2_13"
+    assert_gpu_stages_skipped(res, t214["env"], ["eager", "trt_compile", "trt_run", "trt_compile_cuda1",
+                                                 "workaround"])
+    assert_standin_stages_skipped(res)
+    if not t214["env"].get("cuda_available"):
+        assert res["status"] == "skip" and res["workaround"] == "skip"
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_dynamic_unet_on_214(t214):
+    """The model itself is valid at 200/300/400: eager, script, trace and export all accept it;
+    only the reporter's skip arithmetic (a separate stand-in) is refused, as in the issue."""
+    res, st = t214["dynamic_unet_shapes"], stages(t214["dynamic_unet_shapes"])
+    for name in ("eager_shapes", "script_and_trace", "symbolic_export"):
+        assert st[name]["role"] == "info" and st[name]["status"] == "pass", (name, st[name]["message"])
+    assert sum(c["numeric"] and c["ok"] for c in st["script_and_trace"]["checks"]) == 6
+    assert sum(c["numeric"] and c["ok"] for c in st["symbolic_export"]["checks"]) == 3
+    skip_add = st["reporter_skip_arithmetic"]
+    assert skip_add["status"] == "pass"
+    assert "must match the size of tensor b" in skip_add["evidence"]["refusal"]
+    assert_gpu_stages_skipped(res, t214["env"], ["trt_dynamo_compile", "workaround", "ts_dynamic_compile"])
+    if not t214["env"].get("cuda_available"):  # without torch-tensorrt: cannot tell, never fail
+        assert res["status"] == "skip" and res["signature"] is None
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_onnx_export_on_214(t214):
+    res, st = t214["onnx_export_device"], stages(t214["onnx_export_device"])
+    first = st["fake_first_op"]
+    assert first["status"] == "fail" and first["signature"] == "first_op_fake_mismatch"
+    assert "cpu and cuda:0!" in first["evidence"]["exception"]  # the seed's text
+    fake = st["fake_dynamo_export"]
+    assert fake["status"] == "fail" and fake["signature"] == "export_fake_mismatch"
+    assert "step 1/3" in fake["evidence"]["exception"]
+    assert fake["evidence"]["dropped_kwargs"] == []  # opset 13, dynamic_axes, do_constant_folding
+    conv = st["fake_export_conv_mixed"]
+    assert conv["status"] == "fail" and conv["signature"] == "fake_conv_device_checked"
+    assert_gpu_stages_skipped(res, t214["env"], ["legacy_export", "dynamo_export", "workaround_legacy",
+                                                 "workaround_dynamo"])
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_torchscript_device_mix_on_214(t214):
+    res, st = t214["torchscript_device_mix"], stages(t214["torchscript_device_mix"])
+    assert st["trace_cpu_inspect"]["status"] == "pass"
+    assert st["trace_cpu_inspect"]["evidence"]["cpu_device_literals"] >= 2
+    frozen = st["freeze_cpu_inspect"]
+    assert frozen["status"] == "pass" and frozen["evidence"]["parameters_after_freeze"] == 0
+    assert frozen["evidence"]["cpu_device_literals_after_freeze"] >= 1  # arange(size, device=cpu) survives
+    assert st["frozen_dtype_standin"]["signature"] == "frozen_constants_do_not_move"
+    # the reporter's failing path (the stock CPU trace run on CUDA) decides; the fix is apart
+    assert st["export_run_cuda"]["role"] == "main" and st["workaround"]["role"] == "workaround"
+    assert st["trace_cuda_run_cuda"]["role"] == "info"
+    assert_gpu_stages_skipped(res, t214["env"], ["export_run_cuda", "trace_cuda_run_cuda",
+                                                 "trace_cpu_freeze_run_cuda", "workaround",
+                                                 "script_freeze_cpu_to_cuda"])
+    if not t214["env"].get("cuda_available"):  # cannot tell without CUDA, never pass
+        assert res["status"] == "skip" and res["workaround"] == "skip"
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_ts_device_gpu_id_on_214(t214):
+    res = t214["ts_device_gpu_id"]
+    assert_gpu_stages_skipped(res, t214["env"], [s["name"] for s in res["stages"]
+                                                 if not s["name"].endswith("_standin")])
+    assert_standin_stages_skipped(res)
+
+
+def assert_standin_stages_skipped(result: dict) -> None:
+    """Without stand-ins in the environment (no --standin tensorrt) they skip, saying so."""
+    standin = [s for s in result["stages"] if s["name"].endswith("_standin")]
+    assert standin
+    for s in standin:
+        assert s["status"] == "skip" and "--standin tensorrt" in s["message"], s
+        assert s["standins"] == []
+
+
+# ------------------------------------------------- torch 2.9.1: fake CUDA probed, not assumed
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_fake_cuda_is_probed_and_isolated_on_29(t29):
+    assert t29["env"]["torch"].startswith("2.9.")
+    st = stages(t29["deform_conv2d_device"])
+    probe = st["fake_export"]["evidence"]["fake_cuda_probe"]
+    assert probe["ok"] is True  # the stand-ins (parameters without grad) work
+    assert "SIGABRT" in probe["with_grad"] and "driver version is insufficient" in probe["with_grad"]
+    assert st["fake_export"]["status"] == "pass"
+    assert st["emulated_trt240_decomposition"]["signature"] == "fake_device_propagation"  # <= 2.12 text
+    assert st["emulated_trt250_decomposition_cuda1"]["signature"] == "mask_on_default_device"
+    unet = stages(t29["dynamic_unet_shapes"])  # strided convs: no pooling parity guard on 2.9
+    assert unet["symbolic_export"]["status"] == "pass", unet["symbolic_export"]["message"]
+    onnx = stages(t29["onnx_export_device"])
+    assert onnx["fake_first_op"]["signature"] == "first_op_fake_propagation"
+    assert onnx["fake_export_conv_mixed"]["status"] == "pass"  # fake conv unchecked before 2.14
+
+
+# --------------------------------------------------------- torch 2.13.0+cpu
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_all_repros_on_213_cpu_build(t213):
+    env = t213["env"]
+    assert env["torch"].startswith("2.13.0") and env["torch_cuda"] is None
+    deform = stages(t213["deform_conv2d_device"])
+    for name in ("fake_export", "emulated_trt240_decomposition"):
+        assert deform[name]["status"] == "skip" and "torchvision" in deform[name]["message"]
+    assert deform["eager"]["status"] == "skip" and "CPU-only build" in deform["eager"]["message"]
+    unet = stages(t213["dynamic_unet_shapes"])
+    assert [unet[n]["status"] for n in ("eager_shapes", "script_and_trace", "symbolic_export",
+                                        "reporter_skip_arithmetic")] == ["pass"] * 4
+    onnx = stages(t213["onnx_export_device"])
+    # a CPU-only build still makes fake CUDA tensors (probed): the stand-ins run
+    assert onnx["fake_first_op"]["signature"] == "first_op_fake_mismatch"
+    assert onnx["fake_export_conv_mixed"]["status"] == "pass"
+    assert onnx["fake_dynamo_export"]["status"] == "skip" and "onnx" in onnx["fake_dynamo_export"]["message"]
+    ts = stages(t213["torchscript_device_mix"])
+    assert ts["trace_cpu_inspect"]["status"] == "pass"
+    assert ts["frozen_dtype_standin"]["signature"] == "frozen_constants_do_not_move"
+    for rid in IDS:
+        assert t213[rid]["status"] == "skip", (rid, t213[rid]["message"])
+
+
+# ------------------------------------- signatures against recorded dossier text
+
+def signatures(repro_id: str) -> list[protocol.Signature]:
+    return importlib.import_module(repro_id).SIGNATURES  # repros import torch lazily
+
+
+def match(repro_id: str, types: list[str], text: str, stage: str | None, torch: str) -> str | None:
+    for sig in signatures(repro_id):
+        if sig.matches_text(types, text, stage, {"torch": torch}):
+            return sig.id
+    return None
+
+
+@pytest.mark.torch
+def test_gpu_id_signature_against_real_torch_text():
+    """The AttributeError text as the real torch.device raises it."""
+    py = os.environ.get("REPROMATRIX_TEST_PY_T214") or os.environ.get("REPROMATRIX_TEST_PY_T213")
+    if not py or not Path(py).exists():
+        pytest.skip("no torch interpreter")
+    code = "import torch\ntry:\n torch.device('cuda:0').gpu_id\nexcept AttributeError as e:\n print(e)"
+    text = subprocess.run([py, "-c", code], capture_output=True, text=True, timeout=300).stdout.strip()
+    assert match("ts_device_gpu_id", ["AttributeError"], text, "ts_compile_torch_device", "2.14.1") \
+        == "torch_device_gpu_id"
+
+
+def test_meta_is_a_literal_with_the_catalog_keys():
+    import ast
+
+    for rid in IDS:
+        tree = ast.parse((REPROS / f"{rid}.py").read_text())
+        meta = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                    and any(getattr(t, "id", None) == "META" for t in n.targets))
+        assert meta["id"] == rid and meta["upstream"] and meta["expect"] and meta["requires"]
+        for exp in meta["expect"]:
+            for spec in exp["when"].values():
+                protocol.version_matches("1.0", spec)  # parses

@@ -1,0 +1,298 @@
+"""Every repro signature against real text: one positive, and a near miss it must refuse.
+
+Texts are either recorded here from real torch runs of the repros' CPU stages (the stage's
+``evidence.exception``; torch 2.9.1+cu128, 2.12.1+cu130, 2.13.0+cpu, 2.14.1+cu130 on a CPU
+host) or quoted from the upstream threads and the dossier; each case names its source. The
+live runs in tests/repros/test_repros.py check the same signatures on the interpreters at hand.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+REPROS = Path(__file__).resolve().parents[2] / "repros"
+sys.path.insert(0, str(REPROS))
+
+import protocol  # noqa: E402
+
+IDS = ["deform_conv2d_device", "dynamic_unet_shapes", "onnx_export_device", "torchscript_device_mix",
+       "ts_device_gpu_id"]
+
+# recorded: deform_conv2d_device/emulated_trt240_decomposition (the FX node, then the user frame)
+_DEFORM_NODE = ("\n\nWhile executing %deform_conv2d : [num_users=1] = call_function[target=torch.ops."
+                "torchvision.deform_conv2d.default](args = (%x, %deform_conv_weight, %conv2d, %zeros, "
+                "%deform_conv_bias, 1, 1, 1, 1, 1, 1, 1, 1, False), kwargs = {})\nOriginal traceback:\n"
+                'File "/work/repros/deform_conv2d_device.py", line 121, in forward\n'
+                "    return deform_conv2d(x, offset, self.deform_conv.weight, self.deform_conv.bias,")
+# the same failure on another node, in the same file: the file name must not count
+_CONV_NODE = _DEFORM_NODE.replace(
+    "%deform_conv2d : [num_users=1] = call_function[target=torch.ops.torchvision.deform_conv2d.default]",
+    "%conv2d : [num_users=1] = call_function[target=torch.ops.aten.conv2d.default]")
+_MISMATCH_14 = ("torch._subclasses.fake_tensor.FakeTensorDeviceMismatchError: Expected all tensors to be "
+                "on the same device, but found at least two devices, %s!")
+_STEP1 = ("torch.onnx._internal.exporter._errors.TorchExportError: Failed to export the model with "
+          "torch.export. This is step 1/3 of exporting the model to ONNX. Next steps:\n...\n")
+_TS = ("torch.jit.Error: The following operation failed in the TorchScript interpreter.\nTraceback of "
+       "TorchScript (most recent call last):\n  File \"code/__torch__.py\", line 12, in forward\n")
+_WILDCARD = ("ERROR: [Torch-TensorRT TorchScript Conversion Context] - 4: [shuffleNode.cpp::symbolicExecute]"
+             " Error Code 4: Shape Error (reshape dimension with more than one -1 wildcard. Reshaping "
+             "[21,3,(# 2 (SHAPE input_0)),(# 3 (SHAPE input_0))] to [1,21,3,-1,-1].)")
+
+# (repro, exception types, text, stage, torch version, log, expected signature or None, source)
+CASES = [
+    # ---- deform_conv2d_device
+    ("deform_conv2d_device", ["RuntimeError"],
+     "builtins.RuntimeError: Unhandled FakeTensor Device Propagation for torchvision.deform_conv2d.default, "
+     "found two different devices cuda:0, cpu" + _DEFORM_NODE, "emulated_trt240_decomposition", "2.9.1", "",
+     "fake_device_propagation", "recorded, torch 2.9.1 (and the reporter's text, TRT #3556)"),
+    ("deform_conv2d_device", ["RuntimeError"],
+     "builtins.RuntimeError: Unhandled FakeTensor Device Propagation for aten.add.Tensor, found two "
+     "different devices cuda:0, cpu" + _DEFORM_NODE, "trt_compile", "2.4.1", "", None,
+     "near miss: another op's propagation error (WhiteFox records, aten.add)"),
+    ("deform_conv2d_device", ["FakeTensorDeviceMismatchError", "RuntimeError"],
+     _MISMATCH_14 % "cuda:0 and cpu" + _DEFORM_NODE, "emulated_trt240_decomposition", "2.14.1", "",
+     "fake_device_mismatch", "recorded, torch 2.14.1"),
+    ("deform_conv2d_device", ["FakeTensorDeviceMismatchError", "RuntimeError"],
+     _MISMATCH_14 % "cuda:0 and cpu" + _CONV_NODE, "trt_compile", "2.14.1", "", None,
+     "near miss: a conv node fails in the repro's own file, whose name holds 'deform_conv2d'"),
+    ("deform_conv2d_device", ["FakeTensorDeviceMismatchError", "RuntimeError"],
+     _MISMATCH_14 % "cuda:1 and cuda:0" + _DEFORM_NODE, "emulated_trt250_decomposition_cuda1", "2.14.1",
+     "",
+     "mask_on_default_device_2_13", "recorded, torch 2.14.1 (model on fake cuda:1)"),
+    ("deform_conv2d_device", ["RuntimeError"],
+     "builtins.RuntimeError: Unhandled FakeTensor Device Propagation for torchvision.deform_conv2d.default, "
+     "found two different devices cuda:1, cuda:0" + _DEFORM_NODE, "emulated_trt250_decomposition_cuda1",
+     "2.9.1", "", "mask_on_default_device", "recorded, torch 2.9.1 (model on fake cuda:1)"),
+    ("deform_conv2d_device", ["RuntimeError"],
+     "builtins.RuntimeError: Unhandled FakeTensor Device Propagation for torchvision.deform_conv2d.default, "
+     "found two different devices cuda:1, cuda:0" + _DEFORM_NODE, "trt_compile", "2.5.1", "", None,
+     "near miss: the cuda:1 mismatch is not the 2.4.0 bug on the main stage"),
+    # ---- dynamic_unet_shapes
+    ("dynamic_unet_shapes", ["RuntimeError"], "RuntimeError: " + _WILDCARD, "ts_dynamic_compile", "2.2.0",
+     "", "ts_reshape_wildcard", "TRT #2617 (reporter's TorchScript log) and #1568"),
+    ("dynamic_unet_shapes", ["RuntimeError"], "RuntimeError: [Shuffle]: output shape can not be computed",
+     "ts_dynamic_compile", "2.2.0", "", None,
+     "near miss: generic TensorRT shuffle text without the wildcard error"),
+    ("dynamic_unet_shapes", ["RuntimeError"],
+     "RuntimeError: [Error thrown at core/conversion/converters/impl/shuffle.cpp] Expected "
+     "nvinfer1::ILayer to be non-null", "ts_dynamic_compile", "2.2.0", _WILDCARD + "\n",
+     "ts_reshape_wildcard_logged", "the wildcard error only in the TensorRT log (TRT #2617, #1568)"),
+    ("dynamic_unet_shapes", ["RuntimeError"],
+     "RuntimeError: [Error thrown at core/conversion/converters/impl/shuffle.cpp] Expected "
+     "nvinfer1::ILayer to be non-null", "ts_dynamic_compile", "2.2.0",
+     "WARNING: [Torch-TensorRT] - [Shuffle]: output shape can not be computed\n", None,
+     "near miss: a log with only generic shuffle text"),
+    # ---- onnx_export_device
+    ("onnx_export_device", ["RuntimeError"],
+     "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cpu and "
+     "cuda:0! (when checking argument for argument index in method wrapper_CUDA__index_select)",
+     "legacy_export", "2.0.0", "", "legacy_eager_device_mismatch",
+     "printed in pytorch #102947 (torch 2.0.0+cu118, legacy exporter): index_select, CPU self first"),
+    ("onnx_export_device", ["RuntimeError"],
+     "Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cpu! "
+     "(when checking argument for argument index in method wrapper_CUDA__index_select)",
+     "legacy_export", "2.6.0", "", None,
+     "near miss, printed in pytorch #154093 (torch 2.6.0): CUDA self, CPU index, the other order"),
+    ("onnx_export_device", ["RuntimeError"],
+     "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
+     "and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)",
+     "legacy_export", "2.6.0", "", None,
+     "near miss, printed in pytorch #159133 (DOSSIER section 0): Linear names its CUDA bias first"),
+    ("onnx_export_device", ["RuntimeError"],
+     "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
+     "and cuda:1!", "legacy_export", "2.6.0", "", None, "near miss: two GPUs, not model vs CPU input"),
+    ("onnx_export_device", ["FakeTensorDeviceMismatchError", "RuntimeError"],
+     _MISMATCH_14 % "cpu and cuda:0",
+     "fake_first_op", "2.14.1", "", "first_op_fake_mismatch", "recorded, torch 2.13.0 and 2.14.1"),
+    ("onnx_export_device", ["RuntimeError"],
+     "builtins.RuntimeError: Unhandled FakeTensor Device Propagation for aten.index_select.default, found "
+     "two different devices cpu, cuda:0", "fake_first_op", "2.12.1", "", "first_op_fake_propagation",
+     "recorded, torch 2.9.1 and 2.12.1"),
+    ("onnx_export_device", ["TorchExportError", "RuntimeError"],
+     _STEP1 + "## Exception summary\n\n<class 'RuntimeError'>: Unhandled FakeTensor Device Propagation "
+     "for aten.index_select.default, found two different devices cpu, cuda:0\n\n(Refer to the full stack "
+     "trace above for more information.)\nbuiltins.RuntimeError: Unhandled FakeTensor Device Propagation "
+     "for aten.index_select.default, found two different devices cpu, cuda:0", "fake_dynamo_export",
+     "2.12.1", "", "first_op_fake_propagation", "recorded, torch 2.12.1 (dynamo exporter, step 1/3)"),
+    ("onnx_export_device", ["RuntimeError"],
+     "builtins.RuntimeError: Unhandled FakeTensor Device Propagation for aten.sub.Tensor, found two "
+     "different devices cpu, cuda:0", "fake_first_op", "2.12.1", "", None,
+     "near miss: the normalization (aten.sub) is not the first op"),
+    ("onnx_export_device", ["RuntimeError"],
+     "builtins.RuntimeError: Unhandled FakeTensor Device Propagation for aten.index_select.default, found "
+     "two different devices cpu, cuda:0", "fake_first_op", "2.14.1", "", None,
+     "near miss: the <= 2.12 text is not claimed for 2.14"),
+    ("onnx_export_device", ["TorchExportError", "RuntimeError"],
+     _STEP1 + "## Exception summary\n\n<class 'RuntimeError'>: Tensor on device cuda:0 is not on the "
+     "expected device cpu!\nbuiltins.RuntimeError: Tensor on device cuda:0 is not on the expected "
+     "device cpu!",
+     "fake_dynamo_export", "2.9.1", "", "export_fake_mismatch",
+     "recorded, torch 2.9.1 to 2.14.1, with the earlier (x - mean)-first model and dynamic_axes"),
+    ("onnx_export_device", ["TorchExportError", "FakeTensorDeviceMismatchError", "RuntimeError"],
+     _STEP1 + "## Exception summary\n\n<class 'torch._subclasses.fake_tensor."
+     "FakeTensorDeviceMismatchError'>: Expected all tensors to be on the same device, but found at "
+     "least two devices, cpu and cuda:0!\n\n"
+     "(Refer to the full stack trace above for more information.)\n" + _MISMATCH_14 % "cpu and cuda:0",
+     "fake_dynamo_export", "2.14.1", "", "export_fake_mismatch",
+     "recorded, torch 2.14.1 (index_select first)"),
+    ("onnx_export_device", ["TorchExportError", "RuntimeError"],
+     _STEP1 + "## Exception summary\n\n<class 'RuntimeError'>: Tensor on device cpu is not on the expected "
+     "device meta!", "fake_dynamo_export", "2.9.1", "", None,
+     "near miss: meta vs cpu (DOSSIER section 0) is not the model/input mix"),
+    ("onnx_export_device", ["RuntimeError"],
+     "builtins.RuntimeError: Expected all tensors to be on the same device, but got weight is on cuda:0, "
+     "different from other tensors on cpu", "fake_export_conv_mixed", "2.14.1", "",
+     "fake_conv_device_checked",
+     "recorded, torch 2.14.1"),
+    ("onnx_export_device", ["RuntimeError"],
+     "builtins.RuntimeError: Expected all tensors to be on the same device, but got weight is on cuda:0, "
+     "different from other tensors on cpu", "fake_export_conv_mixed", "2.13.0", "", None,
+     "near miss: 2.13 does not check fake conv devices, so this text is not claimed there"),
+    # ---- torchscript_device_mix
+    ("torchscript_device_mix", ["torch.jit.Error", "RuntimeError"],
+     _TS + "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+     "cuda:0 and cpu!", "export_run_cuda", "2.4.0", "", "torchscript_device_mismatch",
+     "mmseg #3805 (DOSSIER section 4)"),
+    ("torchscript_device_mix", ["torch.jit.Error", "RuntimeError"],
+     _TS + "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+     "cuda:0 and cuda:1!", "export_run_cuda", "2.4.0", "", None,
+     "near miss: two GPUs (pytorch #46580) is not the cpu mix"),
+    ("torchscript_device_mix", ["torch.jit.Error", "RuntimeError"],
+     _TS + "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+     "cuda:0 and cuda:1!", "frozen_to_other_gpu", "2.4.0", "", "frozen_other_gpu_mismatch",
+     "pytorch #46580: trace on cuda:0, run on cuda:1"),
+    ("torchscript_device_mix", ["torch.jit.Error", "RuntimeError"],
+     _TS + "RuntimeError: Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be "
+     "the same", "export_run_cuda", "2.4.0", "", "torchscript_conv_device_mismatch",
+     "the eager conv wording (DOSSIER section 0, libtorch 2.6 and 2.13) inside the interpreter"),
+    ("torchscript_device_mix", ["RuntimeError"],
+     "RuntimeError: Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be "
+     "the same", "export_run_cuda", "2.4.0", "", None,
+     "near miss: the same text in eager, outside TorchScript"),
+    ("torchscript_device_mix", ["torch.jit.Error", "RuntimeError"],
+     _TS + "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+     "cuda:0 and cpu!", "trace_cpu_inspect", "2.14.1", "", None,
+     "near miss: a CPU inspection stage never runs CUDA: not this bug there"),
+    ("torchscript_device_mix", ["RuntimeError"],
+     "builtins.RuntimeError: The following operation failed in the TorchScript interpreter.\n...\n"
+     "RuntimeError: expected scalar type Double but found Float", "frozen_dtype_standin", "2.14.1", "",
+     "frozen_constants_do_not_move", "recorded, torch 2.13.0 and 2.14.1"),
+    ("torchscript_device_mix", ["RuntimeError"],
+     "RuntimeError: expected scalar type Long but found Float", "frozen_dtype_standin", "2.14.1", "", None,
+     "near miss: another dtype pair"),
+    # ---- ts_device_gpu_id
+    ("ts_device_gpu_id", ["AttributeError"],
+     "AttributeError: 'torch.device' object has no attribute 'gpu_id'",
+     "embed_engine_torch_device", "2.4.0", "", "torch_device_gpu_id", "MONAI #8017 traceback"),
+    ("ts_device_gpu_id", ["AttributeError"], "AttributeError: module 'torch_tensorrt' has no attribute "
+     "'set_device'", "embed_engine_torch_device", "2.4.0", "", None, "near miss: TRT #3084"),
+]
+
+
+def _signatures(repro_id: str) -> list[protocol.Signature]:
+    return importlib.import_module(repro_id).SIGNATURES  # repros import torch lazily
+
+
+def _match(repro, types, text, stage, torch, log):
+    for sig in _signatures(repro):
+        if sig.matches_text(types, text, stage, {"torch": torch}, log=log):
+            return sig.id
+    return None
+
+
+@pytest.mark.parametrize(("repro", "types", "text", "stage", "torch", "log", "expected", "source"), CASES,
+                         ids=[f"{c[0]}:{c[6] or 'near-miss'}:{i}" for i, c in enumerate(CASES)])
+def test_signature_against_real_text(repro, types, text, stage, torch, log, expected, source):
+    assert _match(repro, types, text, stage, torch, log) == expected, source
+
+
+_DEFORM_240 = ("builtins.RuntimeError: Unhandled FakeTensor Device Propagation for "
+               "torchvision.deform_conv2d.default, found two different devices cuda:0, cpu" + _DEFORM_NODE)
+_RUN_DECOMPOSITIONS = "torch_tensorrt/dynamo/_compiler.py:185 in compile: exported_program = " \
+    "exported_program.run_decompositions("
+_GPU_ID = "builtins.AttributeError: 'torch.device' object has no attribute 'gpu_id'"
+_TS_DEVICE = "torch_tensorrt/ts/_Device.py:66 in _from: gpu_id=d.gpu_id,"
+
+# Stand-in stages (TensorRT stood in): the exception and the torch-tensorrt frame it was raised
+# in (``raised_in``), as recorded by `repromatrix run --backend venv --standin tensorrt`.
+# (repro, exception types, text, stage, torch version, frame, expected signature or None, source)
+FRAME_CASES = [
+    ("deform_conv2d_device", ["RuntimeError"], _DEFORM_240, "trt_dynamo_compile_standin", "2.4.1",
+     _RUN_DECOMPOSITIONS, "standin_fake_device_propagation", "recorded, torch-tensorrt 2.4.0"),
+    ("deform_conv2d_device", ["RuntimeError"], _DEFORM_240, "trt_dynamo_compile_standin", "2.4.1",
+     "torch_tensorrt/dynamo/_tracer.py:83 in trace: exp_program = export(", None,
+     "near miss: the same text from another torch-tensorrt frame (not the decomposition)"),
+    ("deform_conv2d_device", ["FakeTensorDeviceMismatchError", "RuntimeError"],
+     _MISMATCH_14 % "cuda:0 and cpu" + _DEFORM_NODE, "trt_dynamo_compile_standin", "2.14.1",
+     _RUN_DECOMPOSITIONS, "standin_fake_device_mismatch",
+     "torch 2.14.1 text (recorded) with 2.4.0's frame: the frame pattern ignores the line"),
+    ("ts_device_gpu_id", ["AttributeError"], _GPU_ID, "ts_compile_torch_device_standin", "2.4.1",
+     _TS_DEVICE, "standin_torch_device_gpu_id", "recorded, torch-tensorrt 2.4.0 and 2.5.0"),
+    ("ts_device_gpu_id", ["AttributeError"], _GPU_ID, "ts_compile_torch_device_standin", "2.4.1",
+     "", None, "near miss: the text raised outside torch-tensorrt (no frame)"),
+    ("ts_device_gpu_id", ["AttributeError"], _GPU_ID, "ts_compile_torch_device_standin", "2.4.1",
+     "torch_tensorrt/_Device.py:135 in _from: return cls(gpu_id=d.index)", None,
+     "near miss: the dynamo frontend's Device._from, which accepts torch.device"),
+]
+
+
+@pytest.mark.parametrize(("repro", "types", "text", "stage", "torch", "frame", "expected", "source"),
+                         FRAME_CASES,
+                         ids=[f"{c[0]}:{c[6] or 'near-miss'}:{i}" for i, c in enumerate(FRAME_CASES)])
+def test_frame_signature_against_recorded_text(repro, types, text, stage, torch, frame, expected,
+                                               source):
+    found = [sig.id for sig in _signatures(repro) if sig.frame
+             and sig.matches_text(types, text, stage, {"torch": torch}, frame=frame)]
+    assert found == ([expected] if expected else []), source
+
+
+def test_every_signature_has_a_positive_and_a_near_miss():
+    positives = {(c[0], c[6]) for c in CASES + FRAME_CASES if c[6]}
+    near_misses = {c[0] for c in CASES if c[6] is None}
+    for rid in IDS:
+        for sig in _signatures(rid):
+            if sig.signal:
+                continue  # signal signatures: test_signal_signatures below
+            assert (rid, sig.id) in positives, f"{rid}.{sig.id} has no positive case"
+        assert rid in near_misses, f"{rid} has no near-miss case"
+
+
+# (text, refused as the reporter's skip arithmetic?, source): stage reporter_skip_arithmetic's check
+SKIP_TEXTS = [
+    ("TorchRuntimeError: Failed running call_function <built-in function add>(*(FakeTensor(..., size=(1, 3, "
+     "2*((s0//8)), 2*((s1//8)))), FakeTensor(..., size=(1, 3, (s0//4), (s1//4)))), **{}):\nThe size of "
+     "tensor a (2*((s1//8))) must match the size of tensor b ((s1//4)) at non-singleton dimension 3)",
+     True, "recorded, torch 2.2.2 (the issue's dynamo text, NGC 23.12 has torch 2.2.0a0)"),
+    ("RuntimeError: The size of tensor a (2*((s0//8))) must match the size of tensor b ((s0//4)) at "
+     "non-singleton dimension 3)", True, "recorded, torch 2.9.1 to 2.14.1 (reporter_skip_arithmetic)"),
+    ("RuntimeError: The size of tensor a ((s0//4)) must match the size of tensor b (2*((s0//8))) at "
+     "non-singleton dimension 3", True, "issue 10: a skip + up model names the operands the other way"),
+    ("ValueError: ... Eq(2*((s1//8)), (s1//4)) is inconsistent!", True, "DOSSIER section 3, torch 2.6.0"),
+    ("RuntimeError: The size of tensor a (2*((s0//8))) must match the size of tensor b (2*((s0//8))) "
+     "at non-singleton dimension 3", False, "near miss: the same term on both sides"),
+    ("RuntimeError: The size of tensor a (74) must match the size of tensor b (75) at non-singleton "
+     "dimension 3", False, "near miss: the eager text at 300 is not the symbolic refusal"),
+]
+
+
+@pytest.mark.parametrize("text, refused, source", SKIP_TEXTS)
+def test_reporter_skip_arithmetic_texts(text, refused, source):
+    import re
+
+    mod = importlib.import_module("dynamic_unet_shapes")
+    assert any(re.search(p, text) for p in mod.SKIP_REFUSALS) is refused, source
+
+
+def test_signal_signatures():
+    """DOSSIER section 3: the wildcard error, then 'Caught signal 11' (rc -11)."""
+    sigs = _signatures("dynamic_unet_shapes")
+    out = _WILDCARD + "\n[Shuffle]: output shape can not be computed\nCaught signal 11 (Segmentation fault"
+    found = protocol.match_signal(sigs, "SIGSEGV", out, "ts_dynamic_compile", {"torch": "2.2.0"})
+    assert found is not None and found.id == "ts_wildcard_segfault"
+    generic = "[Shuffle]: output shape can not be computed\nCaught signal 11 (Segmentation fault"
+    assert protocol.match_signal(sigs, "SIGSEGV", generic, "ts_dynamic_compile", {}) is None
+    assert protocol.match_signal(sigs, "SIGABRT", out, "ts_dynamic_compile", {}) is None

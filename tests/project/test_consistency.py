@@ -67,7 +67,8 @@ def test_every_nox_session_has_a_one_line_docstring():
     tree = ast.parse((ROOT / "noxfile.py").read_text())
     sessions = [f for f in tree.body if isinstance(f, ast.FunctionDef)
                 and any("session" in ast.unparse(d) for d in f.decorator_list)]
-    assert {f.name for f in sessions} >= {"matrix", "build", "run", "report", "bisect", "tests", "fast", "lint"}
+    assert {f.name for f in sessions} >= {"matrix", "build", "run", "report", "bisect", "tests", "fast",
+                                          "lint"}
     for f in sessions:
         doc = ast.get_docstring(f)
         assert doc and "\n" not in doc.strip(), f.name

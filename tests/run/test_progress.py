@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from support.progress import Clock, console, result
 
 from repromatrix.config.matrix import load_matrix
 from repromatrix.config.options import RunOptions
@@ -20,30 +21,9 @@ from repromatrix.model import Broken, Done, Note, Output, Preparing, Running
 from repromatrix.plan import make_plan
 from repromatrix.run.cells import run_plan
 from repromatrix.run.progress import RunProgress, fmt_seconds
-from repromatrix.store.record import SCHEMA_VERSION, Result
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "repros"
 PY = os.environ.get("REPROMATRIX_TEST_PY_T213") or os.environ.get("REPROMATRIX_TEST_PY_T214")
-
-
-class Clock:
-    """Seconds that advance only when told (the estimate is then exact)."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def result(stack: str, repro: str, status: str, message: str = "") -> Result:
-    return Result.from_dict({"schema_version": SCHEMA_VERSION, "run_id": "r", "cell": f"{stack}--{repro}",
-                             "stack": {"id": stack}, "repro": repro, "status": status, "message": message})
-
-
-def console(tty: bool) -> tuple[Console, io.StringIO]:
-    out = io.StringIO()
-    return Console(file=out, force_terminal=tty, width=120, highlight=False), out
 
 
 def test_plain_lines_count_cells_and_estimate_the_rest():

@@ -1,7 +1,8 @@
 """The stand-in lane for real: torch-tensorrt 2.4.0 (both bugs) and 2.5.0 (deform fixed) from
 PyPI, TensorRT stood in, on a machine without a GPU (about 4 GB per environment and a few
-minutes each; the uv cache is shared, the environments are deleted afterwards), and the
-same lane built by the docker engine at 2.4.0 (the image is removed afterwards)."""
+minutes each, built once in the suite's own cache, tests/conftest.py, and shared with the
+bisect below and the main command's test), and the same lane built by the docker engine at
+2.4.0 (the image is removed afterwards)."""
 
 from __future__ import annotations
 
@@ -65,15 +66,11 @@ def records(folder: Path) -> dict[str, Result]:
 @pytest.mark.slow
 @pytest.mark.torch
 @pytest.mark.pypi
-def test_both_bugs_at_a_buggy_and_a_fixed_release(tmp_path, monkeypatch, capsys) -> None:
+def test_both_bugs_at_a_buggy_and_a_fixed_release(tmp_path, capsys) -> None:
     needs_the_lane_tools("uv", "cc")
     (tmp_path / "matrix.yaml").write_text(textwrap.dedent(MATRIX))
-    monkeypatch.setenv("REPROMATRIX_VENV_DIR", str(tmp_path / "venvs"))
-    try:
-        code = cli_main(["run", "--matrix", str(tmp_path / "matrix.yaml"), "--backend", "venv",
-                         "--standin", "tensorrt", "--results", str(tmp_path / "results")])
-    finally:
-        shutil.rmtree(tmp_path / "venvs", ignore_errors=True)  # ~4 GB each
+    code = cli_main(["run", "--matrix", str(tmp_path / "matrix.yaml"), "--backend", "venv",
+                     "--standin", "tensorrt", "--results", str(tmp_path / "results")])
     out = capsys.readouterr().out
     assert code == 0
     assert "TensorRT stood in: torch-tensorrt 2.4.0's own code" in out
@@ -151,20 +148,15 @@ def test_the_docker_engine_builds_the_lane_too(tmp_path, capsys, docker_client, 
 @pytest.mark.slow
 @pytest.mark.torch
 @pytest.mark.pypi
-def test_a_bisect_on_the_lane_names_the_release_of_the_deform_regression(tmp_path, monkeypatch,
-                                                                        capsys) -> None:
+def test_a_bisect_on_the_lane_names_the_release_of_the_deform_regression(tmp_path, capsys) -> None:
     """A real bisect over torch-tensorrt releases with TensorRT stood in: 2.2.0 good (cleared
     in torch-tensorrt's code), 2.4.0 bad; the probe between them (2.3.0, its wheel's missing
     torch symbols stood in) decides it, within ceil(log2 n) + 2 probes."""
     needs_the_lane_tools("uv", "cc")
-    monkeypatch.setenv("REPROMATRIX_VENV_DIR", str(tmp_path / "venvs"))
-    try:
-        code = cli_main(["bisect", "--repro", "deform_conv2d_device", "--axis", "torch_tensorrt",
-                         "--good", "2.2.0", "--bad", "2.4.0", "--base", "index=pypi",
-                         "--with", "torchvision", "--backend", "venv", "--standin", "tensorrt",
-                         "--results", str(tmp_path / "results"), "--json"])
-    finally:
-        shutil.rmtree(tmp_path / "venvs", ignore_errors=True)  # ~4 GB each
+    code = cli_main(["bisect", "--repro", "deform_conv2d_device", "--axis", "torch_tensorrt",
+                     "--good", "2.2.0", "--bad", "2.4.0", "--base", "index=pypi",
+                     "--with", "torchvision", "--backend", "venv", "--standin", "tensorrt",
+                     "--results", str(tmp_path / "results"), "--json"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["result"] == "found", report.get("message")
     assert report["first_bad"]["version"] == "2.4.0" and report["last_good"]["version"] == "2.3.0"

@@ -55,10 +55,12 @@ def test_nox_matrix_on_a_machine_without_gpu_gives_a_page_with_standin_verdicts(
     assert main_command() == ["nox", "-s", "matrix"]
     repo = checkout_copy(tmp_path / "repromatrix")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")  # no environment exists yet
+    # a user's cache of its own (compiled templates, nox's uv); the environments come from the
+    # suite's cache (REPROMATRIX_VENV_DIR, tests/conftest.py), shared with the lane's tests
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
     try:
         check_main_command(repo, env)
-    finally:  # the environment takes ~6 GB: leave nothing behind in the temporary folder
+    finally:
         shutil.rmtree(tmp_path / "cache", ignore_errors=True)
         shutil.rmtree(repo / ".nox", ignore_errors=True)
 

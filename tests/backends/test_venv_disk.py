@@ -155,7 +155,7 @@ def test_a_run_that_cannot_fit_is_refused_before_it_builds(tmp_path: Path) -> No
 
 def test_env_budget_reaches_the_engine_and_a_negative_one_is_refused(tmp_path: Path) -> None:
     from repromatrix.config.matrix import load_matrix
-    from repromatrix.config.options import run_options
+    from repromatrix.config.resolve import run_options
     from repromatrix.errors import UsageError
 
     matrix = load_matrix()

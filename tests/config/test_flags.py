@@ -10,7 +10,7 @@ from pathlib import Path
 from repromatrix.cli import build_parser
 from repromatrix.config.flags import reproduce_args
 from repromatrix.config.matrix import load_matrix
-from repromatrix.config.options import run_options
+from repromatrix.config.resolve import run_options
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -318,7 +318,7 @@ def test_the_matrix_lane_is_a_wish_and_standin_insists(tmp_path):
     everywhere; `--backend local` builds nothing, so `--standin` with it is refused."""
     from repromatrix.backends import standins
     from repromatrix.config.matrix import load_matrix
-    from repromatrix.config.options import run_options
+    from repromatrix.config.resolve import run_options
     from repromatrix.errors import UsageError
 
     matrix = load_matrix()
@@ -376,7 +376,7 @@ def test_each_engine_drops_the_matrix_wish_where_a_gpu_is(gpu, tmp_path, monkeyp
     from repromatrix.backends import standins
     from repromatrix.backends.docker import engine as docker_engine
     from repromatrix.config.matrix import load_matrix
-    from repromatrix.config.options import run_options
+    from repromatrix.config.resolve import run_options
 
     monkeypatch.setattr(standins, "gpu_on_host", lambda: gpu)
     monkeypatch.setattr(docker_engine, "has_nvidia_runtime", lambda client: gpu)

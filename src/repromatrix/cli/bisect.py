@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 
 from repromatrix.config.flags import add_options
-from repromatrix.config.options import ENGINE_NAMES, run_options
+from repromatrix.config.options import ENGINE_NAMES
+from repromatrix.config.resolve import run_options
 from repromatrix.errors import UsageError
 
-from .common import load, with_script
+from .common import load, script_spec, with_script
 
 HELP = "find the first release where a repro changes outcome"
 
@@ -39,19 +40,22 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    """The question (``BisectRequest``), the matrix and the probes' options, then the search
+    (``repromatrix.bisect.main``)."""
     from repromatrix.bisect import BisectRequest
     from repromatrix.bisect import main as bisect_main
 
     if bool(args.repro) == bool(args.script):
         raise UsageError("bisect needs --repro ID (a repro of the catalog) or --script PY "
                          "(a plain script), not both")
-    if args.backend is None:  # one environment per release: uv venvs, unless NGC images
-        args.backend = "docker" if args.axis == "ngc" else "venv"
+    # one environment per release: uv venvs, unless NGC images; never the matrix's backend
+    engine = "docker" if args.axis == "ngc" else "venv"
     matrix = load(args)
-    options = run_options(matrix, args)
-    matrix = with_script(args, matrix, options.results)
-    request = BisectRequest(repro=args.repro or args.script_id, good=args.good, bad=args.bad,
-                            axis=args.axis, bad_if=args.bad_if, find_fix=args.find_fix,
-                            stage=args.stage, base=tuple(args.base), json=args.json,
-                            with_=tuple(args.with_), script=bool(args.script))
+    options = run_options(matrix, args, defaults={"backend": engine})
+    script = script_spec(args)
+    matrix = with_script(script, matrix, options.results)
+    request = BisectRequest(repro=script.id if script else args.repro, good=args.good,
+                            bad=args.bad, axis=args.axis, bad_if=args.bad_if,
+                            find_fix=args.find_fix, stage=args.stage, base=tuple(args.base),
+                            json=args.json, with_=tuple(args.with_), script=bool(args.script))
     return bisect_main(request, matrix, options)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from repromatrix.config.matrix import Matrix, load_matrix
@@ -29,24 +30,41 @@ def say(line: str) -> None:
     print(printable(f"repromatrix: {line}"), file=sys.stderr)
 
 
-def plan_for(args: argparse.Namespace, matrix: Matrix) -> Plan:
+@dataclass(frozen=True)
+class Selection:
+    """The command that asks and the cells it selects (``-k``/``--all``, the catalog)."""
+
+    command: str
+    expr: str | None = None
+    all_stacks: bool = False
+    repros: tuple[Path, ...] = ()
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Selection:
+        return cls(str(args.command), args.expr, bool(args.all_stacks), tuple(args.repros))
+
+
+def plan_for(selection: Selection, matrix: Matrix, script_id: str | None = None) -> Plan:
     """The cells ``-k``/``--all`` select (only the script's, with ``--script``)."""
     listing = ["repromatrix", "plan", "--all", "--matrix", str(Path(matrix.path).resolve()),
-               *(a for d in args.repros for a in ("--repros", str(d.resolve())))]
-    plan = make_plan(matrix.stacks, args.expr, all_stacks=args.all_stacks, listing=listing)
-    script = getattr(args, "script_id", None)
-    return own_bugs.only(plan, script) if script else plan
+               *(a for d in selection.repros for a in ("--repros", str(d.resolve())))]
+    plan = make_plan(matrix.stacks, selection.expr, all_stacks=selection.all_stacks,
+                     listing=listing)
+    return own_bugs.only(plan, script_id) if script_id else plan
 
 
-def with_script(args: argparse.Namespace, matrix: Matrix, results: Path) -> Matrix:
-    """``matrix`` with ``--script`` joined to its catalog (its id noted in ``args``)."""
+def script_spec(args: argparse.Namespace) -> own_bugs.ScriptSpec | None:
+    """``--script`` (with ``--bad-if-output``) as a spec; None without one."""
     if getattr(args, "bad_if_output", None) and not args.script:
         raise UsageError("--bad-if-output needs --script (a protocol repro declares signatures)")
     if not getattr(args, "script", None):
-        return matrix
-    spec = own_bugs.ScriptSpec(args.script, args.bad_if_output)
-    args.script_id = spec.id
-    return own_bugs.add_script(matrix, spec, results)
+        return None
+    return own_bugs.ScriptSpec(args.script, args.bad_if_output)
+
+
+def with_script(spec: own_bugs.ScriptSpec | None, matrix: Matrix, results: Path) -> Matrix:
+    """``matrix`` with the ``--script`` of ``spec`` joined to its catalog (as ``spec.id``)."""
+    return own_bugs.add_script(matrix, spec, results) if spec else matrix
 
 
 def pairing_notes(plan: Plan) -> list[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from repromatrix.config.flags import add_options
 from repromatrix.errors import Exit
 
-from .common import load, plan_for
+from .common import Selection, load, plan_for
 
 HELP = "write job scripts that run the shards on many machines"
 
@@ -43,5 +43,5 @@ def run(args: argparse.Namespace) -> int:
                    backend=args.backend, matrix=args.matrix, repros=args.repros, expr=args.expr,
                    all_stacks=args.all_stacks, sbatch=args.sbatch, run_args=args.run_args,
                    durations=args.durations, repromatrix=args.repromatrix)
-    export(job, plan_for(args, load(args, overrides=False)), args.dir)
+    export(job, plan_for(Selection.from_args(args), load(args, overrides=False)), args.dir)
     return Exit.OK

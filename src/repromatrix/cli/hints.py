@@ -7,7 +7,6 @@ backend: ``config.flags.reproduce_args``), changed only where the hint says.
 
 from __future__ import annotations
 
-import argparse
 import shlex
 from collections.abc import Sequence
 
@@ -18,17 +17,19 @@ from repromatrix.errors import BaseImageMissing
 from repromatrix.model import Plan
 from repromatrix.paths import PROJECT_ROOT
 
+from .common import Selection
+
 # Public base images a local stand-in can be made for (scripts/make-base-image.sh: Debian
 # bookworm, whose Python is 3.11), and the name the README gives that image.
 LOCAL_BASES = {"python:3.11-slim": "repromatrix-local/bookworm-python:3.11"}
 MAKE_BASE_IMAGE = PROJECT_ROOT / "scripts" / "make-base-image.sh"
 
 
-def selection(args: argparse.Namespace) -> str | None:
+def selection(asked: Selection) -> str | None:
     """The run's selection as a -k expression (None: --all)."""
-    if getattr(args, "expr", None):
-        return str(args.expr)
-    return None if getattr(args, "all_stacks", False) else "default"
+    if asked.expr:
+        return str(asked.expr)
+    return None if asked.all_stacks else "default"
 
 
 def _command(verb: str, matrix: Matrix, options: RunOptions, extra: Sequence[str]) -> str:
@@ -39,15 +40,15 @@ def _command(verb: str, matrix: Matrix, options: RunOptions, extra: Sequence[str
     return shlex.join(["repromatrix", verb, *args, *extra])
 
 
-def base_image_hint(exc: BaseImageMissing, args: argparse.Namespace, matrix: Matrix,
+def base_image_hint(exc: BaseImageMissing, asked: Selection, matrix: Matrix,
                     options: RunOptions, plan: Plan) -> BaseImageMissing:
     """``exc`` with ONE command that works as pasted: a missing ``python:3.11-slim`` mapped
     onto the local image ``scripts/make-base-image.sh`` makes (made first: the script does
     nothing when it exists), the stacks whose base nothing here can make left out with
     ``-k`` (naming only stacks the selection has); or, when no selected stack is left,
     the plain statement that none can be built here."""
-    verb = str(args.command)
-    sel = selection(args)
+    verb = str(asked.command)
+    sel = selection(asked)
     lines = [str(exc)]
     makeable = LOCAL_BASES if MAKE_BASE_IMAGE.is_file() else {}  # the script: a checkout's
     mapped = {public: makeable[public] for public in exc.missing if public in makeable}

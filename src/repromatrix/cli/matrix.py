@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
 from repromatrix.config.flags import add_options
 
@@ -19,7 +20,28 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
+@dataclass(frozen=True)
+class MatrixRequest:
+    """The run (which builds the environments it needs) and the page rendered from its store."""
+
+    run: run_command.RunRequest
+    report: report.ReportRequest
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> MatrixRequest:
+        ran = run_command.RunRequest.from_args(args)
+        page = report.ReportRequest(results=(ran.options.results,), out=args.out,
+                                    check=bool(args.check), matrix_file=args.matrix,
+                                    repros=tuple(args.repros))
+        return cls(ran, page)
+
+
 def run(args: argparse.Namespace) -> int:
-    ran = run_command.run(args)
-    reported = report.run(args, results=[args.results])
+    return execute(MatrixRequest.from_args(args))
+
+
+def execute(request: MatrixRequest) -> int:
+    """Run, then render the page whatever the run's exit; the run's code first."""
+    ran = run_command.execute(request.run)
+    reported = report.execute(request.report)
     return ran or reported

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
+from pathlib import Path
 
 from repromatrix.config.flags import add_options
+from repromatrix.config.matrix import load_matrix
 from repromatrix.errors import Exit
 from repromatrix.model import Plan
 from repromatrix.textsafe import printable
 
-from .common import load, pairing_notes, plan_for
+from .common import Selection, pairing_notes, plan_for
 
 HELP = "list the selected cells"
 
@@ -26,10 +29,31 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
+@dataclass(frozen=True)
+class PlanRequest:
+    """What `plan` lists: the selection, how, and the shards to split it into."""
+
+    selection: Selection
+    matrix_file: Path | None = None
+    format: str = "table"
+    shards: int | None = None
+    durations: tuple[Path, ...] = ()
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> PlanRequest:
+        return cls(Selection.from_args(args), args.matrix, args.format, args.shards,
+                   tuple(args.durations))
+
+
 def run(args: argparse.Namespace) -> int:
-    matrix = load(args, overrides=False)
-    plan = plan_for(args, matrix)
-    if args.shards is not None:
+    return execute(PlanRequest.from_args(args))
+
+
+def execute(request: PlanRequest) -> int:
+    """Print the selected cells (or their shards) as a table or JSON."""
+    matrix = load_matrix(request.matrix_file, extra_repros=request.selection.repros)
+    plan = plan_for(request.selection, matrix)
+    if request.shards is not None:
         from repromatrix.distribute.shard import (
             assign,
             assignment_json,
@@ -37,14 +61,15 @@ def run(args: argparse.Namespace) -> int:
             recorded_durations,
         )
 
-        shards = assign(plan, args.shards, recorded_durations(args.durations))
-        if args.format == "json":
-            print(json.dumps(assignment_json(shards, durations_from=[str(p) for p in args.durations]),
+        durations = list(request.durations)
+        shards = assign(plan, request.shards, recorded_durations(durations))
+        if request.format == "json":
+            print(json.dumps(assignment_json(shards, durations_from=[str(p) for p in durations]),
                              indent=2))
         else:
             print(format_assignment(shards))
         return Exit.OK
-    if args.format == "json":
+    if request.format == "json":
         cells = [{"cell": c.id, "stack": c.stack.spec(), "repro": c.repro, "tags": list(c.stack.tags)}
                  for c in plan.cells]
         print(json.dumps(cells, indent=2))

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from repromatrix.config.flags import add_options
-from repromatrix.config.matrix import Matrix
+from repromatrix.config.matrix import Matrix, load_matrix
 from repromatrix.config.options import DEFAULT_RESULTS, writable_folder
 from repromatrix.errors import Exit, UsageError
 from repromatrix.scripts import plain as own_bugs
 from repromatrix.textsafe import printable
-
-from .common import load
 
 HELP = "render the static compatibility site"
 DEFAULT_SITE = Path("site")
@@ -41,16 +39,37 @@ def add_page_options(p: argparse.ArgumentParser) -> None:
                         f"expectation")
 
 
-def run(args: argparse.Namespace, results: Sequence[Path] | None = None) -> int:
+@dataclass(frozen=True)
+class ReportRequest:
+    """What `report` (and `matrix`) renders: which stores, where, by which matrix's catalog."""
+
+    results: tuple[Path, ...] = (DEFAULT_RESULTS,)
+    out: Path = DEFAULT_SITE
+    check: bool = False
+    matrix_file: Path | None = None  # None: ./matrix.yaml, else the project's
+    repros: tuple[Path, ...] = ()
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ReportRequest:
+        return cls(tuple(args.results or [DEFAULT_RESULTS]), args.out, bool(args.check),
+                   args.matrix, tuple(args.repros))
+
+
+def run(args: argparse.Namespace) -> int:
+    return execute(ReportRequest.from_args(args))
+
+
+def execute(request: ReportRequest) -> int:
+    """Render the site from the request's stores; 4 with ``check`` and a contradiction."""
     from repromatrix.report.render import render_site
 
-    paths = list(results or args.results or [DEFAULT_RESULTS])
+    paths = list(request.results)
     for path in paths:
         check_results_path(path)
-    writable_folder(args.out, "--out")
-    matrix = load(args, overrides=False)
+    writable_folder(request.out, "--out")
+    matrix = load_matrix(request.matrix_file, extra_repros=request.repros)
     catalog = own_bugs.report_catalog(matrix.repros, paths)
-    summary = render_site(paths, args.out, catalog, matrix=str(matrix.path),
+    summary = render_site(paths, request.out, catalog, matrix=str(matrix.path),
                           published={s.id for s in matrix.stacks}, freshness=page_freshness(matrix))
     for problem in [*summary.skipped, *summary.conflicts]:
         say_report(str(problem), err=True)
@@ -59,7 +78,7 @@ def run(args: argparse.Namespace, results: Sequence[Path] | None = None) -> int:
     if summary.standin:
         say_report(f"{len(summary.standin)} cell(s) decided with TensorRT stood in (◇; a record "
                    f"from real TensorRT outranks them)")
-    if args.check and summary.contradictions:
+    if request.check and summary.contradictions:
         for cid in summary.contradictions:
             level = f" [◇ {summary.standin[cid]}]" if cid in summary.standin else ""
             print(printable(f"contradicts its expectation: {cid}{level}"), file=sys.stderr)

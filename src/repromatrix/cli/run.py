@@ -5,15 +5,23 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from repromatrix.config.flags import add_options
-from repromatrix.config.options import RunOptions, run_options
+from repromatrix.config.matrix import Matrix
+from repromatrix.config.options import RunOptions
+from repromatrix.config.resolve import run_options
 from repromatrix.errors import BaseImageMissing, Exit
+from repromatrix.scripts.plain import ScriptSpec
 from repromatrix.textsafe import listed, printable
 
-from .common import load, pairing_notes, plan_for, say, with_script
+from .common import Selection, load, pairing_notes, plan_for, say, script_spec, with_script
 from .hints import base_image_hint
+
+if TYPE_CHECKING:
+    from repromatrix.distribute.shard import ShardSpec
 
 HELP = "run the selected cells and record results"
 RUN_GROUPS = ("select", "image", "engine", "run", "shard", "script")
@@ -25,20 +33,46 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
+@dataclass(frozen=True)
+class RunRequest:
+    """What `run` (and `matrix`) runs: the loaded matrix, its selection, resolved options."""
+
+    selection: Selection
+    matrix: Matrix  # with the command line's image overrides
+    options: RunOptions
+    shard: ShardSpec | None = None
+    durations: tuple[Path, ...] = ()
+    script: ScriptSpec | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> RunRequest:
+        """The request ``args`` ask for; a bad value fails here, before any work."""
+        from repromatrix.distribute.shard import parse_shard
+
+        shard = parse_shard(args.shard) if args.shard else None  # a bad K/N fails first
+        matrix = load(args)
+        options = run_options(matrix, args)
+        return cls(Selection.from_args(args), matrix, options, shard, tuple(args.durations),
+                   script_spec(args))
+
+
 def run(args: argparse.Namespace) -> int:
-    from repromatrix.distribute.shard import parse_shard, shard_plan
+    return execute(RunRequest.from_args(args))
+
+
+def execute(request: RunRequest) -> int:
+    """Run the request's cells, record them, say what happened; the exit code."""
+    from repromatrix.distribute.shard import shard_plan
     from repromatrix.run.cells import run_plan
     from repromatrix.run.outlook import outlook
     from repromatrix.run.progress import RunProgress
     from repromatrix.store.index import recorded_latest
 
-    shard = parse_shard(args.shard) if args.shard else None  # a bad K/N fails before any work
-    matrix = load(args)
-    options: RunOptions = run_options(matrix, args)
-    matrix = with_script(args, matrix, options.results)
-    plan = plan_for(args, matrix)
-    if shard is not None:
-        plan = shard_plan(plan, shard, args.durations, args.results)
+    options = request.options
+    matrix = with_script(request.script, request.matrix, options.results)
+    plan = plan_for(request.selection, matrix, request.script.id if request.script else None)
+    if request.shard is not None:
+        plan = shard_plan(plan, request.shard, list(request.durations), options.results)
         if not plan.groups:
             return Exit.OK
     for line in pairing_notes(plan):
@@ -47,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         with RunProgress() as progress:
             summary = run_plan(matrix, plan, options, log=progress.log, progress=progress)
     except BaseImageMissing as exc:
-        raise base_image_hint(exc, args, matrix, options, plan) from None
+        raise base_image_hint(exc, request.selection, matrix, options, plan) from None
     progress.print_summary(summary.run_id)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "nothing new"
     print(printable(f"run {summary.run_id}: {summary.ran} cell(s) run ({counts}), {summary.reused} "

@@ -2,9 +2,10 @@
 
 From ``OPTIONS`` come the command-line parser (``add_options``), the variable table
 ``repromatrix`` reads (``variables``), the README's option table (``markdown_table``,
-checked by tests/project/test_consistency.py) and the options a pasted command carries
-(``reproduce_args``). nox's ``_option_set`` is the model: an option that is not
-here is read by one command only and declared beside it.
+checked by tests/project/test_consistency.py), the ``RunOptions`` each command runs with (one
+loop over the declarations: ``config.resolve.run_options``) and the options a pasted
+command carries (``reproduce_args``). nox's ``_option_set`` is the model: an option
+that is not here is read by one command only and declared beside it.
 """
 
 from __future__ import annotations
@@ -18,11 +19,14 @@ from typing import Any
 from repromatrix import envvars
 from repromatrix.model import Settings, cell_id
 
+from . import options as parse
 from .matrix import STANDINS, Matrix
-from .options import DEFAULT_RESULTS, ENGINE_NAMES, RunOptions
+from .options import COMMAND_LINE, ENGINE_NAMES, RunOptions
 
 # What a reproduce line reads from a run: (the matrix, its options) -> the option's values
 Forward = Callable[[Matrix, RunOptions], Sequence[str]]
+# How a value is parsed and checked: (the value, the flag/variable/key it came from) -> typed
+Parse = Callable[[Any, str], Any]
 
 
 @dataclass(frozen=True)
@@ -36,10 +40,23 @@ class Option:
     env: str | None = None  # REPROMATRIX_* that sets it when the flag is not given
     matrix: str | None = None  # the matrix.yaml key that sets it when neither is
     forward: Forward | None = None  # its values in a pasted reproduce line (None: not carried)
+    fills: str | None = None  # the RunOptions field it fills (config.resolve)
+    parse: Parse | None = None  # how a value for ``fills`` is parsed (None: as given)
+    setting: str | None = None  # or: the model.Settings field it overrides (with_overrides)
+    zero: bool = False  # 0 is a value here (a budget of 0 GB), not "not given"
 
     @property
     def flag(self) -> str:
         return self.flags[0]
+
+    @property
+    def dest(self) -> str:
+        """The argparse destination its command-line value is found under."""
+        return str(self.kwargs.get("dest") or self.flag.lstrip("-").replace("-", "_"))
+
+    def given(self, value: Any) -> bool:
+        """Whether ``value`` (from the command line, or matrix.yaml) sets the option."""
+        return value is not None and (bool(value) or (self.zero and value == 0))
 
 
 def _many(flag: str, values: Sequence[str]) -> list[str]:
@@ -74,55 +91,69 @@ OPTIONS: tuple[Option, ...] = (
     # how environments are made
     Option(("--base-image",), "image", "map a public base image to a local/internal one "
            "(repeatable)", {"action": "append", "default": [], "metavar": "PUBLIC=LOCAL"},
-           env="REPROMATRIX_BASE_IMAGES", matrix="defaults.base_images",
+           env="REPROMATRIX_BASE_IMAGES", matrix="defaults.base_images", setting="base_images",
            forward=lambda m, o: _many("--base-image", [f"{k}={v}" for k, v in
                                                        m.settings.base_images.items()])),
     Option(("--ca-bundle",), "image", "CA bundle added to images and environment builds (default: "
            "the host's; `none` turns that off)", {"metavar": "PEM"},
-           env="REPROMATRIX_CA_BUNDLE", matrix="defaults.ca_bundle",
+           env="REPROMATRIX_CA_BUNDLE", matrix="defaults.ca_bundle", setting="ca_bundle",
            forward=lambda m, o: ["--ca-bundle", m.settings.ca_bundle] if m.settings.ca_bundle else []),
     Option(("--find-links",), "image", "a local wheelhouse for builds (repeatable; the variable is "
            "`:`-separated)", {"action": "append", "default": [], "metavar": "DIR"},
-           env="REPROMATRIX_FIND_LINKS", matrix="defaults.find_links",
+           env="REPROMATRIX_FIND_LINKS", matrix="defaults.find_links", setting="find_links",
            forward=lambda m, o: _many("--find-links", m.settings.find_links)),
     Option(("--backend",), "engine", "the engine, or a fallback chain such as docker|venv "
            "(default: the matrix's, else docker)",
            {"default": None, "metavar": "|".join(ENGINE_NAMES)}, matrix="defaults.backend",
            forward=lambda m, o: ["--backend", o.backend]
-           if o.backend != (m.settings.backend or "docker") else []),
+           if o.backend != (m.settings.backend or "docker") else [],
+           fills="backend", parse=parse.backend_chain),
     Option(("--python",), "engine", "the interpreter of `--backend local`",
-           {"metavar": "PATH"}, env="REPROMATRIX_PYTHON",
-           forward=lambda m, o: ["--python", o.python] if o.backend == "local" and o.python else []),
+           {"metavar": "PATH"}, env="REPROMATRIX_PYTHON", fills="python",
+           forward=lambda m, o: ["--python", o.python] if o.backend == "local" and o.python
+           and o.source("python") == COMMAND_LINE else []),
     Option(("--registry",), "engine", "docker: pull missing images from here before building",
            {"metavar": "REGISTRY/PREFIX"},
-           forward=lambda m, o: ["--registry", o.registry] if o.registry else []),
+           forward=lambda m, o: ["--registry", o.registry] if o.registry else [],
+           fills="registry", parse=parse.registry),
     Option(("--build-timeout",), "engine", "seconds for making one environment",
            {"type": float, "metavar": "S"}, matrix="defaults.build_timeout",
-           forward=_timeout("--build-timeout", "build_timeout")),
+           forward=_timeout("--build-timeout", "build_timeout"), fills="build_timeout",
+           parse=parse.seconds),
     Option(("--env-budget",), "engine", "venv: GB for environments and their uv cache (default: "
-           "half the free disk plus what they take)", {"type": float, "metavar": "GB"}),
+           "half the free disk plus what they take)", {"type": float, "metavar": "GB"},
+           fills="env_budget_gb", parse=parse.budget, zero=True),
     # how cells are run
     Option(("--results",), "run", "results store folder",
-           {"type": Path, "default": DEFAULT_RESULTS, "metavar": "DIR"},
-           forward=lambda m, o: ["--results", str(o.results.resolve())]),
-    Option(("--rerun",), "run", "run cells even if a record is current", {"action": "store_true"}),
+           {"type": Path, "metavar": "DIR"},
+           forward=lambda m, o: ["--results", str(o.results.resolve())], fills="results",
+           parse=parse.folder),
+    Option(("--rerun",), "run", "run cells even if a record is current", {"action": "store_true"},
+           fills="rerun", parse=parse.flag),
     Option(("--timeout",), "run", "seconds for one repro", {"type": float, "metavar": "S"},
-           matrix="defaults.repro_timeout", forward=_timeout("--timeout", "repro_timeout")),
+           matrix="defaults.repro_timeout", forward=_timeout("--timeout", "repro_timeout"),
+           fills="repro_timeout", parse=parse.seconds),
     Option(("--stack-timeout",), "run", "seconds for one stack's whole runner",
            {"type": float, "metavar": "S"}, matrix="defaults.stack_timeout",
-           forward=_timeout("--stack-timeout", "stack_timeout")),
+           forward=_timeout("--stack-timeout", "stack_timeout"), fills="stack_timeout",
+           parse=parse.seconds),
     Option(("--repeat",), "run", "run each cell N times; disagreeing runs make it `flaky`",
-           {"type": int, "metavar": "N", "default": 1},
-           forward=lambda m, o: ["--repeat", str(o.repeat)] if o.repeat > 1 else []),
+           {"type": int, "metavar": "N"},
+           forward=lambda m, o: ["--repeat", str(o.repeat)] if o.repeat > 1 else [],
+           fills="repeat", parse=parse.repeat),
     Option(("--image-budget",), "run", "docker: remove this run's finished images past this size",
-           {"type": float, "metavar": "GB"}),
-    Option(("--jobs", "-j"), "run", "stacks run at once", {"type": int, "default": 1, "metavar": "N"}),
-    Option(("--gpus",), "run", "GPU ids to spread stacks over, e.g. 0,1", {"default": ""}),
-    Option(("--keep",), "run", "keep containers for debugging", {"action": "store_true"}),
+           {"type": float, "metavar": "GB"}, fills="image_budget_gb", parse=parse.budget, zero=True),
+    Option(("--jobs", "-j"), "run", "stacks run at once", {"type": int, "metavar": "N"},
+           fills="jobs", parse=parse.jobs),
+    Option(("--gpus",), "run", "GPU ids to spread stacks over, e.g. 0,1", fills="gpus",
+           parse=parse.gpus),
+    Option(("--keep",), "run", "keep containers for debugging", {"action": "store_true"},
+           fills="keep", parse=parse.flag),
     Option(("--standin",), "run", "stand in for what is absent: build pip stacks with "
            "torch-tensorrt's own code and TensorRT stood in (never where a real TensorRT imports)",
            {"action": "append", "default": [], "choices": STANDINS}, matrix="defaults.standins",
-           forward=lambda m, o: [] if o.standins_from_matrix else _many("--standin", o.standins)),
+           forward=lambda m, o: [] if o.standins_from_matrix else _many("--standin", o.standins),
+           fills="standins", parse=parse.standins),
     # one shard of many machines
     Option(("--shard",), "shard", "run only shard K of N (see `plan --shards N`); every shard needs "
            "the same selection and --durations", {"metavar": "K/N"}),
@@ -134,6 +165,11 @@ OPTIONS: tuple[Option, ...] = (
            "other exits bad, a signal a crash", {"type": Path, "metavar": "PY"}),
     Option(("--bad-if-output",), "script", "with --script: bad when the output matches",
            {"metavar": "REGEX"}),
+    # what `build` alone takes, but a RunOptions field all the same
+    Option(("--push",), "build", "docker: push every ready image there (content-hash tags)",
+           {"metavar": "REGISTRY/PREFIX"}, fills="push", parse=parse.registry),
+    Option(("--work-dir",), "build", "where build contexts and logs go",
+           {"type": Path}, fills="work_dir", parse=parse.folder),
 )
 
 GROUPS = {
@@ -143,6 +179,7 @@ GROUPS = {
     "run": "how cells are run",
     "shard": "one shard of many machines",
     "script": "a plain script as the repro",
+    "build": "what `build` makes and where",
 }
 _BY_FLAG = {flag: opt for opt in OPTIONS for flag in opt.flags}
 for _opt in OPTIONS:
@@ -209,7 +246,12 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
-# the matrix keys named here exist in matrix.yaml's defaults (model.Settings)
+# the matrix keys and settings named here exist in matrix.yaml's defaults (model.Settings),
+# the fields in RunOptions
 assert all(o.matrix is None or o.matrix.split(".", 1)[1] in Settings.__dataclass_fields__
            for o in OPTIONS), \
     "an option names a matrix key that model.Settings lacks"
+assert all(o.setting is None or o.setting in Settings.__dataclass_fields__ for o in OPTIONS), \
+    "an option names a setting that model.Settings lacks"
+assert all(o.fills is None or o.fills in RunOptions.__dataclass_fields__ for o in OPTIONS), \
+    "an option names a field that RunOptions lacks"

@@ -58,6 +58,7 @@ class Matrix:
     repros_dir: Path  # the matrix's own catalog folder (beside it, else the built-in one)
     repro_dirs: tuple[Path, ...] = ()  # every catalog folder, built-in first
     catalog_args: tuple[str, ...] = ()  # what a pasted command needs to see this catalog
+    defaults_given: frozenset[str] = frozenset()  # the `defaults` keys the file sets
 
 
 def load_matrix(path: Path | str | None = None, repros_dir: Path | None = None,
@@ -80,7 +81,8 @@ def load_matrix(path: Path | str | None = None, repros_dir: Path | None = None,
     all_repros = _parse_repro_list(raw.get("repros", "all"), catalog, f, "repros")
     stacks = _parse_stacks(raw.get("stacks"), settings, catalog, all_repros, f)
     args = tuple(a for d in dict.fromkeys(d.resolve() for d in extras) for a in ("--repros", str(d)))
-    return Matrix(path, settings, stacks, catalog, repros_dir, dirs, args)
+    return Matrix(path, settings, stacks, catalog, repros_dir, dirs, args,
+                  frozenset(raw.get("defaults") or {}))
 
 
 def _repros_dir_for(path: Path) -> Path:

@@ -1,7 +1,10 @@
-"""Run options: resolved once (command line, then environment, then matrix.yaml) and frozen.
+"""Run options (frozen) and how each option's value is parsed and checked.
 
-Every stage below the CLI takes a ``RunOptions`` (and the loaded ``Matrix``),
-never an argparse namespace. Each timeout has one meaning:
+``config.resolve.run_options`` fills a ``RunOptions`` from the declarations in
+``config/flags.py`` (command line, then environment, then matrix.yaml, then the
+default), each value through its option's parser here. Every stage below the CLI
+takes a ``RunOptions`` (and the loaded ``Matrix``), never an argparse namespace.
+Each timeout has one meaning:
 
     repro_timeout   one repro script inside the runner
     stack_timeout   the whole runner process of one stack (container or local process)
@@ -14,17 +17,18 @@ import configparser
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from repromatrix import envvars
-from repromatrix.errors import ConfigError, UsageError, did_you_mean
+from repromatrix.errors import UsageError, did_you_mean
 from repromatrix.model import Settings
 
 from .matrix import Matrix, check_plain, check_timeout, load_matrix, with_overrides
 
 DEFAULT_RESULTS = Path("results")
+COMMAND_LINE = "command line"  # a value's source (RunOptions.sources)
 MAX_REPEAT = 100
 
 
@@ -74,6 +78,13 @@ class RunOptions:
     # the stand-ins are the matrix's wish (defaults.standins), not --standin: an engine
     # then builds the lane only where this machine has no NVIDIA GPU (backends/standins.py)
     standins_from_matrix: bool = False
+    # where each option's value came from, by field: "command line", a REPROMATRIX_*
+    # variable, "matrix.yaml defaults.<key>" or "default" (config.resolve)
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def source(self, name: str) -> str:
+        """Where field ``name`` came from; options made in code were given by their caller."""
+        return self.sources.get(name, COMMAND_LINE)
 
     @property
     def work(self) -> Path:
@@ -83,7 +94,7 @@ class RunOptions:
     @property
     def local_python(self) -> str:
         """The interpreter `--backend local` runs pip/ngc stacks' repros with."""
-        return self.python or envvars.read("REPROMATRIX_PYTHON") or "python3"
+        return self.python or "python3"  # REPROMATRIX_PYTHON: resolved into ``python``
 
 
 NO_CA = "none"
@@ -148,59 +159,6 @@ def _stderr(line: str) -> None:
     print(f"repromatrix: {line}", file=sys.stderr)
 
 
-def run_options(matrix: Matrix, args: Mapping[str, Any] | Any) -> RunOptions:
-    """RunOptions from parsed arguments (a namespace or mapping), falling back to the matrix."""
-    get = (args.get if isinstance(args, Mapping) else lambda k, d=None: getattr(args, k, d))
-    s = matrix.settings
-    options = RunOptions(
-        backend=_backend(get("backend"), matrix),
-        python=get("python"),
-        results=writable_folder(Path(get("results") or DEFAULT_RESULTS), "--results"),
-        work_dir=writable_folder(Path(get("work_dir")), "--work-dir") if get("work_dir") else None,
-        rerun=bool(get("rerun", False)),
-        repro_timeout=_seconds(get("timeout") or s.repro_timeout, "--timeout"),
-        stack_timeout=_seconds(get("stack_timeout") or s.stack_timeout, "--stack-timeout"),
-        build_timeout=_seconds(get("build_timeout") or s.build_timeout, "--build-timeout"),
-        jobs=int(get("jobs") or 1),
-        gpus=tuple(g for g in str(get("gpus") or "").split(",") if g.strip()),
-        keep=bool(get("keep", False)),
-        standins=tuple(dict.fromkeys(get("standin") or ())) or s.standins,
-        standins_from_matrix=not get("standin") and bool(s.standins),
-    )
-    if options.jobs < 1:
-        raise UsageError(f"--jobs {options.jobs}: must be at least 1")
-    if options.standins and options.backend == "local":
-        if get("standin"):
-            raise UsageError(f"--standin {','.join(options.standins)}: the stand-in lane is built "
-                             f"by the docker and venv engines; --backend local runs an "
-                             f"interpreter as it is")
-        options = replace(options, standins=())  # the matrix's wish: no engine here builds it
-    repeat = get("repeat") or 1
-    if not 1 <= int(repeat) <= MAX_REPEAT:
-        raise UsageError(f"--repeat {repeat}: run each cell 1 to {MAX_REPEAT} times")
-    budget, env_budget = get("image_budget"), get("env_budget")
-    for flag, value in (("--image-budget", budget), ("--env-budget", env_budget)):
-        if value is not None and not (isinstance(value, (int, float)) and value >= 0):
-            raise UsageError(f"{flag} {value}: a size in GB, 0 or more")
-    return replace(options, repeat=int(repeat), registry=_registry(get("registry"), "--registry"),
-                   push=_registry(get("push"), "--push"), image_budget_gb=budget,
-                   env_budget_gb=env_budget)
-
-
-def _backend(flag: Any, matrix: Matrix) -> str:
-    """``--backend``, else the matrix's ``defaults.backend``, else docker; checked here so
-    a bad chain is refused (naming where it came from) before anything runs."""
-    if flag:
-        return "|".join(parse_backend(str(flag)))
-    spec = matrix.settings.backend
-    if not spec:
-        return "docker"
-    try:
-        return "|".join(parse_backend(spec, "defaults.backend"))
-    except UsageError as exc:
-        raise ConfigError(str(exc), file=str(matrix.path), key="defaults.backend") from None
-
-
 def writable_folder(path: Path, flag: str) -> Path:
     """``path`` if it is a folder or can be made one (every existing part of it a folder);
     else a UsageError naming it: a file, a dangling symlink, a FIFO, ..."""
@@ -216,15 +174,65 @@ def writable_folder(path: Path, flag: str) -> Path:
     return path
 
 
-def _registry(value: Any, flag: str) -> str | None:
+def backend_chain(value: Any, where: str) -> str:
+    """An engine or a fallback chain, checked (``parse_backend``) and written back."""
+    return CHAIN_SEPARATOR.join(parse_backend(str(value), where))
+
+
+def folder(value: Any, where: str) -> Path | None:
+    """A folder that is or can be made (``writable_folder``); None stays None."""
+    return writable_folder(Path(value), where) if value else None
+
+
+def registry(value: Any, where: str) -> str | None:
+    """REGISTRY/PREFIX (no scheme, no tag), its trailing ``/`` dropped; None when empty."""
     if not value:
         return None
-    text = check_plain(str(value), flag, spaces=False).rstrip("/")
+    text = check_plain(str(value), where, spaces=False).rstrip("/")
     if "://" in text or ":" in text.rsplit("/", 1)[-1] or text.startswith("/"):
-        raise UsageError(f"{flag} {text}: give REGISTRY/PREFIX, e.g. 127.0.0.1:5000/team "
+        raise UsageError(f"{where} {text}: give REGISTRY/PREFIX, e.g. 127.0.0.1:5000/team "
                          f"(no scheme, no tag)")
     return text
 
 
-def _seconds(value: Any, flag: str) -> float:
-    return check_timeout(value, flag)
+def seconds(value: Any, where: str) -> float:
+    """A time limit in seconds (``check_timeout``)."""
+    return check_timeout(value, where)
+
+
+def jobs(value: Any, where: str) -> int:
+    """How many stacks run at once: 1 or more."""
+    count = int(value)
+    if count < 1:
+        raise UsageError(f"{where} {count}: must be at least 1")
+    return count
+
+
+def repeat(value: Any, where: str) -> int:
+    """How many times each cell runs: 1 to MAX_REPEAT."""
+    if not 1 <= int(value) <= MAX_REPEAT:
+        raise UsageError(f"{where} {value}: run each cell 1 to {MAX_REPEAT} times")
+    return int(value)
+
+
+def budget(value: Any, where: str) -> float | None:
+    """A size in GB, 0 or more; None: no budget."""
+    if value is not None and not (isinstance(value, (int, float)) and value >= 0):
+        raise UsageError(f"{where} {value}: a size in GB, 0 or more")
+    return value
+
+
+def gpus(value: Any, where: str) -> tuple[str, ...]:
+    """GPU ids, ``0,1`` (or already a list of them)."""
+    ids = value if isinstance(value, (tuple, list)) else str(value or "").split(",")
+    return tuple(g for g in ids if g.strip())
+
+
+def standins(value: Any, where: str) -> tuple[str, ...]:
+    """Stand-in names, in order, once each (argparse and matrix.yaml checked each name)."""
+    return tuple(dict.fromkeys(value or ()))
+
+
+def flag(value: Any, where: str) -> bool:
+    """An on/off switch."""
+    return bool(value)

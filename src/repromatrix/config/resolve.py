@@ -60,9 +60,8 @@ def _resolve(opt: Option, given: Any, matrix: Matrix, defaults: Mapping[str, Any
     assert opt.fills is not None
     if opt.given(given):
         return _parsed(opt, given, opt.flag), COMMAND_LINE
-    text = envvars.read(opt.env, environ) if opt.env else None
-    if text is not None:
-        return _parsed(opt, text, opt.env or ""), opt.env or ""
+    if opt.env and (text := envvars.read(opt.env, environ)) is not None:
+        return _parsed(opt, text, opt.env), opt.env
     if opt.fills in defaults:
         return _parsed(opt, defaults[opt.fills], opt.flag), DEFAULT
     if opt.matrix:

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import sqlite3
+import shutil
 import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
@@ -199,10 +200,10 @@ def test_changes_list_is_capped_on_the_page_but_complete_in_the_summary(tmp_path
 
 
 def site_files(out: Path) -> dict[str, bytes]:
-    """Every file of a rendered site but the render state and the kept site (which are not
-    part of the page)."""
+    """Every file of a rendered site but the render's own caches (dot files: the render
+    state, the kept site, the report's cache), which are not part of the page."""
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
-            if p.is_file() and p.name not in (".render-state.json", ".render-site")}
+            if p.is_file() and not p.name.startswith(".")}
 
 
 def test_an_incremental_render_leaves_what_a_cold_render_writes(tmp_path, monkeypatch):
@@ -252,10 +253,11 @@ def test_an_incremental_render_leaves_what_a_cold_render_writes(tmp_path, monkey
     both([store.root, tmp_path / "shard"])
     both([store.root, damaged])  # a file given on its own beside the folder that holds it
     both([store.root])
-    with sqlite3.connect(store.root / ".index.sqlite") as db:  # the cells' summaries, kept
-        assert db.execute("SELECT count(*) FROM cells c WHERE EXISTS (SELECT 1 FROM summaries s "
-                          "WHERE substr(s.key, 1, 40) = c.digest)").fetchone()[0] == 240
-        # the others go once they are a tenth of the table (StoreIndex.keep_summaries)
+    with sqlite3.connect(inc / ".render-cache.sqlite") as db:  # the cells' summaries, kept
+        db.execute("ATTACH DATABASE ? AS store", (str(store.root / ".index.sqlite"),))
+        assert db.execute("SELECT count(*) FROM store.cells c WHERE EXISTS (SELECT 1 FROM "
+                          "summaries s WHERE substr(s.key, 1, 40) = c.digest)").fetchone()[0] == 240
+        # the others go once they are a tenth of the table (RenderCache.keep_summaries)
         assert db.execute("SELECT count(*) FROM summaries").fetchone()[0] <= 240 * 1.1 + 100
     for path in store.root.glob(".index.sqlite*"):
         path.unlink()  # no index: every record parsed and summarised again, the same page
@@ -538,10 +540,12 @@ def test_hostile_text_reads_back_from_kept_pieces_as_it_was_made(tmp_path, monke
     store.append(record("pip-\udcff", "bug", 0, "pass"))  # even in an id the index keeps
     store.close()
     render_site([store.root], tmp_path / "made", now=now)  # every cell's pieces made and kept
-    with sqlite3.connect(store.root / ".index.sqlite") as db:
+    with sqlite3.connect(tmp_path / "made" / ".render-cache.sqlite") as db:
         kept = dict(db.execute("SELECT cell, markup FROM pieces"))
     assert kept["pip-0--bug"].startswith(b"\x01") and b"\x00" in kept["pip-3--bug"]
-    render_site([store.root], tmp_path / "kept", now=now)  # every cell's pieces read back
+    (tmp_path / "kept").mkdir()  # the report's cache beside another page: every cell's pieces
+    shutil.copy(tmp_path / "made" / ".render-cache.sqlite", tmp_path / "kept")  # read back
+    render_site([store.root], tmp_path / "kept", now=now)
     assert site_files(tmp_path / "kept") == site_files(tmp_path / "made")
     page = (tmp_path / "kept" / "repro-bug.html").read_text()
     assert "nul \x00 inside" in page and "lone \\ud800 surrogate" in page  # shown escaped

@@ -49,9 +49,9 @@ def record(stack: int, repro: str, run: int, status: str, *, attempt: int = 1,
 
 
 def site_files(out: Path) -> dict[str, bytes]:
-    """Every file of the page (not the render state or the kept site)."""
+    """Every file of the page (not the render's own caches: render state, kept site, cache)."""
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
-            if p.is_file() and p.name not in (".render-state.json", KEPT_NAME)}
+            if p.is_file() and not p.name.startswith(".")}
 
 
 def figures(summary: ReportSummary) -> dict:
@@ -118,9 +118,10 @@ def test_a_patched_render_writes_what_a_full_render_writes(tmp_path):
     page.render(patched=True)
 
 
-def test_pieces_another_render_replaced_are_not_patched_in(tmp_path):
-    """A render with another matrix replaces the cells' kept pieces: the next render into the
-    first folder does not take them for its own (its commands name its matrix)."""
+def test_pieces_of_another_render_are_not_patched_in(tmp_path):
+    """A render with another matrix into another folder keeps its pieces in its own cache
+    (``report.cache``, beside its page): the next render into the first folder patches with
+    its own (its commands name its matrix)."""
     store = ResultStore(tmp_path / "results")
     for stack in range(3):
         store.append(record(stack, "bug", 0, "fail"))
@@ -129,7 +130,7 @@ def test_pieces_another_render_replaced_are_not_patched_in(tmp_path):
     render_site([store.root], tmp_path / "y", CATALOG, matrix="Y.yaml", published=PUBLISHED,
                 now=NOW)
     store.append(record(1, "bug", 1, "pass"))
-    page.render(patched=False, matrix="X.yaml")
+    page.render(patched=True, matrix="X.yaml")
     chunks = "".join(p.read_text() for p in (tmp_path / "inc" / "data").glob("c*.js"))
     assert "X.yaml" in chunks and "Y.yaml" not in chunks
     store.append(record(2, "bug", 1, "pass"))

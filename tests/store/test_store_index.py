@@ -399,26 +399,3 @@ def test_numbers_json_cannot_hold_are_kept_as_text_in_the_store_and_results_json
         latest = index.latest()
         assert latest["pip-t2.1--repro_1"].stages[0].evidence["scale"] == ["-Infinity", 1.5]
         assert_like_loader(store.root, index)
-
-
-def test_summaries_of_records_no_longer_shown_go_once_they_are_a_tenth_of_the_table(tmp_path):
-    """keep_summaries does not scan the table on every render: the summaries of records no
-    cell shows any more, or of another version, go once they outnumber a tenth of the cells
-    (and 100), and every cell's shown record keeps its own."""
-    store = ResultStore(tmp_path)
-    for cell in range(200):
-        append(store, cell=cell, run=1)
-    store.close()
-    with StoreIndex.open(tmp_path) as index:
-        shown = {c: k.digest for c, k in index.keys().items()}
-        index.keep_summaries([(f"{d}:v1", b"{}") for d in shown.values()], "v1")
-        index.keep_summaries([(f"{'0' * 40}:v1", b"{}")] * 1, "v1")  # one stale: it stays
-        count = "SELECT count(*) FROM summaries"
-        assert index._query(count)[0][0] == 201
-        stale = [(f"{n:040d}:v1", b"{}") for n in range(1, 121)]  # past the threshold: all go
-        index.keep_summaries(stale, "v1")
-        assert index._query(count)[0][0] == 200
-        assert set(index.summaries(f"{d}:v1" for d in shown.values())) == \
-            {f"{d}:v1" for d in shown.values()}
-        index.keep_summaries([(f"{d}:v2", b"{}") for d in shown.values()], "v2")  # a new version
-        assert index._query(count)[0][0] == 200

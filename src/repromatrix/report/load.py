@@ -61,6 +61,8 @@ from repromatrix.store.reader import (
 )
 from repromatrix.store.record import Result
 
+from .cache import RenderCache
+
 
 @dataclass
 class _Latest:
@@ -102,7 +104,8 @@ class Reduced:
     records: int = 0
     summary_version: str = ""  # whose summaries the indexes were asked for
     mark: tuple[str, int, int] | None = None  # the index's, when read through its histories
-    _new: dict[StoreIndex, list[tuple[str, bytes]]] = field(default_factory=dict)
+    cache: RenderCache | None = None  # the report's own (summaries, pieces), beside its page
+    _new: list[tuple[str, bytes]] = field(default_factory=list)
 
     def _settled(self, cell: str) -> CellHistory | None:
         found = self.settled.get(cell)
@@ -168,7 +171,7 @@ class Reduced:
     def summaries(self, cells: Iterable[str], make: Callable[[Result], dict[str, Any]]
                   ) -> Iterator[tuple[str, dict[str, Any]]]:
         """The latest record of each of ``cells`` as ``make`` summarises it, one at a time:
-        the summary its index keeps, else made from the parsed record (and kept by
+        the summary the report's cache keeps, else made from the parsed record (and kept by
         ``keep_summaries``)."""
         cells = list(cells)
         _fill_latest(self, cells)
@@ -178,57 +181,45 @@ class Reduced:
                 summary = loads(found.summary)
             else:
                 summary = make(Result.from_dict(record_data(found.raw)))
-                if found.where is not None and self.summary_version:
+                if self.cache is not None and self.summary_version:
                     data = json.dumps(summary, separators=(",", ":")).encode("ascii")
-                    self._new.setdefault(found.where[0], []).append(
-                        (f"{found.where[1].digest}:{self.summary_version}", data))
+                    self._new.append((f"{found.digest}:{self.summary_version}", data))
             found.raw = found.summary = b""
             yield cell, summary
 
     def pieces(self) -> dict[str, tuple[str, bytes, bytes]]:
-        """The pieces the indexes keep, by cell: (their key, head, markup)."""
-        out: dict[str, tuple[str, bytes, bytes]] = {}
-        for index in self._indexes():
-            out.update(index.pieces())
-        return out
+        """The pieces the report's cache keeps, by cell: (their key, head, markup)."""
+        return self.cache.pieces() if self.cache is not None else {}
 
     def details(self, cells: Iterable[str]) -> dict[str, tuple[str, bytes, bytes]]:
-        """The key, detail and environment rows the indexes keep for ``cells`` (another
+        """The key, detail and environment rows the cache keeps for ``cells`` (another
         render may have replaced what ``pieces`` returned: compare the key)."""
-        wanted: dict[StoreIndex, list[str]] = {}
-        for cell in cells:
-            index = self.index_of(cell)
-            if index is not None:
-                wanted.setdefault(index, []).append(cell)
-        out: dict[str, tuple[str, bytes, bytes]] = {}
-        for index, some in wanted.items():
-            out.update(index.bodies(some))
-        return out
-
-    def _indexes(self) -> list[StoreIndex]:
-        return list(dict.fromkeys(f.where[0] for f in self.latest.values() if f.where is not None))
+        return self.cache.bodies(cells) if self.cache is not None else {}
 
     def keep(self, pieces: Mapping[str, tuple[str, bytes, bytes, bytes, bytes]]
              ) -> dict[str, tuple[bytes, bytes]]:
-        """Hand cells' new pieces (cell -> key, head, markup, detail, env) to their indexes,
-        for the next render; the detail and environment of those no index took (a cache
-        that cannot be written), which the caller keeps."""
-        items: dict[StoreIndex, list[tuple[str, str, bytes, bytes, bytes, bytes]]] = {}
-        for cell, kept in pieces.items():
-            items.setdefault(self.index_of(cell), []).append((cell, *kept))  # type: ignore[arg-type]
-        left: dict[str, tuple[bytes, bytes]] = {}
-        for index, rows in items.items():
-            try:
-                index.keep_pieces(rows)
-            except (sqlite3.Error, OSError):  # only a cache: next time, then
-                left.update((cell, (detail, env)) for cell, _, _, _, detail, env in rows)
-        return left
+        """Hand cells' new pieces (cell -> key, head, markup, detail, env) to the cache, for
+        the next render; the detail and environment of those it did not take (no cache, or
+        one that cannot be written), which the caller keeps."""
+        left = {cell: (detail, env) for cell, (_, _, _, detail, env) in pieces.items()}
+        if self.cache is None or not pieces:
+            return left
+        try:
+            self.cache.keep_pieces((cell, *kept) for cell, kept in pieces.items())
+        except (sqlite3.Error, OSError):  # only a cache: next time, then
+            return left
+        return {}
 
-    def keep_summaries(self) -> None:
-        """Hand the summaries made by ``summaries`` to their indexes, for the next render."""
-        for index, items in self._new.items():
+    def keep_summaries(self, whole: bool = False) -> None:
+        """Hand the summaries made by ``summaries`` to the cache, for the next render;
+        ``whole`` (a render of every cell): what the cache keeps of other cells and records
+        goes, once it is a tenth of it."""
+        if self.cache is not None:
             with contextlib.suppress(sqlite3.Error, OSError):  # only a cache: next time, then
-                index.keep_summaries(items, self.summary_version)
+                self.cache.keep_summaries(self._new, self.summary_version,
+                                          [f.digest for f in self.latest.values()] if whole else ())
+                if whole:
+                    self.cache.keep_only(self.latest)
         self._new.clear()
 
 
@@ -258,7 +249,8 @@ class Sink(Protocol):
 
 @contextlib.contextmanager
 def reduce_records(paths: Iterable[Path | str], sink: Sink | None = None,
-                   summary_version: str = "") -> Iterator[Reduced]:
+                   summary_version: str = "", cache: RenderCache | None = None
+                   ) -> Iterator[Reduced]:
     """Every record under ``paths``: the latest per cell and what history needs (the
     indexes stay open inside the ``with`` block, for ``Reduced.summaries``).
 
@@ -268,7 +260,7 @@ def reduce_records(paths: Iterable[Path | str], sink: Sink | None = None,
     its own, or one no index covers, is streamed."""
     paths = list(paths)
     files, missing = iter_result_files(paths)
-    out = Reduced(skipped=list(missing), summary_version=summary_version)
+    out = Reduced(skipped=list(missing), summary_version=summary_version, cache=cache)
     settler = Settler()
     with contextlib.ExitStack() as stack:
         covered: dict[Path, tuple[StoreIndex, str, int]] = {}
@@ -412,20 +404,20 @@ def _skipped_by_file(index: StoreIndex) -> dict[str, list[Skipped]]:
     return skipped
 
 
-def _fill_latest(out: Reduced, cells: Iterable[str]) -> None:
-    """Each of ``cells`` whose latest record an index holds: the summary the index keeps,
-    else the line read back."""
+def _fill_latest(out: Reduced, cells: list[str]) -> None:
+    """Each of ``cells``: the summary the report's cache keeps, else its line (read back
+    from its file when an index holds it)."""
+    version = out.summary_version
+    kept = out.cache.summaries(f"{out.latest[c].digest}:{version}" for c in cells) \
+        if out.cache is not None and version else {}
     wanted: dict[StoreIndex, list[tuple[str, Where]]] = {}
     for cell in cells:
         found = out.latest[cell]
-        if found.where is not None:
+        found.summary = kept.get(f"{found.digest}:{version}", b"")
+        if not found.summary and found.where is not None and not found.raw:
             wanted.setdefault(found.where[0], []).append((cell, found.where[1]))
     for index, rows in wanted.items():
-        kept = index.summaries([f"{w.digest}:{out.summary_version}" for _, w in rows]) \
-            if out.summary_version else {}
-        for cell, where in rows:
-            out.latest[cell].summary = kept.get(f"{where.digest}:{out.summary_version}", b"")
-        for cell, raw in index.read_lines((c, w) for c, w in rows if not out.latest[c].summary):
+        for cell, raw in index.read_lines(rows):
             out.latest[cell].raw = raw
 
 

@@ -28,6 +28,7 @@ from repromatrix.store.reader import iter_result_files
 
 from . import cell as cell_mod
 from .answers import stack_scope
+from .cache import RenderCache
 from .cell import SUMMARY_VERSION, Head
 from .chunks import DATA_DIR, Member, chunk_source, write_chunks
 from .feed import write_feed
@@ -58,11 +59,12 @@ class _Unpatchable(Exception):
 
 def render_patched(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], *,
                    matrix: str, title: str, published: Collection[str] | None,
-                   freshness: Mapping[str, Any] | None, now: datetime) -> ReportSummary | None:
+                   freshness: Mapping[str, Any] | None, now: datetime,
+                   cache: RenderCache | None) -> ReportSummary | None:
     """``render_site`` by patching the site the last render into ``out`` kept; None when
     it cannot (nothing written then)."""
     kept = KeptSite.load(out)
-    if kept is None or len(paths) != 1 or not Path(paths[0]).is_dir():
+    if kept is None or cache is None or len(paths) != 1 or not Path(paths[0]).is_dir():
         return None
     state = RenderState(out)
     if not all(state.unchanged(out / name) for name in kept.pages):
@@ -76,7 +78,7 @@ def render_patched(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro]
     with StoreIndex.open(paths[0]) as index:
         if not index.files() or not covers_exactly(index, files):
             return None
-        patch = _Patch(index, kept, out, state, repros, matrix, published)
+        patch = _Patch(index, cache, kept, out, state, repros, matrix, published)
         try:
             sink = RawSink(out / "results.json", now.strftime("%Y-%m-%d %H:%M UTC"), state)
             patch.read(sink)
@@ -91,13 +93,13 @@ def render_patched(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro]
 class _Patch:
     """One patch of a kept site: read (``read``, ``prepare``: nothing written), then written."""
 
-    def __init__(self, index: StoreIndex, kept: KeptSite, out: Path, state: RenderState,
-                 repros: Mapping[str, Repro], matrix: str,
+    def __init__(self, index: StoreIndex, cache: RenderCache, kept: KeptSite, out: Path,
+                 state: RenderState, repros: Mapping[str, Repro], matrix: str,
                  published: Collection[str] | None) -> None:
-        self.index, self.kept, self.out, self.state = index, kept, out, state
+        self.index, self.cache, self.kept, self.out, self.state = index, cache, kept, out, state
         self.repros, self.matrix, self.published = repros, matrix, published
         self.cols = kept.cells
-        self.reduced = Reduced(summary_version=SUMMARY_VERSION)
+        self.reduced = Reduced(summary_version=SUMMARY_VERSION, cache=cache)
         self.changed: list[int] = []  # positions of the cells settled since the kept site
         self.feed: dict[str, list[Any]] = {}
         self.heads: dict[int, Head] = {}  # of changed cells and their grid rows' cells
@@ -135,11 +137,11 @@ class _Patch:
     def prepare(self) -> None:
         """The changed cells' pieces and columns, the stacks, stage names and every head and
         detail the files to write need."""
-        kept, cols, index = self.kept, self.cols, self.index
+        kept, cols = self.kept, self.cols
         pieces = CellPieces(self.reduced, self.repros, self.matrix)
         self.pieces = pieces
         ids = [cols["id"][n] for n in self.changed]
-        pieces.gather(ids, index.pieces_of(ids) if ids else {},
+        pieces.gather(ids, self.cache.pieces_of(ids) if ids else {},
                       [[None, None, st["versions"], None, None, st["pairing"]]
                        for st in kept.stacks])
         numbers = {k: i for i, k in enumerate(kept.stage_keys)}
@@ -199,9 +201,9 @@ class _Patch:
             st["_finished"] = cols["finished"][winner]
 
     def _kept_heads(self, cells: list[int]) -> dict[int, Head]:
-        """The heads the index keeps of ``cells`` (unchanged: their pieces key is the kept one)."""
+        """The heads the cache keeps of ``cells`` (unchanged: their pieces key is the kept one)."""
         cols = self.cols
-        found = self.index.pieces_of(cols["id"][n] for n in cells) if cells else {}
+        found = self.cache.pieces_of(cols["id"][n] for n in cells) if cells else {}
         out = {}
         for n in cells:
             item = found.get(cols["id"][n])
@@ -229,7 +231,7 @@ class _Patch:
             raise _Unpatchable("a chunk changed under the page")
         stale = [k for k in touched if not state.kept(folder / f"c{k}.js", self.sources[k])]
         wanted = [n for k in stale for n in positions[k]]
-        bodies = self.index.bodies(cols["id"][n] for n in wanted) if wanted else {}
+        bodies = self.cache.bodies(cols["id"][n] for n in wanted) if wanted else {}
         self.details: dict[str, tuple[bytes, bytes]] = {}
         for n in wanted:
             cid = cols["id"][n]

@@ -1,11 +1,12 @@
-"""Each cell's pieces for one render: the ones its index keeps while their key matches, else made.
+"""Each cell's pieces for one render: the ones the report's cache keeps while their key matches, else made.
 
 Flow: report.load -> **report.pieces** -> report.render / report.patch. A cell's pieces
 (``report.cell``) are keyed by every input they are made from (``cell.pieces_key``): the
 site's, its record's digest and its history's. ``CellPieces.gather`` takes the kept ones
 whose key still matches and makes the others from the record's summary, handing them to
-their index a thousand at a time (memory stays flat); ``details`` reads the drawer's part
-of cells whose chunk is written, making again those another render replaced meanwhile.
+the report's cache (``report.cache``) a thousand at a time (memory stays flat);
+``details`` reads the drawer's part of cells whose chunk is written, making again those
+another render replaced meanwhile.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from .cell import Head, record_summary
 from .load import Reduced
 from .stacks import known_pairings
 
-KEEP_BATCH = 1000  # cells whose new pieces go to their index at once
+KEEP_BATCH = 1000  # cells whose new pieces go to the cache at once
 
 
 def history_context(reduced: Reduced, cell: str, conflict: bool) -> dict[str, Any]:
@@ -42,7 +43,7 @@ class CellPieces:
         self.conflicted = {c.cell for c in reduced.conflicts}
         self.heads: dict[str, Head] = {}
         self.keys: dict[str, str] = {}
-        self.made: dict[str, tuple[bytes, bytes]] = {}  # details of cells no index keeps
+        self.made: dict[str, tuple[bytes, bytes]] = {}  # details of cells the cache did not take
         self._contexts: dict[str, dict[str, Any]] = {}
         self._shared: dict[Any, Any] = {}
 
@@ -80,8 +81,8 @@ class CellPieces:
         return wanted
 
     def make(self, cells: list[str], every: bool = False) -> dict[str, tuple[bytes, bytes]]:
-        """Make the pieces of ``cells`` and hand them to their indexes as they are made; the
-        details (detail, env) of those no index took, or, with ``every``, of all."""
+        """Make the pieces of ``cells`` and hand them to the cache as they are made; the
+        details (detail, env) of those it did not take, or, with ``every``, of all."""
         reduced = self.reduced
         batch: dict[str, tuple[str, bytes, bytes, bytes, bytes]] = {}
         out: dict[str, tuple[bytes, bytes]] = {}
@@ -92,11 +93,10 @@ class CellPieces:
                                           matrix=self.matrix, store=reduced.store(cid),
                                           seen=self._shared, **context)
             self.heads[cid] = pieces.head
-            if every or reduced.index_of(cid) is None:
+            if every:
                 out[cid] = (pieces.detail, pieces.env)
-            if reduced.index_of(cid) is not None:
-                batch[cid] = (self.keys[cid], *cell_mod.stored_head(pieces.head), pieces.detail,
-                              pieces.env)
+            batch[cid] = (self.keys[cid], *cell_mod.stored_head(pieces.head), pieces.detail,
+                          pieces.env)
             if len(batch) >= KEEP_BATCH:
                 out.update(reduced.keep(batch))
                 batch.clear()
@@ -104,7 +104,7 @@ class CellPieces:
         return out
 
     def details(self, wanted: list[str]) -> dict[str, tuple[bytes, bytes]]:
-        """The detail and environment of each of ``wanted``: kept by its index under its key,
+        """The detail and environment of each of ``wanted``: kept by the cache under its key,
         made by this render, or made again (pieces another render replaced since this one
         read them: another matrix, folder or catalog)."""
         made = self.made

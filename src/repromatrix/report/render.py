@@ -3,8 +3,9 @@
 Flow: results -> **report.render**. ``render_site`` loads the result files and folders
 (``report.load``: a folder through its index, the latest record per cell, and each
 cell's history as a timeline, ``store.reader.timeline``), takes each cell's pieces
-(``report.cell``: kept by the index while their inputs are unchanged, else made from
-the record's summary, with its expectation checked), pivots the cells with pandas
+(``report.cell``: kept by the report's cache beside the page, ``report.cache``, while
+their inputs are unchanged, else made from the record's summary, with its expectation
+checked), pivots the cells with pandas
 (stacks as rows, grouped and in version order; repros as columns; the layout kept while
 its inputs are unchanged), answers the per-repro questions from the records
 (``report.answers``) and assembles the pieces into Jinja2 templates from ``report/``:
@@ -38,6 +39,7 @@ from repromatrix.model import Repro
 from repromatrix.store.index import StaleIndex
 from repromatrix.store.reader import dumps, loads
 
+from .cache import RenderCache
 from .cell import SUMMARY_VERSION, reproduce_command
 from .chunks import assign_chunks, chunk_groups, chunk_source, write_chunks
 from .expect import describe_rules
@@ -85,18 +87,30 @@ def render_site(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro] | 
     out.mkdir(parents=True, exist_ok=True)
     now = now or datetime.now(timezone.utc)
     repros = repros or {}
-    with _gc_paused():
+    with _gc_paused(), _cache_of(out) as cache:
         patched = render_patched(paths, out, repros, matrix=matrix, title=title,
-                                 published=published, freshness=freshness, now=now)
+                                 published=published, freshness=freshness, now=now, cache=cache)
         if patched is not None:
             return patched
         return _render_full(paths, out, repros, matrix=matrix, title=title,
-                            published=published, freshness=freshness, now=now)
+                            published=published, freshness=freshness, now=now, cache=cache)
+
+
+@contextlib.contextmanager
+def _cache_of(out: Path) -> Iterator[RenderCache | None]:
+    """The report's cache beside ``out`` (``report.cache``), closed afterwards."""
+    cache = RenderCache.open(out)
+    try:
+        yield cache
+    finally:
+        if cache is not None:
+            cache.close()
 
 
 def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], *, matrix: str,
                  title: str, published: Collection[str] | None,
-                 freshness: Mapping[str, Any] | None, now: datetime) -> ReportSummary:
+                 freshness: Mapping[str, Any] | None, now: datetime,
+                 cache: RenderCache | None) -> ReportSummary:
     """``render_site`` from every cell, leaving the site it assembled for the next render
     (``report.kept``) when it read one store through its histories."""
     state = RenderState(out)
@@ -104,7 +118,7 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
     for attempt in (1, 2):  # a file rewritten under its index: read once more, refreshed
         sink = RawSink(out / "results.json", now.strftime("%Y-%m-%d %H:%M UTC"), state)
         try:
-            with reduce_records(paths, sink, SUMMARY_VERSION) as reduced:
+            with reduce_records(paths, sink, SUMMARY_VERSION, cache) as reduced:
                 site = build_site(reduced, repros, matrix=matrix, title=title,
                                   published=published, now=now)
                 site["freshness"] = freshness
@@ -114,7 +128,7 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
                 chunks = write_chunks(out, groups, sources, site["details"], state)
                 head, lines = write_csv(out, site, site["heads"], state)
                 pages["results.csv"] = Spans.of(head, lines, "\r\n", "\r\n")
-                reduced.keep_summaries()
+                reduced.keep_summaries(whole=True)
             break
         except StaleIndex:
             if attempt == 2:
@@ -164,9 +178,9 @@ def _gc_paused() -> Iterator[None]:
 def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, title: str,
                published: Collection[str] | None = None,
                now: datetime | None = None) -> dict[str, Any]:
-    """Everything the templates need. Each cell's pieces (``report.pieces``) come from its
-    index when their key still matches, else are made (from the record's summary) and kept
-    by ``Reduced.keep``; the rest is the site's assembly of them."""
+    """Everything the templates need. Each cell's pieces (``report.pieces``) come from the
+    report's cache when their key still matches, else are made (from the record's summary)
+    and kept by ``Reduced.keep``; the rest is the site's assembly of them."""
     pieces = CellPieces(reduced, repros, matrix)
     pieces.gather(reduced.latest, reduced.pieces())
     heads, keys = pieces.heads, pieces.keys
@@ -211,16 +225,16 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
 
 def grid_layout(reduced: Reduced, cells: Mapping[str, Mapping[str, Any]], stack_ids: list[str],
                 repro_ids: list[str]) -> list[list[str]]:
-    """``stacks.pivot``, kept by the first index read under the digest of its inputs."""
+    """``stacks.pivot``, kept by the report's cache under the digest of its inputs."""
     key = layout_key(cells, stack_ids, repro_ids)
-    index = next((reduced.index_of(cid) for cid in cells), None)
-    kept = index.layout(key) if index is not None else None
+    cache = reduced.cache
+    kept = cache.layout(key) if cache is not None else None
     if kept is not None:
         return loads(kept.encode("utf-8", "surrogatepass"))
     grid = pivot(cells, stack_ids, repro_ids)
-    if index is not None:
+    if cache is not None:
         with contextlib.suppress(Exception):  # only a cache
-            index.keep_layout(key, dumps(grid).decode("utf-8"))
+            cache.keep_layout(key, dumps(grid).decode("utf-8"))
     return grid
 
 

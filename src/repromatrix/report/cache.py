@@ -1,0 +1,205 @@
+"""The report's own cache beside its page: record summaries, each cell's pieces, the layout.
+
+Flow: report.load / report.pieces / report.render / report.patch -> **report.cache** ->
+``out/.render-cache.sqlite`` (standard-library ``sqlite3``). Beside ``.render-state.json``
+(``report.state``) and ``.render-site`` (``report.kept``), and like them not part of the
+page: deleting it costs one render that makes every cell's pieces again. It keeps:
+
+    summaries  the report's summary of a record (``report.cell.record_summary``), keyed by
+               the line's digest and the summary's version: a render parses only records
+               it has not summarised
+    pieces     per cell, the page's pieces of it the last render made (``report.cell``:
+               its grid cell, repro-page row, CSV row) under a key of every input they
+               were made from (``report.cell.pieces_key``)
+    bodies     per cell, the rest of those pieces (drawer detail, environment) under the
+               same key: read only when the cell's chunk is written
+    meta       its ``format`` and the grid layout (``layout``) under the digest of what
+               decides it
+
+``FORMAT`` is the cache's own: a change of what it keeps empties it (the store's index,
+``store.index``, is left alone). The store's records are read through the store's index.
+"""
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from repromatrix.store.index_db import remove_db
+
+CACHE_NAME = ".render-cache.sqlite"
+FORMAT = "repromatrix-render-cache-1"  # another value in `meta`: the cache is emptied
+MANY = 2000  # rows asked for at once above which a table is read in one pass
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS summaries (key TEXT PRIMARY KEY, data BLOB) WITHOUT ROWID;
+-- rowid tables: a row of up to ~4 KB stays in its leaf page (a WITHOUT ROWID row spills
+-- past ~1 KB), and a cell's heads and bodies are read in separate passes
+CREATE TABLE IF NOT EXISTS pieces (cell TEXT PRIMARY KEY, key TEXT, head BLOB, markup BLOB);
+CREATE TABLE IF NOT EXISTS bodies (cell TEXT PRIMARY KEY, key TEXT, detail BLOB, env BLOB);
+"""
+_TABLES = ("meta", "summaries", "pieces", "bodies")
+Kept = tuple[str, bytes, bytes]  # (the pieces' key, and two pieces: head and markup, or detail and env)
+
+
+class RenderCache:
+    """The cache of the report rendered into one ``--out`` folder (``RenderCache.open``)."""
+
+    def __init__(self, db: Path) -> None:
+        self.db = db
+        self._conn = _connect(db)
+
+    @classmethod
+    def open(cls, out: Path) -> RenderCache | None:
+        """The cache of ``out``; a damaged one is made anew; None when it cannot be kept
+        there (every render then makes every cell's pieces)."""
+        for attempt in (1, 2):
+            try:
+                return cls(out / CACHE_NAME)
+            except sqlite3.DatabaseError as exc:
+                if attempt == 2 or isinstance(exc, sqlite3.OperationalError):
+                    return None
+                remove_db(out / CACHE_NAME)
+            except OSError:
+                return None
+        return None
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> RenderCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def _in(self, sql: str, table: str, keys: Sequence[str], column: str = "cell"
+            ) -> Iterator[Any]:
+        """The rows of ``sql`` (selecting from ``table``) whose ``column`` is one of ``keys``:
+        a batch at a time when few, else in one pass over the table."""
+        if len(keys) > MANY:
+            wanted = set(keys)
+            yield from (row for row in self._conn.execute(f"{sql} FROM {table}")
+                        if row[0] in wanted)
+            return
+        for start in range(0, len(keys), 500):
+            batch = keys[start:start + 500]
+            yield from self._conn.execute(
+                f"{sql} FROM {table} WHERE {column} IN ({','.join('?' * len(batch))})", batch)
+
+    # -- summaries -----------------------------------------------------------------------
+
+    def summaries(self, keys: Iterable[str]) -> dict[str, bytes]:
+        """The summaries kept under ``keys`` (``<record digest>:<version>``)."""
+        wanted = list(dict.fromkeys(keys))
+        return {key: bytes(data) for key, data in
+                self._in("SELECT key, data", "summaries", wanted, "key")}
+
+    def keep_summaries(self, items: Iterable[tuple[str, bytes]], version: str,
+                       latest: Iterable[str] = ()) -> None:
+        """Keep ``(key, data)`` summaries of records (keyed by ``<record digest>:<version>``);
+        those of other versions, or of records not in ``latest`` (the digests of the cells'
+        latest records), go once they are a tenth of the table: not a scan on every render."""
+        with self._write() as conn:
+            conn.executemany("INSERT OR REPLACE INTO summaries VALUES (?, ?)", items)
+            digests = set(latest)
+            kept = conn.execute("SELECT count(*) FROM summaries").fetchone()[0]
+            if digests and kept > len(digests) * 1.1 + 100:
+                stale = [key for (key,) in conn.execute("SELECT key FROM summaries")
+                         if not key.endswith(f":{version}") or key[:40] not in digests]
+                conn.executemany("DELETE FROM summaries WHERE key = ?", ((k,) for k in stale))
+
+    # -- pieces --------------------------------------------------------------------------
+
+    def pieces(self) -> dict[str, Kept]:
+        """Each cell's kept pieces (``keep_pieces``): (their key, head, markup)."""
+        return {cell: (key, head, markup) for cell, key, head, markup in
+                self._conn.execute("SELECT cell, key, head, markup FROM pieces")}
+
+    def pieces_of(self, cells: Iterable[str]) -> dict[str, Kept]:
+        """``pieces`` of ``cells`` only."""
+        return {cell: (key, head, markup) for cell, key, head, markup in
+                self._in("SELECT cell, key, head, markup", "pieces", list(cells))}
+
+    def bodies(self, cells: Iterable[str]) -> dict[str, Kept]:
+        """The key, detail and environment pieces of ``cells``: the key, because a render of
+        other inputs may have replaced them since ``pieces`` was read."""
+        return {cell: (key, detail, env) for cell, key, detail, env in
+                self._in("SELECT cell, key, detail, env", "bodies", list(cells))}
+
+    def keep_pieces(self, items: Iterable[tuple[str, str, bytes, bytes, bytes, bytes]]) -> None:
+        """Keep each cell's pieces ``(cell, key, head, markup, detail, env)``, replacing its
+        earlier ones."""
+        items = list(items)
+        with self._write() as conn:
+            conn.executemany("INSERT OR REPLACE INTO pieces VALUES (?, ?, ?, ?)",
+                             [(cell, key, head, markup) for cell, key, head, markup, _, _ in items])
+            conn.executemany("INSERT OR REPLACE INTO bodies VALUES (?, ?, ?, ?)",
+                             [(cell, key, detail, env) for cell, key, _, _, detail, env in items])
+
+    def keep_only(self, cells: Iterable[str]) -> None:
+        """Pieces of cells other than ``cells`` (a full render's) go, once they are a tenth
+        of the table."""
+        wanted = set(cells)
+        with self._write() as conn:
+            kept = conn.execute("SELECT count(*) FROM pieces").fetchone()[0]
+            if kept <= len(wanted) * 1.1 + 100:
+                return
+            gone = [(c,) for (c,) in conn.execute("SELECT cell FROM pieces") if c not in wanted]
+            for table in ("pieces", "bodies"):
+                conn.executemany(f"DELETE FROM {table} WHERE cell = ?", gone)
+
+    # -- layout --------------------------------------------------------------------------
+
+    def layout(self, key: str) -> str | None:
+        """The grid layout kept under ``key`` (``keep_layout``), else None."""
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'layout'").fetchone()
+        if row and row[0].startswith(key + "\n"):
+            return str(row[0][len(key) + 1:])
+        return None
+
+    def keep_layout(self, key: str, layout: str) -> None:
+        """Keep one grid layout (the report's, as text) under the digest of its inputs."""
+        with self._write() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('layout', ?)", (f"{key}\n{layout}",))
+
+
+def _connect(db: Path) -> sqlite3.Connection:
+    """The cache's database, its tables made (emptied first when of another ``FORMAT``)."""
+    conn = sqlite3.connect(str(db), timeout=60.0, isolation_level=None)
+    try:
+        conn.execute("PRAGMA synchronous = OFF")  # a cache: a torn one is only made anew
+        version = None
+        with contextlib.suppress(sqlite3.OperationalError):
+            row = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+            version = row[0] if row else None
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if version not in (None, FORMAT):
+                for table in _TABLES:
+                    conn.execute(f"DROP TABLE IF EXISTS {table}")
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (FORMAT,))
+            conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+    except BaseException:
+        conn.close()
+        raise
+    return conn

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import sqlite3
 import shutil
+import sqlite3
 import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
@@ -185,7 +185,7 @@ def test_duplicates_and_conflicts_while_streaming(tmp_path):
     with reduce_records([tmp_path / "a", tmp_path / "d"]) as reduced:
         shown = reduced.result("pip-a--bug")  # read back while the indexes are open
     assert reduced.records == 1 and len(reduced.conflicts) == 1
-    assert [s.status for s in reduced.seen["pip-a--bug"]] == [shown.status]
+    assert [s.status for s in reduced.timeline("pip-a--bug")] == [shown.status]
 
 
 def test_changes_list_is_capped_on_the_page_but_complete_in_the_summary(tmp_path):
@@ -199,6 +199,13 @@ def test_changes_list_is_capped_on_the_page_but_complete_in_the_summary(tmp_path
     assert html.count('class="permalink"') == 100 and "… and 20 more" in html
 
 
+def merged(paths: list[Path], tmp_path: Path) -> list[Path]:
+    """``paths`` and an empty store beside them: several stores, read through a temporary
+    index (``store.index_merged``) rather than the store's own."""
+    (tmp_path / "empty-store").mkdir(exist_ok=True)
+    return [*paths, tmp_path / "empty-store"]
+
+
 def site_files(out: Path) -> dict[str, bytes]:
     """Every file of a rendered site but the render's own caches (dot files: the render
     state, the kept site, the report's cache), which are not part of the page."""
@@ -210,7 +217,6 @@ def test_an_incremental_render_leaves_what_a_cold_render_writes(tmp_path, monkey
     """Render into one folder after each change; render cold into a new folder, and once
     more reading every record (not the histories the index keeps); every file equal. One
     new record rewrites one detail chunk, never the unchanged ones or static/."""
-    from repromatrix.report import load
 
     now = datetime(2026, 11, 24, 1, 2, tzinfo=timezone.utc)
     store = ResultStore(tmp_path / "results")
@@ -227,9 +233,7 @@ def test_an_incremental_render_leaves_what_a_cold_render_writes(tmp_path, monkey
         rewritten = render_site(paths, inc, now=now).rewritten
         cold = render_site(paths, tmp_path / f"cold-{steps}", now=now)
         assert site_files(inc) == site_files(tmp_path / f"cold-{steps}"), f"step {steps}"
-        with monkeypatch.context() as m:
-            m.setattr(load, "SETTLED", False)
-            render_site(paths, tmp_path / f"every-{steps}", now=now)
+        render_site(merged(paths, tmp_path), tmp_path / f"every-{steps}", now=now)
         assert site_files(inc) == site_files(tmp_path / f"every-{steps}"), f"step {steps}"
         assert sorted(cold.rewritten) == sorted(site_files(tmp_path / f"cold-{steps}"))
         return rewritten
@@ -357,8 +361,7 @@ def test_one_store_read_through_its_settled_histories_writes_what_every_record_d
         calls.append(1), _f(*a))[1])
     settled = render_site([store.root], tmp_path / "settled", now=now)
     assert calls, "a clean store is read through its cells' histories"
-    monkeypatch.setattr(load, "SETTLED", False)
-    every = render_site([store.root], tmp_path / "every", now=now)
+    every = render_site(merged([store.root], tmp_path), tmp_path / "every", now=now)
     assert site_files(tmp_path / "settled") == site_files(tmp_path / "every")
     assert (settled.records, settled.cells) == (every.records, every.cells) == (1303, 260)
     feed = ET.parse(tmp_path / "settled" / "changes.atom").getroot().findall(f"{ATOM}entry")
@@ -372,8 +375,8 @@ def test_one_store_read_through_its_settled_histories_writes_what_every_record_d
 def test_a_copy_sends_a_store_record_by_record_and_a_blank_line_does_not(tmp_path, monkeypatch):
     """Only files that are exactly their records are copied whole: a blank line between two
     records is left out of results.json line by line, still through the cells' histories;
-    the same record twice sends the store through the general reader. results.json stays
-    valid JSON with each record once."""
+    the same record twice is sent once, its copy's file line by line (one read path: the
+    histories). results.json stays valid JSON with each record once."""
     from repromatrix.report import load
 
     calls: list[bool] = []
@@ -392,7 +395,7 @@ def test_a_copy_sends_a_store_record_by_record_and_a_blank_line_does_not(tmp_pat
     summary = render_site([store.root], tmp_path / "copy")
     data = json.loads((tmp_path / "copy" / "results.json").read_text())
     assert summary.records == 2 and sorted(r["status"] for r in data["records"]) == ["fail", "pass"]
-    assert calls == [True], "a copy: every record read"
+    assert calls == [True, True], "a copy: through the histories too"
 
 
 def test_blank_damaged_and_older_lines_are_read_through_the_histories_as_every_record_is(
@@ -419,31 +422,28 @@ def test_blank_damaged_and_older_lines_are_read_through_the_histories_as_every_r
 
     def both(name: str) -> load.Reduced:
         settled = render_site([store.root], tmp_path / f"{name}-settled", now=now)
-        with monkeypatch.context() as m:
-            m.setattr(load, "SETTLED", False)
-            every = render_site([store.root], tmp_path / f"{name}-every", now=now)
+        every = render_site(merged([store.root], tmp_path), tmp_path / f"{name}-every", now=now)
         assert site_files(tmp_path / f"{name}-settled") == site_files(tmp_path / f"{name}-every")
         assert [str(s) for s in settled.skipped] == [str(s) for s in every.skipped]
         return settled
 
     first = both("first")
-    assert calls == [True] and len(first.skipped) == 3, first.skipped
+    assert calls == [True, True] and len(first.skipped) == 3, first.skipped
     data = json.loads((tmp_path / "first-settled" / "results.json").read_text())
     assert {r["schema_version"] for r in data["records"]} == {SCHEMA_VERSION}
     assert first.records == 12 + 2
     ResultStore(store.root).append(record("pip-s1", "bug", 7, "crash"))
-    assert both("again").records == 15 and calls == [True, True]
+    assert both("again").records == 15 and calls == [True] * 4
     # into the folders of the first render: results.json goes on after the lines it holds
     render_site([store.root], tmp_path / "first-settled", now=now)
-    with monkeypatch.context() as m:
-        m.setattr(load, "SETTLED", False)
-        render_site([store.root], tmp_path / "first-every", now=now)
+    render_site(merged([store.root], tmp_path), tmp_path / "first-every", now=now)
     for name in ("first-settled", "first-every"):
         assert site_files(tmp_path / name) == site_files(tmp_path / "again-settled"), name
+
+
 def test_records_of_one_cell_in_two_host_folders_keep_the_readers_order(tmp_path, monkeypatch):
     """'h-2' sorts before 'h' as a string, after it as a path: a cell whose records live in
     both is met where a reader of the files meets it, on both paths alike."""
-    from repromatrix.report import load
 
     store = ResultStore(tmp_path / "results")
     now = datetime(2026, 11, 25, 9, 0, tzinfo=timezone.utc)
@@ -455,8 +455,7 @@ def test_records_of_one_cell_in_two_host_folders_keep_the_readers_order(tmp_path
         store.append(Result.from_dict(rec))
     store.close()
     render_site([store.root], tmp_path / "settled", now=now)
-    monkeypatch.setattr(load, "SETTLED", False)
-    render_site([store.root], tmp_path / "every", now=now)
+    render_site(merged([store.root], tmp_path), tmp_path / "every", now=now)
     assert site_files(tmp_path / "settled") == site_files(tmp_path / "every")
 
 
@@ -510,7 +509,6 @@ def test_pieces_another_render_replaced_meanwhile_are_made_again(tmp_path, monke
 def test_a_last_record_without_its_newline_is_read_on_both_paths(tmp_path, monkeypatch):
     """A file whose last line has no newline (edited by hand): its record counts, and
     results.json stays valid JSON."""
-    from repromatrix.report import load
 
     store = ResultStore(tmp_path / "results")
     path = store.append(record("pip-a", "bug", 0, "fail"))
@@ -518,9 +516,9 @@ def test_a_last_record_without_its_newline_is_read_on_both_paths(tmp_path, monke
     store.close()
     path.write_bytes(path.read_bytes().rstrip(b"\n"))
     for settled in (True, False):
-        monkeypatch.setattr(load, "SETTLED", settled)
         out = tmp_path / f"site-{settled}"
-        assert render_site([store.root], out).records == 2
+        paths = [store.root] if settled else merged([store.root], tmp_path)
+        assert render_site(paths, out).records == 2
         data = json.loads((out / "results.json").read_text())
         assert [r["status"] for r in data["records"]] == ["fail", "pass"]
 
@@ -530,7 +528,7 @@ def test_hostile_text_reads_back_from_kept_pieces_as_it_was_made(tmp_path, monke
     text holds a NUL, a lone surrogate or the fallback's marker renders from its kept pieces
     exactly as when they were made, and as reading every record does. A lone surrogate
     (from a tool other than the runner) is read as its visible escape, in an id too."""
-    from repromatrix.report import cell, load
+    from repromatrix.report import cell
 
     store = ResultStore(tmp_path / "results")
     now = datetime(2026, 11, 25, 9, 0, tzinfo=timezone.utc)
@@ -550,9 +548,7 @@ def test_hostile_text_reads_back_from_kept_pieces_as_it_was_made(tmp_path, monke
     page = (tmp_path / "kept" / "repro-bug.html").read_text()
     assert "nul \x00 inside" in page and "lone \\ud800 surrogate" in page  # shown escaped
     assert "pip-\\udcff--bug" in page
-    with monkeypatch.context() as m:  # every record read: the same page
-        m.setattr(load, "SETTLED", False)
-        render_site([store.root], tmp_path / "every", now=now)
+    render_site(merged([store.root], tmp_path), tmp_path / "every", now=now)  # the same page
     assert site_files(tmp_path / "every") == site_files(tmp_path / "kept")
     heads = cell.Head({"id": "x"}, [], "[]", "e", ["a\x00b", "\x01c"], ["d", "", "\ud800"], "f")
     assert cell.read_head(*cell.stored_head(heads)) == heads
@@ -605,7 +601,6 @@ def test_an_unknown_duration_is_shown_as_unknown_not_as_zero(tmp_path):
 def test_skipped_lines_are_listed_for_a_store_named_by_a_relative_path(tmp_path, monkeypatch):
     """`report --results .`: the index names a damaged line's file as it names the file
     itself, so the line is listed in results.json on both paths (it was dropped)."""
-    from repromatrix.report import load
 
     store = ResultStore(tmp_path / "results")
     path = store.append(record("pip-a", "bug", 0, "fail"))
@@ -614,8 +609,8 @@ def test_skipped_lines_are_listed_for_a_store_named_by_a_relative_path(tmp_path,
         fh.write("{damaged\n")
     monkeypatch.chdir(store.root)
     for settled in (True, False):
-        monkeypatch.setattr(load, "SETTLED", settled)
-        summary = render_site([Path(".")], tmp_path / f"site-{settled}")
+        paths = [Path(".")] if settled else merged([Path(".")], tmp_path)
+        summary = render_site(paths, tmp_path / f"site-{settled}")
         data = json.loads((tmp_path / f"site-{settled}" / "results.json").read_text())
         assert [(s["line"], s["reason"][:12]) for s in data["skipped"]] == [(2, "invalid JSON")]
         assert len(summary.skipped) == 1

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from repromatrix.store.index_db import remove_db
+from repromatrix.store.index_db import lay_out, remove_db, transaction
 
 CACHE_NAME = ".render-cache.sqlite"
 FORMAT = "repromatrix-render-cache-1"  # another value in `meta`: the cache is emptied
@@ -75,15 +75,8 @@ class RenderCache:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._conn
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
+    def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return transaction(self._conn)
 
     def _in(self, sql: str, table: str, keys: Sequence[str], column: str = "cell"
             ) -> Iterator[Any]:
@@ -181,24 +174,7 @@ def _connect(db: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(str(db), timeout=60.0, isolation_level=None)
     try:
         conn.execute("PRAGMA synchronous = OFF")  # a cache: a torn one is only made anew
-        version = None
-        with contextlib.suppress(sqlite3.OperationalError):
-            row = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
-            version = row[0] if row else None
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            if version not in (None, FORMAT):
-                for table in _TABLES:
-                    conn.execute(f"DROP TABLE IF EXISTS {table}")
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            conn.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (FORMAT,))
-            conn.execute("COMMIT")
-        except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            raise
+        lay_out(conn, _SCHEMA, FORMAT, _TABLES)
     except BaseException:
         conn.close()
         raise

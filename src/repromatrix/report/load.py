@@ -1,20 +1,17 @@
 """The report's view of the results store: latest record per cell, per-cell history.
 
 Flow: results store -> **report.load** -> report. The report needs the latest
-record of each cell in full (or the summary of it its index keeps), and of every
-other record only its ``store.reader.Entry`` (status, run, time: for "previous run",
-the per-cell timeline and the Atom feed).
+record of each cell in full (or the summary of it the report's cache keeps,
+``report.cache``), and of every other record only what its cell's history settled.
 
-One store whose every record is the only one of its kind (``StoreIndex.settleable``: no
-copy, no conflict) is read one row per cell: the history its index settled as the records
-arrived (``StoreIndex.histories``, ``store.reader.settle_cell``), parsed only for cells
-whose pieces must be made and for the feed's newest cells. Otherwise (several stores,
-loose files, copies, conflicts) a folder is read through its index (``StoreIndex.entries``:
-no line parsed) and a file given on its own is streamed through the store's one reader
-(``store.reader.parse``); ``store.reader.Settler`` drops copies and finds conflicts, as
-``settle_cell`` does for one cell. Only each cell's latest line (or summary) is held,
-and ``Reduced.summaries`` hands them over one at a time, so memory grows with cells,
-not with history.
+One read path: everything is read through one index's cells' histories
+(``StoreIndex.histories``: settled as the records arrived, by ``store.reader.settle_cell``,
+copies once, conflicts named), one row per cell, parsed only for cells whose pieces must
+be made, for the feed's newest cells and for the cells that hold a conflict. One store
+folder is read through its own index; several stores, or files given on their own, go
+through a temporary one (``store.index_merged.MergedIndex``). Only each cell's latest line
+(or summary) is held, and ``Reduced.summaries`` hands them over one at a time, so memory
+grows with cells, not with history.
 
 Every usable record goes to ``results.json`` (``report.raw.RawSink``: whole result
 files copied a chunk at a time), so the published data stays complete.
@@ -23,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import heapq
-import itertools
 import json
 import os
 import sqlite3
@@ -32,32 +28,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from repromatrix.store.index import Settled, StaleIndex, StoreIndex, Where
+from repromatrix.store.index import Block, Settled, StaleIndex, StoreIndex, Where
+from repromatrix.store.index_merged import MergedIndex
 from repromatrix.store.reader import (
     CellHistory,
     Conflict,
-    Entry,
-    Overlong,
-    Settler,
     Skipped,
     Span,
     TimeKey,
     digest,
     dumps,
-    entry,
-    iter_result_files,
     loads,
     newest,
-    outranks,
     parse,
-    parse_upgraded,
-    previous_status,
-    read_lines,
     record_data,
-    run_attempts,
     store_of_file,
     time_key,
-    timeline,
 )
 from repromatrix.store.record import Result
 
@@ -86,18 +72,12 @@ def recorded_root(root: Path | str, file: str) -> str:
     return folder if inside else root
 
 
-def _replaces(e: Entry, current: _Latest | None) -> bool:
-    """Whether ``e`` becomes its cell's shown record (``store.reader.outranks``)."""
-    return current is None or outranks(e, current.evidence, current.time)
-
-
 @dataclass
 class Reduced:
     """What the report reads from the store."""
 
     latest: dict[str, _Latest] = field(default_factory=dict)   # raw latest line per cell
-    seen: dict[str, list[Entry]] = field(default_factory=dict)  # every kept record per cell
-    settled: dict[str, Settled] = field(default_factory=dict)  # or its history, from the index
+    settled: dict[str, Settled] = field(default_factory=dict)  # its history, from the index
     _histories: dict[str, CellHistory] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
@@ -107,47 +87,33 @@ class Reduced:
     cache: RenderCache | None = None  # the report's own (summaries, pieces), beside its page
     _new: list[tuple[str, bytes]] = field(default_factory=list)
 
-    def _settled(self, cell: str) -> CellHistory | None:
-        found = self.settled.get(cell)
-        if found is None:
-            return None
+    def _settled(self, cell: str) -> CellHistory:
         if cell not in self._histories:
-            self._histories[cell] = found.history()
+            self._histories[cell] = self.settled[cell].history()
         return self._histories[cell]
 
     def previous(self, cell: str) -> str:
         """The status of the cell's latest record from a run other than its latest run."""
-        settled = self._settled(cell)
-        if settled is not None:
-            return settled.previous
-        return previous_status(self.seen.get(cell, ()), self.latest[cell].time[2])
+        return self._settled(cell).previous
 
     def timeline(self, cell: str) -> list[Span]:
         """The cell's timeline (``store.reader.timeline``)."""
-        settled = self._settled(cell)
-        return settled.spans if settled is not None else timeline(self.seen.get(cell, ()))
+        return self._settled(cell).spans
 
     def attempts(self, cell: str) -> dict[str, int] | None:
         """The statuses of its shown run's attempts when they disagree (a flaky cell)."""
-        settled = self._settled(cell)
-        if settled is not None:
-            return settled.attempts
-        return run_attempts(self.seen.get(cell, ()), self.latest[cell].time[2])
+        return self._settled(cell).attempts
 
     def history_digest(self, cell: str) -> str:
-        """A digest of the cell's history the index keeps ("" when it was worked out here)."""
-        found = self.settled.get(cell)
-        return "" if found is None else found.digest
+        """A digest of the cell's history the index keeps."""
+        return self.settled[cell].digest
 
     def feed_cells(self, keep: Callable[[str], bool], limit: int) -> list[str]:
         """The cells ``keep`` shows that may hold one of the ``limit`` newest status changes
-        (``status_changes``, whose order is (time, cell)), in cell order: all of them, except
-        for a store read through its histories, where only the ``limit`` cells whose newest
-        change comes last in that order (those ``limit`` changes come after any other
-        cell's, so no other cell's change can be among the newest ``limit``)."""
+        (``status_changes``, whose order is (time, cell)), in cell order: the ``limit`` cells
+        whose newest change comes last in that order (those ``limit`` changes come after any
+        other cell's, so no other cell's change can be among the newest ``limit``)."""
         cells = [c for c in self.latest if keep(c)]
-        if not cells or len(self.settled) < len(self.latest):
-            return cells
         return newest_changed(cells, [self.settled[c].changed_at for c in cells], limit)
 
     def store(self, cell: str) -> str:
@@ -251,66 +217,58 @@ class Sink(Protocol):
 def reduce_records(paths: Iterable[Path | str], sink: Sink | None = None,
                    summary_version: str = "", cache: RenderCache | None = None
                    ) -> Iterator[Reduced]:
-    """Every record under ``paths``: the latest per cell and what history needs (the
-    indexes stay open inside the ``with`` block, for ``Reduced.summaries``).
+    """Every record under ``paths``: the latest per cell and what history needs (the index
+    stays open inside the ``with`` block, for ``Reduced.summaries``).
 
-    A folder is read through its index (``store.index``: the key fields of every record
-    come from SQLite, and only the latest line of each cell is read back from the files,
-    unless the index keeps that record's summary of ``summary_version``); a file given on
-    its own, or one no index covers, is streamed."""
+    One store folder is read through its index (``store.index``), anything else through a
+    temporary index of every file given (``MergedIndex``): each cell from the history the
+    index settled (no record line parsed; only the latest line of each cell is read back
+    from the files, unless the report's cache keeps that record's summary of
+    ``summary_version``)."""
     paths = list(paths)
-    files, missing = iter_result_files(paths)
-    out = Reduced(skipped=list(missing), summary_version=summary_version, cache=cache)
-    settler = Settler()
+    out = Reduced(summary_version=summary_version, cache=cache)
     with contextlib.ExitStack() as stack:
-        covered: dict[Path, tuple[StoreIndex, str, int]] = {}
-        for p in paths:
-            if Path(p).is_dir():
-                index = stack.enter_context(StoreIndex.open(p))
-                for name, (_, lines) in index.files().items():
-                    covered.setdefault(Path(name).resolve(), (index, name, lines))
-        if SETTLED and len(paths) == 1 and covered and covers_exactly(index, files):
-            with index.snapshot():  # the check and the reads see one state of the index
-                settled = index.settleable() and _read_settled(index, out, sink)
-            if settled:
-                if sink is not None:  # (a file found changed is marked: a write, so not inside)
-                    sink.close(out.skipped, out.conflicts)
-                index.keep_chains()
-                yield out
-                return
-        indexed = _IndexedFiles()
-        for path in files:
-            found = covered.get(path.resolve())
-            if found is None:
-                _read(path, out, settler, sink)
-            else:
-                indexed.read(*found, out, settler, sink)
-        kept, out.conflicts = settler.finish()
-        out.records = len(kept)
-        for e in kept:
-            out.seen.setdefault(e.cell, []).append(e)
-        if sink is not None:
+        if len(paths) == 1 and Path(paths[0]).is_dir():
+            index: StoreIndex = stack.enter_context(StoreIndex.open(paths[0]))
+            out.mark = index.history_mark()
+        else:
+            index, missing = MergedIndex.over(paths)
+            stack.enter_context(index)
+            out.skipped.extend(missing)
+        with index.snapshot():  # the histories and the files' rows: one state of the index
+            _read_settled(index, out, sink)
+        if sink is not None:  # (a file found changed is marked: a write, so not inside)
             sink.close(out.skipped, out.conflicts)
+        index.keep_chains()
         yield out
 
 
-SETTLED = True  # read one store through its cells' settled histories (tests turn it off)
-
-
-def _read_settled(index: StoreIndex, out: Reduced, sink: Sink | None) -> bool:
-    """One store whose every record is the only one of its kind (``StoreIndex.settleable``:
-    no copy, no conflict): each cell from the history its index keeps
-    (``StoreIndex.histories``); each file that is exactly its records copied whole to the
-    sink, any other (blank, damaged or older-schema lines) its records' lines only (the sink
-    is closed by the caller, outside the read transaction). What the general path works out
-    from every record, from one row per cell. True (done)."""
+def _read_settled(index: StoreIndex, out: Reduced, sink: Sink | None) -> None:
+    """Each cell from the history its index keeps (``StoreIndex.histories``); each file that
+    is exactly its records copied whole to the sink, any other (blank, damaged, copied or
+    older-schema lines) its records' lines only (the sink is closed by the caller, outside
+    the read transaction); the conflicts, in the order a reader of the files meets them."""
     stores: dict[str, str] = {}
-    out.mark = index.history_mark()
+    conflicts: list[Conflict] = []
     for settled in index.histories():
         add_settled(index, out, settled, stores)
         out.records += settled.kept
-    sink_files(index, out, sink)
-    return True
+        if settled.conflicts:
+            conflicts.extend(out._settled(settled.shown.cell).conflicts)
+    blocks = sink_files(index, out, sink)
+    out.conflicts = in_reading_order(conflicts, [b.path for b in blocks])
+
+
+def in_reading_order(conflicts: list[Conflict], files: list[str]) -> list[Conflict]:
+    """``conflicts`` as ``store.reader.Settler`` lists them for the whole of ``files``: those
+    within a run by where their first record is, then those between stores in cell order."""
+    rank = {name: n for n, name in enumerate(files)}
+
+    def place(c: Conflict) -> tuple[int, int]:
+        name, _, line = c.sources[0].rpartition(":")
+        return rank.get(name, -1), int(line or 0)
+    return sorted((c for c in conflicts if not c.cache_key), key=place) + \
+        [c for c in conflicts if c.cache_key]
 
 
 def add_settled(index: StoreIndex, out: Reduced, settled: Settled, stores: dict[str, str]) -> None:
@@ -318,74 +276,39 @@ def add_settled(index: StoreIndex, out: Reduced, settled: Settled, stores: dict[
     e = settled.shown
     store = stores.get(settled.file)
     if store is None:
-        store = stores[settled.file] = recorded_root(index.root, settled.file)
+        origin = index.origin(settled.file)
+        store = stores[settled.file] = "" if origin is None else recorded_root(origin, settled.file)
     out.latest[e.cell] = _Latest(time_key(e), b"", (index, settled.where), evidence=e.evidence,
                                  store=store, digest=e.digest)
     out.settled[e.cell] = settled
 
 
-def sink_files(index: StoreIndex, out: Reduced, sink: Sink | None) -> None:
+def sink_files(index: StoreIndex, out: Reduced, sink: Sink | None) -> list[Block]:
     """Every file ``index`` covers to ``sink`` (see ``_read_settled``), and the lines it
-    skipped to ``out``."""
+    skipped to ``out``; the files (``StoreIndex.blocks``)."""
     skipped = _skipped_by_file(index)
-    for block in index.blocks():
+    blocks = index.blocks()
+    for block in blocks:
         out.skipped.extend(skipped.get(block.path, []))
         if sink is None or block.last is None:
             continue
-        if block.count == block.lines and not block.older:
+        if block.copies:  # the lines of its records that are not copies of an earlier one
+            places = [w for w in index.places(block.file, copies=False)
+                      if w.offset <= block.last.offset]
+            sink.add_lines([w.digest for w in places], lambda b=block, p=places: _record_lines(
+                index, b.path, p))
+        elif block.count == block.lines and not block.older:
             sink.add_file(block.count, block.chain,
                           lambda b=block: _chunks(index, Path(b.path), b.last))  # type: ignore[arg-type]
         else:  # its records' lines only (not lines added since), read back when written
             sink.add_records(block.count, block.chain, lambda b=block: _record_lines(
                 index, b.path, index.places(b.file)[:b.count]))
+    return blocks
 
 
 def covers_exactly(index: StoreIndex, files: Iterable[Path]) -> bool:
     """Whether ``files`` (those a walk of the store finds) are the files ``index`` covers."""
     return {f.resolve() for f in files} == {Path(n).resolve() for n in index.files()}
-
-
-class _IndexedFiles:
-    """The files an index covers, read from its tables; latest lines read back at the end."""
-
-    def __init__(self) -> None:
-        self.entries: dict[StoreIndex, dict[str, list[tuple[Entry, Where]]]] = {}
-        self.skipped: dict[StoreIndex, dict[str, list[Skipped]]] = {}
-
-    def _of(self, index: StoreIndex) -> dict[str, list[tuple[Entry, Where]]]:
-        if index not in self.entries:
-            names = {fid: name for name, (fid, _) in index.files().items()}
-            self.entries[index] = {names[fid]: list(rows) for fid, rows in  # in file order
-                                   itertools.groupby(index.entries(), key=lambda r: r[1].file)}
-            self.skipped[index] = _skipped_by_file(index)
-        return self.entries[index]
-
-    def read(self, index: StoreIndex, name: str, lines: int, out: Reduced, settler: Settler,
-             sink: Sink | None) -> None:
-        rows = self._of(index).get(name, [])
-        out.skipped.extend(self.skipped[index].get(name, []))
-        store = recorded_root(index.root, name)
-        new = [(e, where) for e, where in rows if settler.add(e)]
-        for e, where in new:
-            if _replaces(e, out.latest.get(e.cell)):
-                out.latest[e.cell] = _Latest(time_key(e), b"", (index, where), evidence=e.evidence,
-                                             store=store, digest=e.digest)
-        if sink is None or not new:
-            return
-        if len(new) == len(rows) == lines and not any(w.upgraded for _, w in new):
-            count, chain = index.chain(rows[-1][1].file)
-            if count == len(rows):
-                sink.add_file(count, chain, lambda: _chunks(index, Path(name), rows[-1][1]))
-                return
-        _lines_to_sink(index, name, new, sink)
-
-
-def _lines_to_sink(index: StoreIndex, name: str, rows: list[tuple[Entry, Where]],
-                   sink: Sink) -> None:
-    """``rows`` of file ``name`` to the sink, read back in one pass when the sink writes them
-    (``_record_lines``)."""
-    sink.add_lines([e.digest for e, _ in rows],
-                   lambda: _record_lines(index, name, [where for _, where in rows]))
 
 
 def _record_lines(index: StoreIndex, name: str, places: Iterable[Where]) -> list[bytes]:
@@ -437,35 +360,6 @@ def _chunks(index: StoreIndex, path: Path, last: Where, size: int = 1 << 22) -> 
             yield fh.read(min(size, end - fh.tell()))
     if not tail.endswith(b"\n"):
         yield b"\n"
-
-
-def _read(path: Path, out: Reduced, settler: Settler, sink: Sink | None) -> None:
-    name = str(path)
-    try:
-        with path.open("rb") as fh:
-            number = 0
-            for raw in read_lines(fh):
-                number += 1
-                if isinstance(raw, Overlong):
-                    out.skipped.append(Skipped(name, number, raw.reason()))
-                    continue
-                if not raw.strip():
-                    continue
-                parsed = parse_upgraded(raw, name, number)
-                if isinstance(parsed, Skipped):
-                    out.skipped.append(parsed)
-                    continue
-                data, upgraded = parsed
-                e = entry(data, raw, f"{name}:{number}")
-                if not settler.add(e):
-                    continue  # the same record shipped twice counts once
-                if sink is not None:
-                    sink.add(None if upgraded else raw.rstrip(b"\n"), data, e.digest)
-                if _replaces(e, out.latest.get(e.cell)):
-                    out.latest[e.cell] = _Latest(time_key(e), raw, evidence=e.evidence,
-                                                 digest=e.digest)
-    except OSError as exc:
-        out.skipped.append(Skipped(name, 0, f"cannot read: {exc.strerror or exc}"))
 
 
 def status_changes(timelines: Mapping[str, list[Span]], limit: int = 200

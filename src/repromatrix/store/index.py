@@ -49,7 +49,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .index_db import FORMAT, INDEX_NAME, connect, remove_db
+from .index_db import FORMAT, INDEX_NAME, connect, remove_db, transaction
 from .index_files import (
     file_rows,
     forget_rows,
@@ -80,6 +80,8 @@ class StoreIndex:
     def __init__(self, root: Path | str, db: Path | str | None = None) -> None:
         self.root = Path(root)
         self.db = Path(db) if db is not None else self.root / INDEX_NAME
+        self.prefix = root_of(self.root)  # a file's name: this, then its path in ``files``
+        self._by_id = False  # files are in the order of their ids (else of their paths' parts)
         self._lock = threading.RLock()
         self._tmp: str | None = None
         self._conn = connect(self.db)
@@ -124,14 +126,8 @@ class StoreIndex:
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+        with self._lock, transaction(self._conn) as conn:
+            yield conn
 
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         return self._execute(sql, args).fetchall()
@@ -177,10 +173,10 @@ class StoreIndex:
             for key in known.keys() - found.keys():
                 touched |= forget_rows(conn, known[key].id)
                 conn.execute("DELETE FROM files WHERE id = ?", (known[key].id,))
-            for key in sorted(found):
+            for key in (found if self._by_id else sorted(found)):
                 row, st = known.get(key), found[key]
                 if row is None or (row.size, row.mtime_ns) != (st.st_size, st.st_mtime_ns):
-                    read += read_file(conn, self.root, key, row, touched)
+                    read += read_file(conn, self.prefix, key, row, touched)
             self._settle(conn, touched)
         return read
 
@@ -188,7 +184,7 @@ class StoreIndex:
         """The latest record and the settled history of each ``touched`` cell, again."""
         if touched:
             update_cells(conn, touched)
-            settle(conn, root_of(self.root))
+            settle(conn, self.prefix, self._by_id)
 
     def _found(self) -> dict[str, os.stat_result]:
         out: dict[str, os.stat_result] = {}
@@ -216,7 +212,7 @@ class StoreIndex:
             item = parse_upgraded(line, str(path), (row.lines or 0) + 1) if row is not None else None
             if row is None or row.offset != offset or item is None or isinstance(item, Skipped):
                 touched: set[str] = set()
-                read_file(conn, self.root, key, row, touched)
+                read_file(conn, self.prefix, key, row, touched)
                 self._settle(conn, touched)
                 return
             lines = (row.lines or 0) + 1
@@ -286,7 +282,7 @@ class StoreIndex:
 
     def _settled_rows(self, where: str, args: Sequence[Any] = (),
                       cells: Sequence[str] | None = None) -> list[Settled]:
-        return settled_rows(self._execute, root_of(self.root), where, args, cells)
+        return settled_rows(self._execute, self.prefix, where, args, cells)
 
     def settleable(self) -> bool:
         """Whether every record is the only one of its kind (no copy of another record, no
@@ -302,10 +298,16 @@ class StoreIndex:
         return int(self._query("SELECT coalesce(sum(kept), 0) FROM histories")[0][0])
 
     def _ordered_files(self, with_lines: bool = False) -> list[Any]:
-        """(file id, path) of every indexed file, in ``walk_jsonl``'s order (by path parts);
-        ``with_lines``: (file id, path, lines read)."""
+        """(file id, path) of every indexed file, in ``walk_jsonl``'s order (by path parts;
+        by id for an index whose files were given in order); ``with_lines``: (file id, path,
+        lines read)."""
         return sorted(self._query("SELECT id, path, lines FROM files" if with_lines else
-                                  "SELECT id, path FROM files"), key=lambda r: r[1].split("/"))
+                                  "SELECT id, path FROM files"),
+                      key=(lambda r: r[0]) if self._by_id else (lambda r: r[1].split("/")))
+
+    def origin(self, name: str) -> Path | None:
+        """The store folder file ``name`` was found in (None: a file given on its own)."""
+        return self.root
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -321,7 +323,7 @@ class StoreIndex:
     def blocks(self) -> list[Block]:
         """Each indexed file, in ``walk_jsonl``'s order (``Block``). Reads only (use inside
         ``snapshot``); ``keep_chains`` keeps the digests worked out."""
-        root = str(self.root) + os.sep
+        root = self.prefix
         out = []
         for fid, path, lines in self._ordered_files(with_lines=True):
             count, chain = self._chain(fid)
@@ -329,10 +331,12 @@ class StoreIndex:
                     offset, length, line, dig, upgraded in self._query(
                         "SELECT offset, length, line, digest, upgraded FROM records "
                         "WHERE file = ? ORDER BY offset DESC LIMIT 1", (fid,))]
-            older = self._query("SELECT count(*) FROM records WHERE file = ? AND upgraded",
-                                (fid,))[0][0] if last else 0
+            older, copies = self._query(
+                "SELECT (SELECT count(*) FROM records WHERE file = ?1 AND upgraded), "
+                "(SELECT count(*) FROM records WHERE file = ?1 AND copy)", (fid,))[0] \
+                if last else (0, 0)
             out.append(Block(fid, root + path, lines, count, chain, last[0] if last else None,
-                             older))
+                             older, copies))
         return out
 
     def _chain(self, fid: int, conn: sqlite3.Connection | None = None) -> tuple[int, str]:
@@ -369,7 +373,7 @@ class StoreIndex:
         """Every line the loader would skip, and why (file, line, reason)."""
         rows = self._query("SELECT f.path, s.line, s.reason FROM skipped s JOIN files f "
                            "ON f.id = s.file ORDER BY f.path, s.line")
-        root = str(self.root) + os.sep  # each file named as ``files`` and ``blocks`` name it
+        root = self.prefix  # each file named as ``files`` and ``blocks`` name it
         return [Skipped(root + p, line, reason) for p, line, reason in rows]
 
     def _in_cells(self, cells: Iterable[str]) -> None:
@@ -391,23 +395,24 @@ class StoreIndex:
             "SELECT r.run_id, r.cell, r.attempt, r.status, r.cache_key, r.finished_at, "
             "r.started_at, r.digest, f.path, r.line, r.file, r.offset, r.length, r.upgraded, "
             "r.evidence FROM records r JOIN files f ON f.id = r.file ORDER BY f.path, r.offset")
-        root = str(self.root) + os.sep
+        root = self.prefix
         return [(Entry(run, cell, attempt, status, key, fin, start, dig, f"{root}{path}:{line}",
                        evidence or ""),
                  Where(fid, offset, length, line, dig, bool(upgraded)))
                 for run, cell, attempt, status, key, fin, start, dig, path, line, fid, offset, length,
                 upgraded, evidence in rows]
 
-    def places(self, file: int) -> list[Where]:
-        """Where each record of file ``file`` is, in line order (``read_lines`` reads them)."""
+    def places(self, file: int, copies: bool = True) -> list[Where]:
+        """Where each record of file ``file`` is, in line order (``read_lines`` reads them);
+        ``copies=False``: not those its cell's history dropped as copies of another."""
         return [Where(file, offset, length, line, dig, bool(upgraded))
                 for offset, length, line, dig, upgraded in self._query(
                     "SELECT offset, length, line, digest, upgraded FROM records WHERE file = ? "
-                    "ORDER BY offset", (file,))]
+                    f"{'' if copies else 'AND NOT copy '}ORDER BY offset", (file,))]
 
     def files(self) -> dict[str, tuple[int, int]]:
         """Every indexed file (its path) -> (file id, lines read): what ``entries`` covers."""
-        root = str(self.root) + os.sep
+        root = self.prefix
         return {root + path: (fid, lines) for fid, path, lines in
                 self._query("SELECT id, path, lines FROM files")}
 
@@ -425,12 +430,12 @@ class StoreIndex:
                         for old in handles.values():
                             old.close()
                         handles.clear()
-                    fh = handles[fid] = (self.root / paths[fid]).open("rb")
+                    fh = handles[fid] = open(self.prefix + paths[fid], "rb")  # noqa: SIM115
                 fh.seek(offset)
                 raw = fh.read(length)
                 if digest(raw) != want:
                     self._forget_file(fid)
-                    raise StaleIndex(f"{self.root / paths[fid]}:{line} changed since it was "
+                    raise StaleIndex(f"{self.prefix}{paths[fid]}:{line} changed since it was "
                                      f"indexed: open the index again (StoreIndex.open)")
                 yield key, raw
         finally:

@@ -12,6 +12,7 @@ import contextlib
 import os
 import sqlite3
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 INDEX_NAME = ".index.sqlite"
@@ -27,11 +28,13 @@ CREATE TABLE IF NOT EXISTS files (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT N
 CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY, file INTEGER NOT NULL,
     line INTEGER, offset INTEGER, length INTEGER, run_id TEXT, cell TEXT, attempt INTEGER,
     stack_id TEXT, repro TEXT, status TEXT, cache_key TEXT, started_at TEXT, finished_at TEXT, signature TEXT,
-    workaround TEXT, digest TEXT, upgraded INTEGER, evidence TEXT);
+    workaround TEXT, digest TEXT, upgraded INTEGER, evidence TEXT,
+    copy INTEGER DEFAULT 0);  -- copy: its cell's history dropped it as a copy of another
 CREATE INDEX IF NOT EXISTS records_by_cell
     ON records (cell, finished_at DESC, started_at DESC, run_id DESC);  -- LATER_SQL
 CREATE INDEX IF NOT EXISTS records_by_file ON records (file, offset);
 CREATE INDEX IF NOT EXISTS records_upgraded ON records (file) WHERE upgraded;  -- blocks()
+CREATE INDEX IF NOT EXISTS records_copies ON records (file) WHERE copy;  -- blocks()
 CREATE TABLE IF NOT EXISTS skipped (file INTEGER, line INTEGER, reason TEXT,
     PRIMARY KEY (file, line));
 CREATE TABLE IF NOT EXISTS histories (cell TEXT PRIMARY KEY, record INTEGER, data BLOB,
@@ -66,29 +69,47 @@ def connect(db: Path) -> sqlite3.Connection:
 def _prepared(conn: sqlite3.Connection) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")  # the JSONL files are fsynced; this is derived
+    was = lay_out(conn, SCHEMA, FORMAT, TABLES,
+                  ["INSERT OR IGNORE INTO meta VALUES ('epoch', lower(hex(randomblob(8))))",
+                   "INSERT OR IGNORE INTO meta VALUES ('seq', '0')"])
+    if was not in (None, FORMAT):
+        conn.execute("VACUUM")  # an older format's report cache was most of the file
+    return conn
+
+
+def lay_out(conn: sqlite3.Connection, schema: str, fmt: str, tables: Sequence[str],
+            then: Sequence[str] = ()) -> str | None:
+    """Make the tables of ``schema`` (``tables`` dropped first when ``meta`` holds a format
+    other than ``fmt``) and note ``fmt``, then run ``then``, in one transaction; the format
+    found (None: a new database)."""
     version = None
     with contextlib.suppress(sqlite3.OperationalError):
         row = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
         version = row[0] if row else None
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        if version not in (None, FORMAT):
-            for table in TABLES:
+    with transaction(conn):
+        if version not in (None, fmt):
+            for table in tables:
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
-        for statement in SCHEMA.split(";"):
+        for statement in schema.split(";"):
             if statement.strip():
                 conn.execute(statement)
-        conn.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (FORMAT,))
-        conn.execute("INSERT OR IGNORE INTO meta VALUES ('epoch', ?)", (os.urandom(8).hex(),))
-        conn.execute("INSERT OR IGNORE INTO meta VALUES ('seq', '0')")
-        conn.execute("COMMIT")
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (fmt,))
+        for statement in then:
+            conn.execute(statement)
+    return version
+
+
+@contextlib.contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One ``BEGIN IMMEDIATE`` transaction: committed, or rolled back on any exception."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
     except BaseException:
         with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
         raise
-    if version not in (None, FORMAT):
-        conn.execute("VACUUM")  # an older format's report cache was most of the file
-    return conn
+    conn.execute("COMMIT")
 
 
 def _prepared_when_free(conn: sqlite3.Connection) -> sqlite3.Connection:

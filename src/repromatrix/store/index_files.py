@@ -32,11 +32,11 @@ def file_rows(conn: sqlite3.Connection, where: str = "", args: tuple[Any, ...] =
         f"SELECT {FileRow.cols()} FROM files {where}", args))}
 
 
-def read_file(conn: sqlite3.Connection, root: Path, key: str, known: FileRow | None,
+def read_file(conn: sqlite3.Connection, prefix: str, key: str, known: FileRow | None,
               touched: set[str]) -> int:
-    """Index file ``key`` (relative to ``root``) from where the index stopped (or from the
+    """Index file ``key`` (named ``prefix + key``) from where the index stopped (or from the
     start when it was rewritten); the number of lines read."""
-    path = root / key
+    path = Path(prefix + key)
     try:
         fh = path.open("rb")
     except OSError:

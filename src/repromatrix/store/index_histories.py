@@ -37,14 +37,15 @@ class Settled(NamedTuple):
     data: bytes
     root: str
     first: tuple[int, int] = (0, 0)  # (file id, offset) of its first record: the cells' order
+    conflicts: int = 0  # how many conflicts its history holds
 
     def history(self) -> CellHistory:
         previous, spans, attempts, kept, conflicts = loads(self.data)
         root = self.root
         return CellHistory(self.shown, previous, [Span(*s) for s in spans], attempts, kept,
                            [Conflict(run_id, c, tuple(root + x for x in sources), tuple(statuses),
-                                     root + kept_at)
-                            for run_id, c, sources, statuses, kept_at in conflicts])
+                                     root + kept_at, key)
+                            for run_id, c, sources, statuses, kept_at, key in conflicts])
 
 
 class HistoryRow(NamedTuple):
@@ -89,27 +90,33 @@ _MET = ("SELECT r.cell, r.id, r.run_id, r.attempt, r.status, r.cache_key, r.fini
 _INSERT = f"INSERT INTO histories VALUES ({', '.join('?' * len(HistoryRow._fields))})"
 
 
-def settle(conn: sqlite3.Connection, root: str) -> None:
+def settle(conn: sqlite3.Connection, root: str, by_id: bool = False) -> None:
     """Settle again the records of each cell in the temporary table ``touched`` (filled by
-    ``store.index_files.update_cells``) into its ``histories`` row; ``root`` ends in a
-    separator."""
+    ``store.index_files.update_cells``) into its ``histories`` row, and mark the records it
+    dropped as copies; ``root`` names the files (their prefix), ``by_id``: files are met in
+    the order of their ids (else of their paths' parts, as ``walk_jsonl`` orders them)."""
     conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'seq'")
     seq = int(conn.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
     conn.execute("DELETE FROM histories WHERE cell IN (SELECT cell FROM touched)")
+    conn.execute("UPDATE records SET copy = 0 WHERE copy AND cell IN (SELECT cell FROM touched)")
     rows = map(_Met._make, conn.execute(_MET))  # streamed: one cell's records held at a time
     out: list[HistoryRow] = []
+    copies: list[tuple[int]] = []
     for cell, group in itertools.groupby(rows, key=lambda r: r.cell):
-        out.append(_settled_row(cell, group, root, seq))
+        out.append(_settled_row(cell, group, root, seq, by_id, copies))
         if len(out) >= _BATCH:
             conn.executemany(_INSERT, out)
             out.clear()
     conn.executemany(_INSERT, out)
+    conn.executemany("UPDATE records SET copy = 1 WHERE id = ?", copies)
 
 
-def _settled_row(cell: str, group: Iterator[_Met], root: str, seq: int) -> HistoryRow:
+def _settled_row(cell: str, group: Iterator[_Met], root: str, seq: int, by_id: bool,
+                 copies: list[tuple[int]]) -> HistoryRow:
     # in the order a reader of the files meets them: files by path parts, as walk_jsonl
     # sorts them ('h/…' before 'h-2/…'), then by place in the file
-    met = sorted(group, key=lambda r: (r.path.split("/"), r.offset))
+    met = sorted(group, key=(lambda r: (r.file, r.offset)) if by_id else
+                 (lambda r: (r.path.split("/"), r.offset)))
     by_source = {f"{root}{r.path}:{r.line}": r for r in met}
     settled = settle_cell(Entry(r.run_id, cell, r.attempt, r.status, r.cache_key, r.finished_at,
                                 r.started_at, r.digest, source, r.evidence or "")
@@ -117,7 +124,9 @@ def _settled_row(cell: str, group: Iterator[_Met], root: str, seq: int) -> Histo
     cut = len(root)
     data = dumps([settled.previous, [list(s) for s in settled.spans], settled.attempts,
                   settled.kept, [[c.run_id, c.cell, [x[cut:] for x in c.sources],
-                                  list(c.statuses), c.kept[cut:]] for c in settled.conflicts]])
+                                  list(c.statuses), c.kept[cut:], c.cache_key]
+                                 for c in settled.conflicts]])
+    copies.extend((by_source[source].id,) for source in settled.copies)
     return HistoryRow(cell=cell, record=by_source[settled.shown.source].id, data=data,
                       digest=hashlib.sha1(data).hexdigest(), kept=settled.kept,
                       conflicts=len(settled.conflicts),
@@ -149,11 +158,12 @@ class _Shown(NamedTuple):
     offset: int
     length: int
     upgraded: int
+    conflicts: int
 
 
 _SHOWN = ("SELECT h.cell, h.data, h.digest, h.kept, h.changed_at, h.first_file, h.first_offset, "
           "r.run_id, r.attempt, r.status, r.cache_key, r.finished_at, r.started_at, r.digest, "
-          "f.path, r.line, r.evidence, r.file, r.offset, r.length, r.upgraded "
+          "f.path, r.line, r.evidence, r.file, r.offset, r.length, r.upgraded, h.conflicts "
           "FROM histories h JOIN records r ON r.id = h.record JOIN files f ON f.id = r.file ")
 
 
@@ -170,7 +180,7 @@ def _as_settled(s: _Shown, root: str) -> Settled:
                          s.started_at, s.rdigest, f"{root}{s.path}:{s.line}", s.evidence or ""),
                    Where(s.file, s.offset, s.length, s.line, s.rdigest, bool(s.upgraded)),
                    root + s.path, s.kept, s.changed_at, s.digest, s.data, root,
-                   (s.first_file, s.first_offset))
+                   (s.first_file, s.first_offset), s.conflicts)
 
 
 def root_of(path: os.PathLike[str] | str) -> str:

@@ -47,6 +47,7 @@ class RecordRow(NamedTuple):
     digest: str
     upgraded: int
     evidence: str
+    copy: int = 0  # its cell's history dropped it as a copy of another record
 
     @staticmethod
     def cols() -> str:
@@ -91,7 +92,8 @@ class Block(NamedTuple):
     """One indexed file (``StoreIndex.blocks``): its id and path, the lines read, how many
     of them are records, a digest of their digests in line order (``StoreIndex.chain``),
     where its last record is (None: it holds none), and how many records are in an older
-    schema. ``lines == count`` and none older: the file is exactly its records."""
+    schema, and how many are copies of another record (left out of what is read). ``lines ==
+    count`` and none older or a copy: the file is exactly its records."""
 
     file: int
     path: str
@@ -100,3 +102,4 @@ class Block(NamedTuple):
     chain: str
     last: Where | None
     older: int
+    copies: int = 0

@@ -482,7 +482,7 @@ def outranks(e: Entry, evidence: str, time: TimeKey) -> bool:
 class CellHistory(NamedTuple):
     """One cell's records, settled: the record shown, the status of its latest other run,
     its timeline, its latest run's attempts when they disagree, how many records it kept,
-    and its conflicts (within one store)."""
+    its conflicts, and the sources of the entries dropped as copies of another."""
 
     shown: Entry
     previous: str
@@ -490,6 +490,7 @@ class CellHistory(NamedTuple):
     attempts: dict[str, int] | None
     kept: int
     conflicts: list[Conflict]
+    copies: tuple[str, ...] = ()
 
 
 def settle_cell(entries: Iterable[Entry], canonical_of: Callable[[Entry], str] | None = None
@@ -499,14 +500,17 @@ def settle_cell(entries: Iterable[Entry], canonical_of: Callable[[Entry], str] |
     for a whole store (``report.load``)."""
     settler = Settler(canonical_of)
     shown: Entry | None = None
+    copies = []
     for e in entries:
-        if settler.add(e) and (shown is None or outranks(e, shown.evidence, time_key(shown))):
+        if not settler.add(e):
+            copies.append(e.source)
+        elif shown is None or outranks(e, shown.evidence, time_key(shown)):
             shown = e
     kept, conflicts = settler.finish()
     if shown is None:
         raise ValueError("settle_cell needs at least one entry")
     return CellHistory(shown, previous_status(kept, shown.run_id), timeline(kept),
-                       run_attempts(kept, shown.run_id), len(kept), conflicts)
+                       run_attempts(kept, shown.run_id), len(kept), conflicts, tuple(copies))
 
 
 def previous_status(kept: Iterable[Entry], run_id: str) -> str:

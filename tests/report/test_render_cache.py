@@ -1,0 +1,95 @@
+"""The report's own cache beside its page (``report.cache``): its format is its own, and a
+store with no index yet renders what a store with its index renders."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from repromatrix.cli import main
+from repromatrix.report import cache as cache_mod
+from repromatrix.report.cache import CACHE_NAME, RenderCache
+from repromatrix.report.kept import KEPT_NAME
+from repromatrix.report.render import render_site
+from repromatrix.store.index import INDEX_NAME
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "results"
+NOW = datetime(2026, 11, 26, 12, 0, tzinfo=timezone.utc)
+
+
+def site_files(out: Path) -> dict[str, bytes]:
+    """Every file of a rendered site but the render's own caches (dot files)."""
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(out).parts)}
+
+
+def index_meta(store: Path) -> dict[str, str]:
+    with sqlite3.connect(store / INDEX_NAME) as db:
+        return dict(db.execute("SELECT key, value FROM meta"))
+
+
+def test_a_report_cache_of_another_format_is_made_anew_and_the_store_index_left_alone(
+        tmp_path, monkeypatch):
+    store = tmp_path / "store"
+    shutil.copytree(DATA / "every_status", store)
+    out = tmp_path / "site"
+    render_site([store], out, now=NOW)
+    page, before = site_files(out), index_meta(store)
+    with sqlite3.connect(out / CACHE_NAME) as db:
+        assert db.execute("SELECT count(*) FROM pieces").fetchone()[0] > 0
+    monkeypatch.setattr(cache_mod, "FORMAT", cache_mod.FORMAT + "-next")  # the report changed
+    (out / KEPT_NAME).unlink()  # (else the render patches, reading no pieces)
+    render_site([store], out, now=NOW)
+    with sqlite3.connect(out / CACHE_NAME) as db:
+        meta = dict(db.execute("SELECT key, value FROM meta"))
+        cells = db.execute("SELECT count(*) FROM pieces").fetchone()[0]
+    assert meta["format"] == cache_mod.FORMAT and cells > 0  # made anew, and filled again
+    assert index_meta(store) == before  # the same index: format, epoch and settlings
+    assert site_files(out) == page
+
+
+def test_summaries_of_records_no_longer_shown_go_once_they_are_a_tenth_of_the_table(tmp_path):
+    """keep_summaries does not scan the table on every render: the summaries of records no
+    cell shows any more, or of another version, go once they outnumber a tenth of the cells
+    (and 100), and every cell's shown record keeps its own."""
+    shown = [f"{n:040x}" for n in range(1000, 1200)]
+    with RenderCache(tmp_path / CACHE_NAME) as cache:
+        cache.keep_summaries([(f"{d}:v1", b"{}") for d in shown], "v1", shown)
+        cache.keep_summaries([(f"{'0' * 40}:v1", b"{}")], "v1", shown)  # one stale: it stays
+        assert len(cache.summaries(f"{d}:v1" for d in [*shown, "0" * 40])) == 201
+        stale = [(f"{n:040d}:v1", b"{}") for n in range(1, 121)]  # past the threshold: all go
+        cache.keep_summaries(stale, "v1", shown)
+        assert set(cache.summaries(f"{d}:v1" for d in [*shown, "0" * 40])) == \
+            {f"{d}:v1" for d in shown}
+        cache.keep_summaries([(f"{d}:v2", b"{}") for d in shown], "v2", shown)  # a new version
+        assert not cache.summaries(f"{d}:v1" for d in shown)
+        assert len(cache.summaries(f"{d}:v2" for d in shown)) == 200
+
+
+@pytest.mark.parametrize("name", ["every_status", "damaged", "hostile"])
+def test_a_store_with_no_index_yet_renders_what_it_renders_with_its_index(
+        name, tmp_path, monkeypatch):
+    """``repromatrix report`` on a store written as files (as one restored from a git branch
+    is: no ``.index.sqlite``) writes the page a store with its index writes, byte for byte."""
+
+    class Clock(datetime):
+        @classmethod
+        def now(cls, tz=None):  # noqa: ANN001, ANN206 - datetime's own signature
+            return NOW
+
+    monkeypatch.setattr("repromatrix.report.render.datetime", Clock)
+    monkeypatch.chdir(tmp_path)
+    store = tmp_path / "store"
+    shutil.copytree(DATA / name, store)
+    assert main(["report", "--results", "store", "--out", "warm-up"]) == 0  # the index made
+    assert (store / INDEX_NAME).exists()
+    assert main(["report", "--results", "store", "--out", "with-index"]) == 0
+    for path in store.glob(INDEX_NAME + "*"):
+        path.unlink()  # as a store restored from a git branch is
+    assert main(["report", "--results", "store", "--out", "no-index"]) == 0
+    assert site_files(tmp_path / "with-index") and \
+        site_files(tmp_path / "with-index") == site_files(tmp_path / "no-index")

@@ -19,6 +19,7 @@ class Sample:
     peak_rss_mb: float
     rc: int
     output: str
+    cpu_s: float = 0.0  # user + system seconds of the process (its own, wait4)
 
 
 def measure(cmd: Sequence[str], env: Mapping[str, str] | None = None,
@@ -32,7 +33,8 @@ def measure(cmd: Sequence[str], env: Mapping[str, str] | None = None,
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return Sample(seconds, usage.ru_maxrss / 1024, proc.returncode, out.decode("utf-8", "replace"))
+    return Sample(seconds, usage.ru_maxrss / 1024, proc.returncode, out.decode("utf-8", "replace"),
+                  usage.ru_utime + usage.ru_stime)
 
 
 def spread(values: Sequence[float], fmt: str = "{:.2f}") -> str:

@@ -1,8 +1,8 @@
 """One cell: its record's summary, its view, and the pieces of the page it decides.
 
 Flow: report.load -> **report.cell** -> report.render (assembly) -> out/.
-``record_summary`` is what only a cell's record decides (the store index keeps it per
-record). ``make_pieces`` adds what the cell's own history and the catalog decide
+``record_summary`` is what only a cell's record decides (the report's cache keeps it per
+record, ``report.cache``). ``make_pieces`` adds what the cell's own history and the catalog decide
 (previous status, timeline, flaky attempts, conflict, expectation, reproduce command)
 and renders everything of the cell that does not depend on the rest of the site:
 
@@ -14,9 +14,9 @@ and renders everything of the cell that does not depend on the rest of the site:
     detail  what the drawer shows: the start of its entry in a chunk (``report.chunks``)
     env     its environment probe as rows
 
-``pieces_key`` digests every input of those pieces, so the index keeps them
-(``StoreIndex.keep_pieces``) and a later render into any folder reuses them until one
-input changes: a render costs what changed, plus the assembly of the site.
+``pieces_key`` digests every input of those pieces, so the report's cache beside the page
+keeps them (``RenderCache.keep_pieces``) and a later render into that folder reuses them
+until one input changes: a render costs what changed, plus the assembly of the site.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from .stacks import pairing_note, stack_versions
 MESSAGE_LIMIT = 2000
 _JSON_ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)
 _HERE = Path(__file__).resolve().parent
-# record_summary's output changes only with these sources: summaries the store index
+# record_summary's output changes only with these sources: summaries the report's cache
 # keeps from an earlier render are used only when they were made by the same ones
 SUMMARY_VERSION = hashlib.sha1(b"".join(
     (_HERE.parent / name).read_bytes()
@@ -100,7 +100,7 @@ class RecordFacts(NamedTuple):
 
 
 def record_summary(rec: Result) -> dict[str, Any]:
-    """The part of a cell's view that only its record decides (JSON data: the store index
+    """The part of a cell's view that only its record decides (JSON data: the report's cache
     keeps it per record, so a render parses only records it has not summarised before)."""
     view = {
         "id": rec.cell, "stack": rec.stack_id, "repro": rec.repro,
@@ -253,7 +253,7 @@ class Pieces(NamedTuple):
 
 
 def stored_head(head: Head) -> tuple[bytes, bytes]:
-    """``head`` as the index keeps it: its data as JSON, and its markup (most of it) as its
+    """``head`` as the report's cache keeps it: its data as JSON, and its markup (most of it) as its
     parts joined by NUL, which reads back without a JSON parse (as JSON after ``\x01`` when
     a part holds a NUL itself)."""
     parts = [*head.td, *head.tr, head.csv]

@@ -55,7 +55,7 @@ class _Latest:
     time: TimeKey
     raw: bytes
     where: tuple[StoreIndex, Where] | None = None  # in an index: read back at the end
-    summary: bytes = b""  # the record's summary, when its index keeps one
+    summary: bytes = b""  # the record's summary, when the report's cache keeps one
     evidence: str = ""  # result.evidence_level: a real verdict outranks a stand-in one
     store: str = ""  # the store folder it is read from now ("" for a file read on its own)
     digest: str = ""  # of its line: the same digest, the same record
@@ -180,7 +180,7 @@ class Reduced:
         """Hand the summaries made by ``summaries`` to the cache, for the next render;
         ``whole`` (a render of every cell): what the cache keeps of other cells and records
         goes, once it is a tenth of it."""
-        if self.cache is not None:
+        if self.cache is not None and self._new:  # (nothing new: no table grew)
             with contextlib.suppress(sqlite3.Error, OSError):  # only a cache: next time, then
                 self.cache.keep_summaries(self._new, self.summary_version,
                                           [f.digest for f in self.latest.values()] if whole else ())

@@ -20,6 +20,7 @@ from .index_rows import CellKey, FileRow, RecordRow
 from .reader import LATER_SQL, Overlong, Skipped, entry, parse_upgraded, read_lines
 
 TAIL = 256  # bytes before the indexed offset that must be unchanged to read on from there
+_BATCH = 1000  # record rows inserted at once
 LATEST_ORDER = ", ".join("r." + c.strip() for c in LATER_SQL.split(",")) + ", r.file, r.offset"
 _INSERT_RECORD = (f"INSERT INTO records ({RecordRow.cols()}) "
                   f"VALUES ({', '.join('?' * len(RecordRow._fields))})")
@@ -46,6 +47,7 @@ def read_file(conn: sqlite3.Connection, prefix: str, key: str, known: FileRow | 
         fid, offset, lines, joined = _resume(conn, fh, key, known, st.st_size, touched)
         fh.seek(offset)
         read = 0
+        rows: list[RecordRow] = []  # inserted a batch at a time
         for raw in read_lines(fh):
             if isinstance(raw, Overlong):
                 conn.execute("INSERT OR REPLACE INTO skipped VALUES (?, ?, ?)",
@@ -70,11 +72,15 @@ def read_file(conn: sqlite3.Connection, prefix: str, key: str, known: FileRow | 
                     if not complete:
                         break  # maybe a record still being written: read it again next time
                 else:
-                    insert_record(conn, fid, lines + 1, offset, raw, *item)
+                    rows.append(record_row(fid, lines + 1, offset, raw, *item))
                     touched.add(item[0]["cell"])
+                    if len(rows) >= _BATCH:
+                        conn.executemany(_INSERT_RECORD, rows)
+                        rows.clear()
             elif not complete:
                 break
             offset, lines = offset + len(raw), lines + 1
+        conn.executemany(_INSERT_RECORD, rows)
         note_read(conn, fid, st.st_size, st.st_mtime_ns, offset, lines, tail_hash(fh, offset))
     return read
 
@@ -123,15 +129,21 @@ def _rest_is_blank(fh: BinaryIO, offset: int) -> bool:
 
 def insert_record(conn: sqlite3.Connection, fid: int, number: int, offset: int, raw: bytes,
                   data: dict[str, Any], upgraded: bool = False) -> None:
+    """Index one record line (``record_row``)."""
+    conn.execute(_INSERT_RECORD, record_row(fid, number, offset, raw, data, upgraded))
+
+
+def record_row(fid: int, number: int, offset: int, raw: bytes, data: dict[str, Any],
+               upgraded: bool = False) -> RecordRow:
     """One record line's row (its key fields as ``store.reader.entry`` reads them)."""
     e = entry(data, raw, "")
-    conn.execute(_INSERT_RECORD, RecordRow(
+    return RecordRow(
         file=fid, line=number, offset=offset, length=len(raw), run_id=e.run_id, cell=e.cell,
         attempt=e.attempt, stack_id=str(data["stack"]["id"]), repro=data["repro"],
         status=e.status, cache_key=e.cache_key, started_at=e.started_at,
         finished_at=e.finished_at, signature=_opt(data.get("signature")),
         workaround=_opt(data.get("workaround")), digest=e.digest, upgraded=int(upgraded),
-        evidence=e.evidence))
+        evidence=e.evidence)
 
 
 def _opt(value: Any) -> str | None:

@@ -34,8 +34,10 @@ def export(rev: str, dest: Path) -> Path:
     """The harness (``src``, ``repros``, ``matrix.yaml``) of revision ``rev``, unpacked in ``dest``.
     Its matrix sits beside its own repros, so its cache keys are the working tree's."""
     dest.mkdir(parents=True)
+    # pyproject.toml: what tells a later harness it runs from a checkout (its repros/ beside)
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src", "repros",
-                              "matrix.yaml"], check=True, capture_output=True).stdout
+                              "matrix.yaml", "pyproject.toml"], check=True,
+                             capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     return dest
 

@@ -129,11 +129,6 @@ class Reduced:
             found.raw = next(raw for _, raw in found.where[0].read_lines([(cell, found.where[1])]))
         return Result.from_dict(record_data(found.raw))
 
-    def index_of(self, cell: str) -> StoreIndex | None:
-        """The index that holds the cell's latest record (None: a file read on its own)."""
-        where = self.latest[cell].where
-        return None if where is None else where[0]
-
     def summaries(self, cells: Iterable[str], make: Callable[[Result], dict[str, Any]]
                   ) -> Iterator[tuple[str, dict[str, Any]]]:
         """The latest record of each of ``cells`` as ``make`` summarises it, one at a time:

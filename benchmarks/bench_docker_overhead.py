@@ -101,7 +101,7 @@ def main() -> int:
                   f"ratio {h / loop:.2f}x")
         start = _timed(["docker", "run", "--rm", "--network", "none", image.handle, "true"])
         probe = _timed(["docker", "run", "--rm", "--network", "none", "-v",
-                        f"{ROOT / 'repros'}:/repros:ro", image.handle, "python", "/repros/runner.py",
+                        f"{ROOT / 'repros'}:/repros:ro", image.handle, "python", "/repros/harness/runner.py",
                         "--probe", "/tmp/env.json"])
     print(f"median ratio harness/loop: {statistics.median(ratios):.2f}x (target <= 1.0x)")
     print(f"fixed costs: container start {start:.2f}s; container + environment probe {probe:.2f}s "

@@ -3,7 +3,7 @@
     python benchmarks/bench_local_overhead.py [--python PY] [--rounds 5]
 
 Goal (issue 13): ``repromatrix run --backend local --python PY --rerun`` with the
-five repros takes at most 1.05x ``PY repros/runner.py --out DIR --repros ...`` (the
+five repros takes at most 1.05x ``PY repros/harness/runner.py --out DIR --repros ...`` (the
 same runner: one environment probe, one process per repro). Each round runs both,
 the order alternating between rounds; the ratio is taken per round. The harness's
 fixed cost (process start, matrix, fingerprint, index) is shown by a no-op run.
@@ -34,7 +34,7 @@ def harness(python: str, results: Path, rerun: bool = True) -> list[str]:
 
 
 def direct(python: str, out: Path) -> list[str]:
-    return [python, str(ROOT / "repros" / "runner.py"), "--out", str(out),
+    return [python, str(ROOT / "repros" / "harness" / "runner.py"), "--out", str(out),
             "--repros", ",".join(REPROS)]
 
 

@@ -58,9 +58,11 @@ INDEX = ("import sys; from repromatrix.store.index import StoreIndex; "
 def export(rev: str, dest: Path) -> Path:
     """The harness of revision ``rev`` (``src`` and the page's ``report`` folder) in ``dest``."""
     dest.mkdir(parents=True)
-    # pyproject.toml and repros/runner.py: what tells a later harness it runs from a checkout
+    # pyproject.toml and the runner (repros/harness/runner.py; repros/runner.py before the
+    # harness had its own folder): what tells a harness it runs from a checkout
     # (and so reads the page's templates from report/)
-    wanted = [p for p in ("src", "report", "pyproject.toml", "repros/runner.py")
+    wanted = [p for p in ("src", "report", "pyproject.toml", "repros/runner.py",
+                          "repros/harness/runner.py")
               if subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{rev}:{p}"],
                                 capture_output=True).returncode == 0]
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, *wanted],

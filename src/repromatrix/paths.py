@@ -1,6 +1,7 @@
 """Where the harness's non-Python parts live, and which matrix file a command reads.
 
-The harness (``repros/``: runner, protocol, helpers and the built-in repros), the
+The built-in repros (``repros/*.py``) with the harness in their ``harness/`` folder
+(runner, protocol and helpers: the container side), the
 Dockerfile templates (``images/``) and the page templates (``report/``) sit at the
 top of a source checkout and ship inside the package as ``repromatrix/resources/``
 (pyproject's ``package-dir`` maps one onto the other), so a wheel installed
@@ -22,11 +23,12 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 PROJECT_ROOT = PACKAGE_DIR.parents[1]  # the checkout's root, when this is one
 RESOURCES = PACKAGE_DIR / "resources"
 MATRIX_FILE = "matrix.yaml"
+HARNESS = "harness"  # the container side's folder inside the built-in repros folder
 
 
 def is_checkout() -> bool:
     """Whether this package runs from a source checkout (editable install, PYTHONPATH)."""
-    return (PROJECT_ROOT / "pyproject.toml").is_file() and (PROJECT_ROOT / "repros" / "runner.py").is_file()
+    return (PROJECT_ROOT / "pyproject.toml").is_file() and (PROJECT_ROOT / "repros" / HARNESS / "runner.py").is_file()
 
 
 def _resource(name: str, checkout_name: str) -> Path:
@@ -34,8 +36,14 @@ def _resource(name: str, checkout_name: str) -> Path:
 
 
 def repros_dir() -> Path:
-    """The harness: runner.py, protocol.py, the ``_*.py`` helpers and the built-in repros."""
+    """The built-in repros: one ``<id>.py`` per bug (the harness is its ``harness/`` folder)."""
     return _resource("repros", "repros")
+
+
+def harness_dir() -> Path:
+    """The container side: ``runner.py``, ``protocol.py`` and the ``_*.py`` helpers, which
+    every repro runs on (the runner puts this folder on the repros' ``sys.path``)."""
+    return repros_dir() / HARNESS
 
 
 def images_dir() -> Path:

@@ -14,7 +14,7 @@ from repromatrix.backends.venv import VenvEngine, _reachable, install_spec
 from repromatrix.config.options import RunOptions
 from repromatrix.errors import UsageError
 from repromatrix.model import Plan, Settings, Stack, StackGroup
-from repromatrix.paths import repros_dir
+from repromatrix.paths import harness_dir, repros_dir
 from repromatrix.run.cells import run_plan
 
 STACK = Stack(id="pip-torch2.14.1-pypi-py3.11", kind="pip", python="3.11", torch="2.14.1",
@@ -23,7 +23,7 @@ STACK = Stack(id="pip-torch2.14.1-pypi-py3.11", kind="pip", python="3.11", torch
 
 def engine(tmp_path: Path, **settings: Any) -> VenvEngine:
     ctx = EngineContext(settings=Settings(**settings), options=RunOptions(results=tmp_path / "r"),
-                        harness_dir=repros_dir(), repros_dir=repros_dir(), run_id="r1",
+                        harness_dir=harness_dir(), repros_dir=repros_dir(), run_id="r1",
                         log=lambda line: None)
     return VenvEngine(ctx, tmp_path / "venvs")
 

@@ -90,8 +90,8 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 def repros_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project's runner, protocol and repros, plus two harness-test repros."""
     src = ROOT / "repros"
-    if not (src / "runner.py").is_file():
-        pytest.fail("repros/runner.py is missing")
+    if not (src / "harness" / "runner.py").is_file():
+        pytest.fail("repros/harness/runner.py is missing")
     d = tmp_path_factory.mktemp("repros")
     for f in src.glob("*.py"):
         shutil.copy2(f, d / f.name)
@@ -102,7 +102,7 @@ def repros_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def project_repros() -> tuple[str, ...]:
     return tuple(sorted(p.stem for p in (ROOT / "repros").glob("*.py")
-                        if p.name not in ("runner.py", "protocol.py") and not p.name.startswith("_")))
+                        if not p.name.startswith("_")))
 
 
 def matrix_for(settings: Settings, repros_dir: Path, *stacks: Stack) -> Matrix:

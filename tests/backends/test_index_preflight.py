@@ -56,13 +56,13 @@ def test_venv_checks_uvs_own_default_index_instead_of_pypi(tmp_path: Path, monke
     from repromatrix.backends import EngineContext
     from repromatrix.backends.venv import VenvEngine
     from repromatrix.config.options import RunOptions
-    from repromatrix.paths import repros_dir
+    from repromatrix.paths import harness_dir, repros_dir
 
     if not shutil.which("uv"):
         pytest.skip("uv is not on PATH (pip install uv)")
     monkeypatch.setenv("UV_DEFAULT_INDEX", f"http://127.0.0.1:{closed_port}/simple")
     ctx = EngineContext(settings=Settings(), options=RunOptions(backend="venv"),
-                        harness_dir=repros_dir(), repros_dir=repros_dir(), run_id="t",
+                        harness_dir=harness_dir(), repros_dir=repros_dir(), run_id="t",
                         log=lambda line: None)
     with pytest.raises(IndexUnreachable, match=f"127.0.0.1:{closed_port}: TCP.*\n.*uv's default index"):
         VenvEngine(ctx, tmp_path / "venvs").preflight([PYPI])

@@ -29,7 +29,7 @@ PY = os.environ.get("REPROMATRIX_TEST_PY_T213") or os.environ.get("REPROMATRIX_T
 
 
 def engine() -> LocalEngine:
-    ctx = EngineContext(settings=Settings(), options=RunOptions(), harness_dir=paths.repros_dir(),
+    ctx = EngineContext(settings=Settings(), options=RunOptions(), harness_dir=paths.harness_dir(),
                         repros_dir=paths.repros_dir(), run_id="t", log=lambda _: None)
     return LocalEngine(ctx)
 

@@ -104,7 +104,7 @@ def test_sigterm_unwinds_like_ctrl_c_and_stops_the_runner(tmp_path):
     repros.mkdir()
     from repromatrix import paths
     for name in ("protocol.py", "runner.py"):
-        (repros / name).write_text((paths.repros_dir() / name).read_text())
+        (repros / name).write_text((paths.harness_dir() / name).read_text())
     (repros / "slow_one.py").write_text(
         'import time\nMETA = {"id": "slow_one", "title": "sleeps"}\ntime.sleep(60)\n')
     proc = subprocess.Popen([sys.executable, "-m", "repromatrix.cli", "run", "--backend", "local",

@@ -232,7 +232,7 @@ def test_bad_script_input_is_refused_before_anything_runs(home: Path, capsys) ->
 
 @pytest.mark.torch  # the home fixture's local stack is a torch interpreter
 def test_the_one_file_export_runs_without_the_harness(home: Path, tmp_path: Path) -> None:
-    name, text = export(home / "mine" / "user_bug.py", paths.repros_dir(), "my own bug")
+    name, text = export(home / "mine" / "user_bug.py", paths.harness_dir(), "my own bug")
     folder = tmp_path / "upstream"
     folder.mkdir()
     (folder / name).write_text(text)
@@ -248,7 +248,7 @@ def test_a_helper_holding_the_frame_markers_is_embedded_whole(tmp_path: Path) ->
     mine.mkdir()
     (mine / "user_bug.py").write_text(USER_REPRO)
     (mine / "_markers.py").write_text("A = 1\n# <repro>\n# </modules>\nB = 2\n")
-    name, text = export(mine / "user_bug.py", paths.repros_dir(), "# <repro> in a title")
+    name, text = export(mine / "user_bug.py", paths.harness_dir(), "# <repro> in a title")
     compile(text, name, "exec")  # a cut export is a syntax error
     assert "# </modules>\nB = 2" in text and text.count("_REPRO = ") == 1
 
@@ -257,12 +257,12 @@ def test_a_title_of_several_lines_stays_a_comment(tmp_path: Path) -> None:
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "user_bug.py").write_text(USER_REPRO)
-    name, text = export(mine / "user_bug.py", paths.repros_dir(), "first line\nraise SystemExit(3)\r\n")
+    name, text = export(mine / "user_bug.py", paths.harness_dir(), "first line\nraise SystemExit(3)\r\n")
     compile(text, name, "exec")
     assert text.startswith("#!/usr/bin/env python3\n# -*- coding: utf-8 -*-\n# first line\n"
                            "# raise SystemExit(3)\n# One-file")
     # a title that reads like a coding declaration (PEP 263 looks at lines 1 and 2) is not one
-    name, text = export(mine / "user_bug.py", paths.repros_dir(), "TRT decoding: wrong output")
+    name, text = export(mine / "user_bug.py", paths.harness_dir(), "TRT decoding: wrong output")
     compile(text.encode("utf-8"), name, "exec")
 
 
@@ -328,7 +328,7 @@ def test_a_plain_script_is_inlined_as_the_user_wrote_it(tmp_path: Path) -> None:
     assert path.name == "weird_name.py"
     info = read_wrapper(path)
     assert info is not None and info.source == script.read_text() and info.bad_if_output == r"BUG\d"
-    assert export(path, paths.repros_dir()) == ("Weird Name.py", script.read_text())
+    assert export(path, paths.harness_dir()) == ("Weird Name.py", script.read_text())
 
 
 # ------------------------------------------------------------------ real bisects, end to end

@@ -209,6 +209,6 @@ def test_readme_names_the_docker_labels_the_harness_sets():
     assert "repromatrix.run" in labels and len(labels) >= 5
     lane = Stack(id="t", kind="pip", torch="2.4.1", torch_tensorrt="2.4.0", index="pypi")
     labels += image_spec(lane, Settings(extra_index_urls=(), packages=()), standin=("tensorrt",),
-                         harness_dir=paths.repros_dir()).labels
+                         harness_dir=paths.harness_dir()).labels
     for label in labels:
         assert f"`{label}" in readme, label

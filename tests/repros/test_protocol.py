@@ -1,4 +1,4 @@
-"""repros/protocol.py: versions, signatures, requirements, status derivation (no torch needed)."""
+"""repros/harness/protocol.py: versions, signatures, requirements, status derivation (no torch needed)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPROS = Path(__file__).resolve().parents[2] / "repros"
-sys.path.insert(0, str(REPROS))
+sys.path.insert(0, str(REPROS / "harness"))
 
 import protocol  # noqa: E402
 from protocol import Signature  # noqa: E402
@@ -201,5 +201,5 @@ def test_main_records_an_exception_outside_stages(tmp_path):
 
 
 def test_container_side_sources_parse_as_python38():
-    for p in REPROS.glob("*.py"):
+    for p in REPROS.rglob("*.py"):
         ast.parse(p.read_text(), filename=str(p), feature_version=(3, 8))

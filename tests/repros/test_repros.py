@@ -20,6 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 REPROS = ROOT / "repros"
 sys.path.insert(0, str(REPROS))
+sys.path.insert(0, str(REPROS / "harness"))
 
 import protocol  # noqa: E402
 
@@ -39,7 +40,7 @@ def _python(var: str) -> str:
 def _run_all(python: str, out: Path) -> dict:
     tmp = out / "tmp"  # the repros' temporary folders: all of them removed when they end
     tmp.mkdir()
-    proc = subprocess.run([python, str(REPROS / "runner.py"), "--out", str(out), "--timeout", "300"],
+    proc = subprocess.run([python, str(REPROS / "harness" / "runner.py"), "--out", str(out), "--timeout", "300"],
                           capture_output=True, text=True, timeout=1800,
                           env={**os.environ, "TMPDIR": str(tmp)})
     assert proc.returncode == 0, proc.stdout + proc.stderr

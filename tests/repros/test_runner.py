@@ -1,4 +1,4 @@
-"""repros/runner.py: isolation and classification of segfaults, hangs, garbage, broken stacks."""
+"""repros/harness/runner.py: isolation and classification of segfaults, hangs, garbage, broken stacks."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNNER = ROOT / "repros" / "runner.py"
+RUNNER = ROOT / "repros" / "harness" / "runner.py"
 FIXTURES = ROOT / "tests" / "data" / "repros"
 
 

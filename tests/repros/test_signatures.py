@@ -16,6 +16,7 @@ import pytest
 
 REPROS = Path(__file__).resolve().parents[2] / "repros"
 sys.path.insert(0, str(REPROS))
+sys.path.insert(0, str(REPROS / "harness"))
 
 import protocol  # noqa: E402
 

@@ -1,6 +1,6 @@
 """The stand-in lane: TensorRT stood in so torch-tensorrt's own code runs without a GPU.
 
-Container side (repros/_standin.py, protocol): the native stand-ins are compiled with the
+Container side (repros/harness/_standin.py, protocol): the native stand-ins are compiled with the
 host's C compiler and loaded for real by a library that links against TensorRT; signatures
 tied to a torch-tensorrt frame match real exceptions. Host side: install specs, options,
 records (schema 3, evidence levels), the page's choice between a real and a stand-in record,
@@ -28,13 +28,13 @@ from repromatrix.config.matrix import parse_settings
 from repromatrix.config.options import RunOptions
 from repromatrix.errors import ConfigError
 from repromatrix.model import Settings, Stack
-from repromatrix.paths import repros_dir
+from repromatrix.paths import harness_dir, repros_dir
 from repromatrix.report.feed import shown
 from repromatrix.report.load import reduce_records
 from repromatrix.store.reader import Span
 from repromatrix.store.record import SCHEMA_VERSION, STANDIN_BAD, STANDIN_GOOD, Result
 
-REPROS = repros_dir()
+REPROS = harness_dir()  # the harness: protocol, _standin
 sys.path.insert(0, str(REPROS))
 import _standin  # noqa: E402
 import protocol  # noqa: E402
@@ -187,7 +187,7 @@ def test_stop_at_ends_a_stage_as_skip_past_the_point_never_pass() -> None:
 
 def _engine(tmp_path: Path, standins: tuple[str, ...]) -> VenvEngine:
     ctx = EngineContext(settings=Settings(), options=RunOptions(results=tmp_path, standins=standins),
-                        harness_dir=REPROS, repros_dir=REPROS, run_id="r", log=lambda line: None)
+                        harness_dir=REPROS, repros_dir=repros_dir(), run_id="r", log=lambda line: None)
     return VenvEngine(ctx, tmp_path / "venvs")
 
 
@@ -352,7 +352,7 @@ def test_the_docker_lane_image_is_its_own_and_says_how_it_is_made():
                 tensorrt="10.1.0", index="pypi", python="3.11")
     plain = Stack(id="p", kind="pip", torch="2.4.1", torchvision="0.19.1", index="pypi",
                   python="3.11")
-    harness = paths.repros_dir()
+    harness = paths.harness_dir()
     real = image_spec(trt, settings)
     lane = image_spec(trt, settings, standin=("tensorrt",), harness_dir=harness)
     assert real.tag != lane.tag and lane.labels["repromatrix.standins"] == "tensorrt"
@@ -387,7 +387,7 @@ def test_each_engine_drops_the_matrix_wish_where_a_gpu_is(gpu, tmp_path, monkeyp
                                        **flags})
         said: list[str] = []
         ctx = EngineContext(settings=matrix.settings, options=options,
-                            harness_dir=repros_dir(), repros_dir=repros_dir(),
+                            harness_dir=harness_dir(), repros_dir=repros_dir(),
                             run_id="r1", log=said.append)
         engines = (VenvEngine(ctx, tmp_path / "venvs"),
                    docker_engine.DockerEngine(ctx, client=object()))

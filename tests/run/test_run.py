@@ -68,7 +68,7 @@ def test_unchanged_cells_are_reused_and_changed_ones_rerun(project):
 
 def test_harness_change_changes_every_repro_hash(tmp_path):
     harness = tmp_path / "harness"
-    shutil.copytree(paths.repros_dir(), harness)
+    shutil.copytree(paths.harness_dir(), harness)
     before = source_hashes(FIXTURES, harness)
     proto = harness / "protocol.py"
     proto.write_text(proto.read_text() + "\n# edited\n")

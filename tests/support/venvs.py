@@ -8,7 +8,7 @@ from repromatrix.backends import EngineContext
 from repromatrix.backends.venv import VenvEngine
 from repromatrix.config.options import RunOptions, host_ca_bundle
 from repromatrix.model import Settings, Stack
-from repromatrix.paths import repros_dir
+from repromatrix.paths import harness_dir, repros_dir
 
 SMALL = {name: Stack(id=f"pip-{name}", kind="pip", python="3.11", packages=(pin,))
          for name, pin in (("a", "six==1.16.0"), ("b", "idna==3.7"), ("c", "packaging==24.0"))}
@@ -19,6 +19,6 @@ def engine(root: Path, budget_gb: float | None, log: list[str] | None = None) ->
     ca = host_ca_bundle()
     ctx = EngineContext(settings=Settings(ca_bundle=ca[0] if ca else None),
                         options=RunOptions(backend="venv", env_budget_gb=budget_gb),
-                        harness_dir=repros_dir(), repros_dir=repros_dir(), run_id="t",
+                        harness_dir=harness_dir(), repros_dir=repros_dir(), run_id="t",
                         log=(log.append if log is not None else lambda line: None))
     return VenvEngine(ctx, root)

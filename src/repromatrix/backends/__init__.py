@@ -1,6 +1,6 @@
 """The seam between the run stage and the engines that make environments and run the runner.
 
-An *engine* turns a stack into an environment and starts ``repros/runner.py``
+An *engine* turns a stack into an environment and starts ``repros/harness/runner.py``
 in it. The stack's kind decides where that can happen: a ``local`` stack is
 always its own interpreter (the ``local`` engine); ``--backend`` chooses the
 engine for ``pip`` and ``ngc`` stacks (``docker``, ``venv``, ``local``).
@@ -51,7 +51,7 @@ class EngineContext:
 
     settings: Settings
     options: RunOptions
-    harness_dir: Path  # runner.py, protocol.py and the _*.py helpers
+    harness_dir: Path  # runner.py, protocol.py and the _*.py helpers (paths.harness_dir())
     repros_dir: Path  # the repro scripts of the matrix's catalog
     run_id: str
     log: Say = print  # plain lines and typed stack events (model.StackEvent)

@@ -64,7 +64,7 @@ class ImageSpec:
     ca_bundle: Path | None = None
     wheelhouses: tuple[Path, ...] = ()
     ca_sha256: str | None = None  # the CA bundle bytes the tag was computed from
-    standin_source: Path | None = None  # the stand-in lane: repros/_standin.py, into the context
+    standin_source: Path | None = None  # the stand-in lane: repros/harness/_standin.py, into the context
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The environment probe of an interpreter, seen from the host.
 
 Used by `repromatrix env`. The probe itself is
-``repros/runner.py --probe``: it runs in the interpreter under test, so the
+``repros/harness/runner.py --probe``: it runs in the interpreter under test, so the
 host never imports torch.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from repromatrix.errors import HarnessError, UsageError
-from repromatrix.paths import repros_dir as default_repros_dir
+from repromatrix.paths import harness_dir as default_harness_dir
 from repromatrix.textsafe import bounded, printable
 
 PROBE_TIMEOUT = 300.0
@@ -34,7 +34,7 @@ def resolve_python(python: str) -> str:
     return found
 
 
-def env_probe(python: str, repros_dir: Path | None = None,
+def env_probe(python: str, harness_dir: Path | None = None,
               timeout: float = PROBE_TIMEOUT, *, label: str = "--python") -> dict[str, Any]:
     """Run the runner's probe with ``python`` and return it.
 
@@ -45,7 +45,7 @@ def env_probe(python: str, repros_dir: Path | None = None,
     matrix key the interpreter came from).
     """
     exe = resolve_python(python)
-    runner = (repros_dir or default_repros_dir()) / "runner.py"
+    runner = (harness_dir or default_harness_dir()) / "runner.py"
     if not runner.is_file():
         raise HarnessError(f"{runner} is missing: is this a source checkout?")
     try:

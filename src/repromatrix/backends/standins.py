@@ -6,7 +6,7 @@ or the docker engine (``docker_vars``: the same steps in images/pip.Dockerfile.j
 torch and torchvision as usual (the venv engine leaves triton out: nothing on this lane
 compiles kernels; pip in an image cannot), torch-tensorrt's own wheel
 ``--no-deps``, then its other requirements as its metadata lists them, and finally
-``repros/_standin.py make`` compiles the native stand-ins with the environment's
+``repros/harness/_standin.py make`` compiles the native stand-ins with the environment's
 C compiler (``cc``). The runner finds them through ``REPROMATRIX_STANDINS``; only
 stages that opt in (``r.stage(..., standins=["tensorrt"])``) use them. Where a real
 TensorRT imports, ``_standin.py`` makes nothing and says so in its manifest.
@@ -22,7 +22,7 @@ from typing import Any
 
 from repromatrix.model import Note, Stack
 
-ENV = "REPROMATRIX_STANDINS"  # read by repros/_standin.py
+ENV = "REPROMATRIX_STANDINS"  # read by repros/harness/_standin.py
 FOLDER = "repromatrix-standins"  # inside the environment
 SOURCE = "_standin.py"
 EXCLUDED = ("triton",)  # torch's GPU kernel compiler: never used on this lane
@@ -92,7 +92,7 @@ def docker_vars(lane: dict[str, Any]) -> dict[str, Any]:
 def label(stack: Stack) -> Note:
     """How the run output names a stand-in stack."""
     return Note(stack.id, f"TensorRT stood in: torch-tensorrt {stack.torch_tensorrt}'s own code "
-            f"with stand-ins for TensorRT {stack.tensorrt or '?'} (repros/_standin.py)")
+            f"with stand-ins for TensorRT {stack.tensorrt or '?'} (repros/harness/_standin.py)")
 
 
 def _project(req: str) -> str:

@@ -165,7 +165,7 @@ class Bisect:
                                    cands.parse_base(args.base, args.axis))
         self.setup = Setup(args.repro, args.axis, args.find_fix, bad_if, args.stage,
                            self.matrix.settings, command_line(request, matrix, options),
-                           script=export(repro.path, paths.repros_dir(), repro.title),
+                           script=export(repro.path, paths.harness_dir(), repro.title),
                            rule=_rule(repro.path))
         self.probes: dict[int, Probe] = {}
         self._steps = 0

@@ -9,10 +9,12 @@ of cell ids, file names and the runner's comma-separated ``--repros`` list), a
 file that is not UTF-8, or a META of the wrong shape is a ConfigError naming
 the file (exit 2).
 
+A repro is a top-level ``<id>.py`` of a repro folder (``repro_files``); the harness
+it runs on is the built-in folder's ``harness/`` (``paths.harness_dir``), never a repro.
 A catalog may span several folders (``join_catalogs``): the built-in one and a
 user's (``--repros DIR``, a ``repros/`` beside a user's matrix). A user folder
-contributes its repro scripts and its own ``_*.py`` helpers; its copies of
-``protocol.py``/``runner.py`` (or of a harness helper) are never used.
+contributes its repro scripts and its own ``_*.py`` helpers; its copies of a harness
+module (``protocol.py``, ``runner.py``, a harness helper) are never used.
 """
 
 from __future__ import annotations
@@ -24,13 +26,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from repromatrix import paths
 from repromatrix.errors import ConfigError
 from repromatrix.model import Repro
 from repromatrix.textsafe import brief
 
 from .validate import check_id, read_regular, regular_file
 
-NOT_REPROS = ("protocol.py", "runner.py")
 REPRO_FILES = "a repro folder holds plain .py files"
 # META `requires` entries that name no package to install, and those the stack pins itself
 NOT_PACKAGES = ("cuda", "cuda-build", "fake-cuda", "gpus", "python", "ngc")  # protocol's own
@@ -40,9 +42,24 @@ META_KEYS = {"id", "title", "upstream", "description", "requires", "expect"}
 
 
 def repro_files(repros_dir: Path) -> list[Path]:
-    """The folder's repro scripts; one that is not a regular file is a ConfigError."""
+    """The folder's repro scripts: its top-level ``*.py`` files but its own helpers
+    (``_*.py``) and copies of a harness module (a user's stray ``protocol.py``: the
+    harness's own is always used). One that is not a regular file is a ConfigError."""
+    harness = harness_modules(paths.harness_dir())
     return sorted(plain_file(p) for p in repros_dir.glob("*.py")
-                  if p.name not in NOT_REPROS and not p.name.startswith("_"))
+                  if not p.name.startswith("_") and p.name not in harness)
+
+
+def harness_modules(harness_dir: Path) -> set[str]:
+    """The file names of the harness's modules: a repro imports them by these names."""
+    return {p.name for p in harness_dir.glob("*.py")}
+
+
+def harness_files(harness_dir: Path) -> list[Path]:
+    """Every source of the harness (``harness_dir``'s files, its subfolders' too, by path;
+    no byte-code): what the image content hash and each repro's hash cover."""
+    return sorted(p for p in harness_dir.rglob("*")
+                  if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
 
 
 def plain_file(path: Path) -> Path:
@@ -170,20 +187,26 @@ def _read_meta(path: Path) -> dict:
 
 
 def shared_sources(harness_dir: Path, repros_dir: Path | None = None) -> list[Path]:
-    """What every repro depends on: the harness's protocol, runner and ``_*.py`` helpers,
-    plus the ``_*.py`` helpers of a separate repros folder."""
-    named = [harness_dir / n for n in NOT_REPROS]
-    out = [p for p in named if p.exists()] + sorted(harness_dir.glob("_*.py"))
+    """What every repro depends on: the harness's files (``harness_files``), plus the
+    ``_*.py`` helpers of the repros folder."""
+    out = harness_files(harness_dir)
     if repros_dir is not None and repros_dir.resolve() != harness_dir.resolve():
         out += sorted(repros_dir.glob("_*.py"))
     return out
 
 
+def _shared_hash(harness_dir: Path, repros_dir: Path | None = None) -> Any:
+    """sha256 over the shared sources, each by its path in the harness (or its name)."""
+    shared = hashlib.sha256()
+    for p in shared_sources(harness_dir, repros_dir):
+        name = p.relative_to(harness_dir).as_posix() if p.is_relative_to(harness_dir) else p.name
+        shared.update(name.encode() + b"\0" + read_plain(p))
+    return shared
+
+
 def source_hashes(repros_dir: Path, harness_dir: Path | None = None) -> dict[str, str]:
     """sha256 of each repro's source plus every shared source (see shared_sources)."""
-    shared = hashlib.sha256()
-    for p in shared_sources(harness_dir or repros_dir, repros_dir):
-        shared.update(p.name.encode() + b"\0" + read_plain(p))
+    shared = _shared_hash(harness_dir or paths.harness_dir(), repros_dir)
     out = {}
     for p in repro_files(repros_dir):
         h = shared.copy()
@@ -193,20 +216,16 @@ def source_hashes(repros_dir: Path, harness_dir: Path | None = None) -> dict[str
 
 
 def user_helpers(folder: Path, harness_dir: Path) -> list[Path]:
-    """A user folder's own ``_*.py`` helpers: none of the harness's folder, and never one
-    named like a harness file (the harness's copy wins)."""
-    if folder.resolve() == harness_dir.resolve():
-        return []
-    taken = {p.name for p in shared_sources(harness_dir)}
+    """A user folder's own ``_*.py`` helpers, never one named like a harness module (the
+    harness's copy wins)."""
+    taken = harness_modules(harness_dir)
     return sorted(plain_file(p) for p in folder.glob("_*.py") if p.name not in taken)
 
 
 def catalog_hashes(repros: Mapping[str, Repro], harness_dir: Path) -> dict[str, str]:
     """sha256 per repro of a (possibly joined) catalog: the harness's shared sources, the
     ``_*.py`` helpers of the repro's own folder, and the repro's source."""
-    shared = hashlib.sha256()
-    for p in shared_sources(harness_dir):
-        shared.update(p.name.encode() + b"\0" + read_plain(p))
+    shared = _shared_hash(harness_dir)
     out = {}
     for rid, repro in repros.items():
         path = Path(repro.path)

@@ -35,7 +35,7 @@ DEFAULT_KEYS = {
     "shm_size": str, "repro_timeout": (int, float), "stack_timeout": (int, float),
     "build_timeout": (int, float), "memory": str, "pids": int, "standins": list,
 }
-STANDINS = ("tensorrt",)  # what the stand-in lane can stand in (repros/_standin.py)
+STANDINS = ("tensorrt",)  # what the stand-in lane can stand in (repros/harness/_standin.py)
 STACK_KEYS = {
     "pip": ("kind", "id", "torch", "torchvision", "torch_tensorrt", "index", "python",
             "packages", "repros", "tags"),

@@ -11,7 +11,7 @@ matches applies. Versions are taken from the record's environment probe, falling
 back to the stack spec; local parts (``+cu124``, ``.nv24.05``) are dropped and
 versions compare in PEP 440 order: a pre-/dev-release (NGC's ``2.5.0a0``) comes
 before its release, so ``>=2.5`` does not hold for it and ``<2.5`` does (the
-same order as ``repros/_versions.py``; packaging's rule that ``<V`` excludes
+same order as ``repros/harness/_versions.py``; packaging's rule that ``<V`` excludes
 pre-releases of V is not used, so every version falls on one side of a bound).
 A rule naming a package whose version is unknown does not apply.
 """

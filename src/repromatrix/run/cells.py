@@ -80,7 +80,7 @@ def cache_key(fingerprint: str, repro_sha: str) -> str:
 def engines_for(matrix: Matrix, options: RunOptions, run_id: str,
                 log: Say) -> Engines:
     """The run's engines (``--backend``: one engine, or a fallback chain)."""
-    harness = paths.repros_dir()
+    harness = paths.harness_dir()
     ctx = EngineContext(settings=matrix.settings, options=options, harness_dir=harness,
                         repros_dir=staged_dir(matrix.repros, harness, options.work),
                         run_id=run_id, log=log)
@@ -135,8 +135,8 @@ def _run_locked(matrix: Matrix, plan: Plan, options: RunOptions, engines: Engine
                 summary: RunSummary, log: Say,
                 command: Sequence[str] | None, progress: RunProgress | None) -> None:
     """The run itself, holding the results folder (one run per folder at a time)."""
-    stage_catalog(matrix.repros, paths.repros_dir(), options.work)
-    hashes = catalog_hashes(matrix.repros, paths.repros_dir())
+    stage_catalog(matrix.repros, paths.harness_dir(), options.work)
+    hashes = catalog_hashes(matrix.repros, paths.harness_dir())
 
     def again(stack_id: str, repro: str) -> tuple[str, ...]:
         return tuple(command) if command else tuple(rerun_command(matrix, options, stack_id, repro))

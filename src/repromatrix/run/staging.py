@@ -4,11 +4,11 @@ Run stage. A joined catalog spans the built-in folder and a user's; the runner
 takes one folder. When any repro lives outside the built-in folder, every repro
 script and the user folders' own ``_*.py`` helpers are copied into
 ``<work>/repros/<content hash>/`` (made once, then reused; copies, not links, so
-a docker bind mount sees them). What is never copied: ``protocol.py``,
-``runner.py`` and helpers named like the harness's, so a user's stray copies
-cannot shadow the harness (Python puts a script's own folder first on
-``sys.path``; the staged folder holds no protocol module, and the runner adds
-the harness folder to ``PYTHONPATH``).
+a docker bind mount sees them). What is never copied: files named like a harness
+module (``protocol.py``, ``runner.py``, the harness's ``_*.py``), so a user's stray
+copies cannot shadow the harness (Python puts a script's own folder first on
+``sys.path``; the staged folder holds no harness module, and the runner adds the
+harness folder, ``paths.harness_dir()``, to ``PYTHONPATH``).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
+from repromatrix import paths
 from repromatrix.config.catalog import read_plain, user_helpers
 from repromatrix.errors import ConfigError
 from repromatrix.model import Repro
@@ -40,11 +41,11 @@ def staged_files(repros: Mapping[str, Repro], harness_dir: Path) -> dict[str, Pa
 
 
 def staged_dir(repros: Mapping[str, Repro], harness_dir: Path, work: Path) -> Path:
-    """The folder the runner's ``--dir`` gets (nothing is written): the harness folder
+    """The folder the runner's ``--dir`` gets (nothing is written): the built-in folder
     itself when every repro is built in, else ``<work>/repros/<content hash>``."""
-    harness = harness_dir.resolve()
-    if all(Path(r.path).resolve().parent == harness for r in repros.values()):
-        return harness_dir
+    built_in = paths.repros_dir()
+    if all(Path(r.path).resolve().parent == built_in.resolve() for r in repros.values()):
+        return built_in
     files = staged_files(repros, harness_dir)
     h = hashlib.sha256()
     for name in sorted(files):
@@ -55,7 +56,7 @@ def staged_dir(repros: Mapping[str, Repro], harness_dir: Path, work: Path) -> Pa
 def stage_catalog(repros: Mapping[str, Repro], harness_dir: Path, work: Path) -> Path:
     """Make ``staged_dir`` (copies, once; a concurrent run making it too is harmless)."""
     target = staged_dir(repros, harness_dir, work)
-    if target == harness_dir or target.is_dir():
+    if target == paths.repros_dir() or target.is_dir():
         return target
     tmp = target.parent / f".{target.name}.{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)

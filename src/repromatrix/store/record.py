@@ -38,7 +38,7 @@ NAME_LIMIT = 200  # stage names, signature ids, workaround status, signal names
 RECORD_LIMIT = 64 * 1024  # bytes of one record's JSON line, whatever the repro writes
 STANDINS_LIMIT = 20
 # Evidence levels of a verdict (``evidence_level``): a real GPU / TensorRT stack decided it, or
-# torch-tensorrt's own code did with TensorRT stood in (repros/_standin.py).
+# torch-tensorrt's own code did with TensorRT stood in (repros/harness/_standin.py).
 REAL, STANDIN = "real", "standin"
 STANDIN_BAD = "reproduced in torch-tensorrt's code, TensorRT stood in"
 STANDIN_GOOD = "not reproduced in torch-tensorrt's code up to where TensorRT is needed " \

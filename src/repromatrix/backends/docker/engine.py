@@ -3,7 +3,7 @@
 ``prepare`` builds the stack's image unless its tag exists (``backends.docker.build``);
 ``start`` owns one container's whole life (cibuildwheel's ``OCIContainer``
 idea): create it with the harness mounted read-only at ``/repromatrix``, the
-repros at ``/repros`` (unless they are the harness folder: ``container_mounts``) and
+repros at ``/repros`` (``container_mounts``) and
 a result folder at ``/out``, no network, GPUs only
 when the daemon has the NVIDIA runtime; start it; and always remove it on
 exit unless ``--keep`` (then it is kept for debugging and its name is logged).
@@ -288,10 +288,11 @@ def enforce_budget(client: docker.DockerClient, made: list[str], done: set[str],
 def container_mounts(harness: Path, repros: Path, outdir: Path) -> tuple[dict[str, Any], str]:
     """The container's bind mounts (host path -> bind) and where the runner finds the repros.
 
-    The harness is mounted at ``/repromatrix``, the catalog at ``/repros``, the result
-    folder at ``/out``. docker-py keys mounts by host path, so a catalog that *is* the
-    harness folder (only built-in repros: nothing staged) is not mounted twice: the
-    runner reads it at ``/repromatrix``."""
+    The harness (``paths.harness_dir()``) is mounted at ``/repromatrix``, the catalog (the
+    built-in folder, or a staged one) at ``/repros``, the result folder at ``/out``; the
+    runner puts ``/repromatrix`` on the repros' ``sys.path``. docker-py keys mounts by host
+    path, so a catalog that *is* the harness folder is not mounted twice: the runner
+    reads it at ``/repromatrix``."""
     harness_host, repros_host = str(harness.resolve()), str(repros.resolve())
     volumes: dict[str, Any] = {harness_host: {"bind": HARNESS_MOUNT, "mode": "ro"}}
     repros_at = HARNESS_MOUNT

@@ -2,8 +2,8 @@
 
 Container side of the run stage. The host (docker or local backend) starts::
 
-    python repros/runner.py --out DIR [--repros id1,id2] [--timeout S] [--dir REPROS]
-    python repros/runner.py --probe PATH|-        # only the environment probe
+    python repros/harness/runner.py --out DIR [--repros id1,id2] [--timeout S] [--dir REPROS]
+    python repros/harness/runner.py --probe PATH|-        # only the environment probe
 
 and reads back files, never stdout:
 
@@ -50,7 +50,7 @@ if HERE not in sys.path:
 
 import protocol  # noqa: E402
 
-NOT_REPROS = ("protocol.py", "runner.py")
+BUILT_IN = os.path.dirname(HERE)  # the built-in repros: the folder this harness sits in
 LOG_TAIL = 4000
 NGC_VARS = ("NVIDIA_PYTORCH_VERSION", "PYTORCH_VERSION", "PYTORCH_BUILD_VERSION",
             "PYTORCH_BUILD_NUMBER", "NVIDIA_BUILD_ID", "CUDA_VERSION", "CUDA_DRIVER_VERSION",
@@ -276,9 +276,11 @@ def _tail(path: str, limit: int = LOG_TAIL) -> str:
 # ------------------------------------------------------------------ repros
 
 def discover(repros_dir: str) -> List[str]:
-    """Repro ids in a directory: ``*.py`` minus protocol/runner and ``_``-prefixed files."""
+    """Repro ids in a folder: its top-level ``<id>.py`` files, but its own helpers
+    (``_*.py``) and copies of a harness module (this folder's ``*.py``: never used)."""
+    harness = set(os.listdir(HERE))
     return sorted(f[:-3] for f in os.listdir(repros_dir)
-                  if f.endswith(".py") and f not in NOT_REPROS and not f.startswith("_"))
+                  if f.endswith(".py") and not f.startswith("_") and f not in harness)
 
 
 def run_repro(repro_id: str, repros_dir: str, out_dir: str, timeout: float) -> Dict[str, Any]:
@@ -447,7 +449,7 @@ def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="Run repros and write one result file per repro.")
     p.add_argument("--out", help="directory for env.json and <repro>.json")
     p.add_argument("--repros", default="", help="comma-separated repro ids (default: all)")
-    p.add_argument("--dir", default=HERE, help="directory holding the repro scripts")
+    p.add_argument("--dir", default=BUILT_IN, help="directory holding the repro scripts")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per repro")
     p.add_argument("--probe", metavar="PATH", help="only write the probe to PATH ('-': stdout)")
     return p.parse_args(argv)

@@ -69,10 +69,10 @@ META = {
         "torch.onnx.export of a CUDA model with a CPU dummy input (the seed's opset 13, "
         "dynamic_axes and do_constant_folding). The legacy exporter runs the model eagerly and "
         "fails at its first op (index_select with a CUDA index) with 'Expected all tensors to be "
-        "on the same device, but found at least two devices, cpu and cuda:0!'. The dynamo exporter (the default from torch "
-        "2.9, pytorch PR #159646) fails in torch.export (step 1/3) with a fake-tensor device "
-        "error. The ONNX maintainers treat mixed devices as invalid input (pytorch #84123): "
-        "moving the input to the model's device is the fix."
+        "on the same device, but found at least two devices, cpu and cuda:0!'. The dynamo exporter "
+        "(the default from torch 2.9, pytorch PR #159646) fails in torch.export (step 1/3) "
+        "with a fake-tensor device error. The ONNX maintainers treat mixed devices as invalid "
+        "input (pytorch #84123): moving the input to the model's device is the fix."
     ),
     "requires": ["cuda", "onnx", "onnxscript"],
     "expect": [
@@ -85,7 +85,8 @@ META = {
 
 # The refusing op is the channel reorder: index_select's per-argument check keeps self's
 # device (the CPU input) and names the CUDA index second.
-_SEED_TEXT = r"Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:\d+!"
+_SEED_TEXT = (r"Expected all tensors to be on the same device, "
+              r"but found at least two devices, cpu and cuda:\d+!")
 _INDEX_SELECT = (r" \(when checking argument for argument index in method "
                  r"wrapper_(?:CUDA_)?_index_select\)")
 _DYNAMO_STAGES = ("dynamo_export", "fake_dynamo_export")

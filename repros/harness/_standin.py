@@ -395,8 +395,7 @@ def _release(version: str) -> tuple:
 
 def import_torch_tensorrt(s: Any) -> Any:
     """torch_tensorrt, imported on the stand-ins (checked: its ``tensorrt`` is one)."""
-    import torch_tensorrt
-
+    import torch_tensorrt  # noqa: I001 - first, as a user's code would: it imports tensorrt itself
     import tensorrt
 
     s.note("torch_tensorrt", torch_tensorrt.__version__)

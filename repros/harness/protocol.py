@@ -55,8 +55,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 if os.path.dirname(os.path.abspath(__file__)) not in sys.path:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _versions import (DISTRIBUTIONS, package_version, release, version_matches,  # noqa: E402,F401
-                       when_matches)
+from _versions import DISTRIBUTIONS, package_version, release, version_matches, when_matches  # noqa: E402,F401
 
 PROTOCOL_VERSION = 1
 TRACEBACK_LIMIT = 4000
@@ -71,7 +70,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 # -------------------------------------------------------------- signatures
 
-class Signature(object):
+class Signature:
     """A known bug's fingerprint, as data.
 
     id       short name recorded in the result when it matches
@@ -116,7 +115,7 @@ class Signature(object):
                 "note": self.note, "log": list(self.logs), "frame": self.frame}
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "Signature":
+    def from_dict(cls, d: Dict[str, Any]) -> Signature:
         return cls(d["id"], exc=d.get("exc"), pattern=d.get("pattern"), stage=d.get("stage"),
                    signal=d.get("signal"), when=d.get("when"), note=d.get("note", ""),
                    log=d.get("log"), frame=d.get("frame"))
@@ -321,8 +320,8 @@ def requirement_reason(req: str) -> Optional[str]:
 
     Forms: 'cuda' (a usable CUDA device); 'cuda_build' (torch built with CUDA);
     'fake_cuda' (fake CUDA stand-ins work: probed in a child process, since
-    a CUDA build alone is not enough, see _isolate.py); 'gpus>=2'; a package name ('torch_tensorrt', 'torchvision',
-    'onnx', 'onnxscript', 'tensorrt', ...), imported to make sure it works;
+    a CUDA build alone is not enough, see _isolate.py); 'gpus>=2'; a package name
+    ('torch_tensorrt', 'torchvision', 'onnx', 'onnxscript', 'tensorrt', ...), imported to make sure it works;
     a package with a spec ('torch>=2.5', 'torchvision>=0.17').
     """
     m = re.match(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*(.*)$", req)
@@ -349,7 +348,7 @@ def requirement_reason(req: str) -> Optional[str]:
 
 # ------------------------------------------------------------------ stages
 
-class Stage(object):
+class Stage:
     """One named step: a repro's stage function receives it to record evidence and checks."""
 
     def __init__(self, name: str, role: str = "main") -> None:
@@ -471,8 +470,8 @@ def derive_status(stages: Sequence[Dict[str, Any]]) -> Tuple[str, Optional[str],
         for s in main:
             if s["status"] == wanted:
                 return wanted, s.get("signature"), "%s: %s" % (s["name"], s.get("message") or wanted)
-    unchecked = [s["name"] for s in main
-                 if s["status"] == PASS and not any(c.get("numeric") and c.get("ok") for c in s.get("checks", ()))]
+    unchecked = [s["name"] for s in main if s["status"] == PASS
+                 and not any(c.get("numeric") and c.get("ok") for c in s.get("checks", ()))]
     if len(unchecked) == len(main):
         return ERROR, None, "the workflow completed but no output was checked against eager"
     return PASS, None, "every main stage passed; output checked against eager"
@@ -492,7 +491,7 @@ def workaround_status(stages: Sequence[Dict[str, Any]]) -> Optional[str]:
 
 # ------------------------------------------------------------------- repro
 
-class Repro(object):
+class Repro:
     """One repro run: runs stages, keeps the result file current."""
 
     def __init__(self, repro_id: str, signatures: Sequence[Signature] = (),
@@ -631,7 +630,8 @@ class Repro(object):
                 tb = s.traceback
                 break
         return {"protocol_version": PROTOCOL_VERSION, "repro": self.id, "complete": self.complete,
-                "running": self.running, "running_role": self.running_role, "status": status, "signature": sig, "message": message,
+                "running": self.running, "running_role": self.running_role, "status": status,
+                "signature": sig, "message": message,
                 "workaround": workaround_status(stages), "stages": stages, "traceback": tb,
                 "duration_s": round(time.time() - self.started, 3),
                 "signatures": [x.to_dict() for x in self.signatures],

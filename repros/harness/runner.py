@@ -162,7 +162,7 @@ def _driver_version(errors: Dict[str, str]) -> Optional[str]:
         pass
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+                             capture_output=True, timeout=30)
         if out.returncode == 0 and out.stdout.strip():
             return out.stdout.decode().splitlines()[0].strip()
     except (OSError, subprocess.SubprocessError) as e:
@@ -171,7 +171,7 @@ def _driver_version(errors: Dict[str, str]) -> Optional[str]:
     return None
 
 
-def start_probe(out_dir: str) -> "subprocess.Popen[bytes]":
+def start_probe(out_dir: str) -> subprocess.Popen[bytes]:
     """Probe in a child process (a crashing ``import torch`` must not kill the runner)."""
     cmd = [sys.executable, os.path.abspath(__file__), "--probe", os.path.join(out_dir, "env.json")]
     proc = _spawn(cmd, os.path.join(out_dir, "probe.log"))
@@ -179,7 +179,7 @@ def start_probe(out_dir: str) -> "subprocess.Popen[bytes]":
     return proc
 
 
-def finish_probe(proc: "subprocess.Popen[bytes]", out_dir: str, timeout: float) -> Dict[str, Any]:
+def finish_probe(proc: subprocess.Popen[bytes], out_dir: str, timeout: float) -> Dict[str, Any]:
     """Wait for the probe; a probe that failed leaves an env.json with an "error" key."""
     _CURRENT.remove(proc)
     rc, timed_out = _wait(proc, timeout)
@@ -197,7 +197,7 @@ def finish_probe(proc: "subprocess.Popen[bytes]", out_dir: str, timeout: float) 
 
 # --------------------------------------------------------------- processes
 
-def _spawn(cmd: List[str], log_path: str, env: Optional[Dict[str, str]] = None) -> "subprocess.Popen[bytes]":
+def _spawn(cmd: List[str], log_path: str, env: Optional[Dict[str, str]] = None) -> subprocess.Popen[bytes]:
     log = open(log_path, "wb")
     try:
         return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -206,10 +206,10 @@ def _spawn(cmd: List[str], log_path: str, env: Optional[Dict[str, str]] = None) 
         log.close()
 
 
-_CURRENT: List["subprocess.Popen[bytes]"] = []
+_CURRENT: List[subprocess.Popen[bytes]] = []
 
 
-def _wait(proc: "subprocess.Popen[bytes]", timeout: float) -> "tuple[Optional[int], bool]":
+def _wait(proc: subprocess.Popen[bytes], timeout: float) -> tuple[Optional[int], bool]:
     _CURRENT.append(proc)
     try:
         return proc.wait(timeout=timeout), False
@@ -227,7 +227,7 @@ def _on_term(signum: int, frame: Any) -> None:
     sys.exit(128 + signum)
 
 
-def _kill_group(proc: "subprocess.Popen[bytes]") -> None:
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGTERM the whole process group, SIGKILL it after a grace period."""
     _signal_group(proc.pid, signal.SIGTERM)
     try:
@@ -432,7 +432,7 @@ def run_all(out_dir: str, repros: Sequence[str], repros_dir: str, timeout: float
     return 0
 
 
-def _settle_probe(proc: "subprocess.Popen[bytes]", out_dir: str, timeout: float) -> Dict[str, Any]:
+def _settle_probe(proc: subprocess.Popen[bytes], out_dir: str, timeout: float) -> Dict[str, Any]:
     env = finish_probe(proc, out_dir, timeout)
     _say("torch %s, torchvision %s, torch_tensorrt %s, cuda %s" % (
         env.get("torch"), env.get("torchvision"), env.get("torch_tensorrt"),

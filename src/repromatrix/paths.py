@@ -28,7 +28,8 @@ HARNESS = "harness"  # the container side's folder inside the built-in repros fo
 
 def is_checkout() -> bool:
     """Whether this package runs from a source checkout (editable install, PYTHONPATH)."""
-    return (PROJECT_ROOT / "pyproject.toml").is_file() and (PROJECT_ROOT / "repros" / HARNESS / "runner.py").is_file()
+    return (PROJECT_ROOT / "pyproject.toml").is_file() \
+        and (PROJECT_ROOT / "repros" / HARNESS / "runner.py").is_file()
 
 
 def _resource(name: str, checkout_name: str) -> Path:

@@ -40,7 +40,8 @@ def _python(var: str) -> str:
 def _run_all(python: str, out: Path) -> dict:
     tmp = out / "tmp"  # the repros' temporary folders: all of them removed when they end
     tmp.mkdir()
-    proc = subprocess.run([python, str(REPROS / "harness" / "runner.py"), "--out", str(out), "--timeout", "300"],
+    proc = subprocess.run([python, str(REPROS / "harness" / "runner.py"), "--out", str(out),
+                           "--timeout", "300"],
                           capture_output=True, text=True, timeout=1800,
                           env={**os.environ, "TMPDIR": str(tmp)})
     assert proc.returncode == 0, proc.stdout + proc.stderr

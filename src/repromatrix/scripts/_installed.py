@@ -19,7 +19,7 @@ def _normalised(name):
 
 def _implementation_version():
     info = sys.implementation.version
-    version = "{0.major}.{0.minor}.{0.micro}".format(info)
+    version = f"{info.major}.{info.minor}.{info.micro}"
     if info.releaselevel != "final":
         version += info.releaselevel[0] + str(info.serial)
     return version

@@ -6,7 +6,7 @@ META = {"id": "fx_checked", "title": "stdlib-only stages", "upstream": [], "desc
 SIGNATURES = [protocol.Signature("known_bug", exc="ValueError", pattern=r"known bug \d+", stage="buggy")]
 
 
-class _T(object):
+class _T:
     """A tiny tensor stand-in (shape, float ops) so the fixture needs no torch."""
 
     def __init__(self, v):

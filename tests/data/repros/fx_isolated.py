@@ -7,9 +7,8 @@ was only printed (the log signature), not the abort of the info stage.
 import os
 import signal
 
-import torch
-
 import protocol
+import torch
 
 META = {"id": "fx_isolated", "title": "isolated stages", "upstream": [], "description": "",
         "requires": [], "expect": []}

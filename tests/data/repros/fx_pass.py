@@ -1,7 +1,6 @@
 """Fixture: a workflow whose output is checked against eager (-> pass), needs torch."""
-import torch
-
 import protocol
+import torch
 
 META = {"id": "fx_pass", "title": "checked pass", "upstream": [], "description": "", "requires": [],
         "expect": []}

@@ -8,13 +8,19 @@ values, subprocess output) reaches a terminal, an error message or a record:
   retitle, clear or rewrite the user's terminal;
 - ``bounded``: the head and tail of a long text, saying how much was cut;
 - ``brief``: a short ``repr`` of any value (lists, mappings, aliased YAML
-  structures) that stops early instead of rendering everything.
+  structures) that stops early instead of rendering everything;
+- ``first_line``, ``file_tail``, ``signal_name``: the line of an error, the end of a
+  log and the signal of a return code that messages and records quote (the host's
+  one copy of each; the container side's are in ``repros/harness/_outcome.py``).
 """
 
 from __future__ import annotations
 
+import os
 import reprlib
+import signal
 import unicodedata
+from pathlib import Path
 from typing import Any
 
 #: Unicode categories never printed raw: controls, format (bidi overrides,
@@ -94,9 +100,51 @@ def brief(value: Any, limit: int = BRIEF_LIMIT) -> str:
     return printable(bounded(_REPR.repr(value), limit))
 
 
-def first_line(text: Any, limit: int = 500) -> str:
-    """The first non-blank line of ``text`` (an exception's too), at most ``limit`` characters."""
-    return next((line.strip()[:limit] for line in str(text).splitlines() if line.strip()), "")
+def first_line(text: Any, limit: int | None = 500, *, past_intro: bool = False) -> str:
+    """The first non-blank line of ``text`` (an exception's too), at most ``limit``
+    characters (None: whole); ``past_intro``: the next line when the first only
+    introduces it (ends with ":")."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    if past_intro and len(lines) > 1 and lines[0].endswith(":"):
+        lines = lines[1:]
+    return lines[0][:limit] if lines else ""
+
+
+def file_tail(path: Path, limit: int, *, chars: bool = False) -> str:
+    """The end of the file at ``path``: its last ``limit`` bytes, decoded (a character cut
+    in two shows as U+FFFD), or with ``chars`` its last ``limit`` characters; "" when it
+    cannot be read. Only the end is read, however long the file."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - (4 * limit + 3 if chars else limit)))
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return text[-limit:] if chars else text
+
+
+def signal_name(returncode: int | None, shell_status: bool = False) -> str | None:
+    """The signal that ended a process (``"SIGSEGV"``), from its return code; else None.
+
+    ``subprocess`` reports a death by signal N of its own child as ``-N``: always read
+    (the local runner, an interpreter's probe). A process that runs its work in a child
+    of its own reports that child's death as exit status ``128 + N`` (a shell,
+    ``docker run``, the runner itself after SIGTERM): read only with ``shell_status``.
+    The host reads no such status today: a local runner's 143 stays an exit code.
+    """
+    if returncode is None:
+        return None
+    if returncode < 0:
+        num = -returncode
+    elif shell_status and 128 < returncode < 160:
+        num = returncode - 128
+    else:
+        return None
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"SIG{num}"
 
 
 def listed(items: list[str], shown: int = 3) -> str:

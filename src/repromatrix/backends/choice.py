@@ -26,8 +26,7 @@ from dataclasses import dataclass, replace
 from repromatrix.config import compat
 from repromatrix.errors import EngineUnavailable, HarnessError, UsageError
 from repromatrix.model import Stack, StackGroup
-from repromatrix.textsafe import first_line as _first
-from repromatrix.textsafe import listed
+from repromatrix.textsafe import first_line, listed
 
 from . import Engine, EngineContext, engine_class, load_engine, parse_backend
 
@@ -127,11 +126,11 @@ class Engines:
                     ok, _ = self._try(name, pypi)
                     if ok is not None:
                         return Choice(ok, self.engine(name), _said(
-                            name, why_not, f"{stack.index} unreachable: {first_line(why)}; "
+                            name, why_not, f"{stack.index} unreachable: {first_line(why, past_intro=True)}; "
                                            f"torch from PyPI instead ({same})"))
             if ok is not None:
                 return Choice(ok, self.engine(name), _said(name, why_not))
-            why_not.append(f"{name}: {first_line(why)}")
+            why_not.append(f"{name}: {first_line(why, past_intro=True)}")
         return Choice(stack, None, f"cannot be made here by {'|'.join(self.chain)}: "
                                    + "; ".join(why_not))
 
@@ -141,7 +140,7 @@ class Engines:
             self.engine(name).preflight([stack])
             return stack, ""
         except EngineUnavailable as exc:
-            self._down[name] = first_line(exc)
+            self._down[name] = first_line(exc, past_intro=True)
             return None, str(exc)
         except HarnessError as exc:
             return None, str(exc)
@@ -162,12 +161,3 @@ class Engines:
 def _said(name: str, why_not: list[str], extra: str = "") -> str:
     notes = [*why_not, *([extra] if extra else [])]
     return f"{name}, the first of the chain that works here" + (f" ({'; '.join(notes)})" if notes else "")
-
-
-def first_line(text: object) -> str:
-    """An error's first line, with the next one when the first only introduces it ("...:")."""
-    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
-    if len(lines) > 1 and lines[0].endswith(":"):
-        return _first(lines[1])
-    return _first(text)
-

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from repromatrix.errors import HarnessError, UsageError
 from repromatrix.paths import harness_dir as default_harness_dir
-from repromatrix.textsafe import bounded, printable
+from repromatrix.textsafe import bounded, printable, signal_name
 
 PROBE_TIMEOUT = 300.0
 TAIL_CHARS = 1500
@@ -68,12 +67,8 @@ def env_probe(python: str, harness_dir: Path | None = None,
 
 
 def _how_it_ended(code: int) -> str:
-    if code < 0:
-        try:
-            return f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited {code}"
+    name = signal_name(code)
+    return f"was killed by {name}" if name else f"exited {code}"
 
 
 def _tail(output: bytes) -> str:

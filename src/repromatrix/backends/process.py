@@ -20,7 +20,7 @@ from typing import IO
 
 from repromatrix.model import Output, Running, Say
 from repromatrix.store.record import EngineFacts
-from repromatrix.textsafe import printable
+from repromatrix.textsafe import file_tail, printable, signal_name
 
 from . import EngineContext, Prepared, RunnerJob
 
@@ -51,9 +51,8 @@ class LocalProcess:
 
     def facts(self, timed_out: bool, limit_s: float) -> EngineFacts:
         rc = self.proc.returncode
-        sig = _signal_name(-rc) if rc is not None and rc < 0 else None
-        return EngineFacts(exit_code=rc if rc is not None and rc >= 0 else None, signal=sig,
-                           timed_out=timed_out, limit_s=limit_s, log_tail=_tail(self.log_path))
+        return EngineFacts(exit_code=rc if rc is not None and rc >= 0 else None, signal=signal_name(rc),
+                           timed_out=timed_out, limit_s=limit_s, log_tail=file_tail(self.log_path, LOG_TAIL))
 
 
 @contextlib.contextmanager
@@ -117,18 +116,3 @@ def _signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-def _signal_name(num: int) -> str:
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return f"SIG{num}"
-
-
-def _tail(path: Path) -> str:
-    try:
-        with path.open("rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - LOG_TAIL))
-            return fh.read().decode("utf-8", "replace")
-    except OSError:
-        return ""

@@ -41,6 +41,7 @@ from repromatrix import envvars
 from repromatrix.errors import EngineUnavailable, UsageError
 from repromatrix.model import Note, Preparing, Stack
 from repromatrix.paths import cache_dir
+from repromatrix.textsafe import file_tail
 
 from . import EngineContext, Prepared, RunnerJob, standins
 from .diagnose import explain
@@ -259,7 +260,4 @@ def _index_answers(url: str) -> bool:
 
 
 def _tail(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")[-LOG_TAIL:]
-    except OSError:
-        return ""
+    return file_tail(path, LOG_TAIL, chars=True)

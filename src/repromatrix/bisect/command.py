@@ -35,7 +35,7 @@ from repromatrix.scripts.standalone import export
 from repromatrix.store.index import recorded_latest
 from repromatrix.store.record import Result, shorten
 from repromatrix.store.results import flaky_counts, latest_attempts, load_records
-from repromatrix.textsafe import printable
+from repromatrix.textsafe import first_line, printable
 
 from . import candidates as cands
 from .report import Probe, Setup, infra_only, json_report, progress_line, text_report, wrong_bounds_message
@@ -107,8 +107,7 @@ def standin_status(record: Result, status: str, standins: Sequence[str], stage: 
 
 
 def _first_line(text: Any) -> str:
-    lines = str(text or "").strip().splitlines()
-    return shorten(lines[0], 300) if lines else ""
+    return shorten(first_line(text or "", limit=None), 300)
 
 
 def classify(status: str, bad_if: Sequence[str], find_fix: bool) -> Verdict:

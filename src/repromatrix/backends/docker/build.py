@@ -56,7 +56,7 @@ def build_image(client: docker.DockerClient, spec: ImageSpec, work_dir: Path, *,
     image = None if error else find_image(client, spec.tag)
     if image is None:
         error = error or f"the build finished but {spec.tag} is not in the image store"
-        tail = _tail(log_path)
+        tail = _last_lines(log_path)
         error = _build_error_summary(tail, error)
         log(Note(sid, f"build FAILED after {elapsed:.0f}s: {error}"))
         return ImageResult(sid, spec.tag, ok=False, log_path=log_path, error=error,
@@ -88,7 +88,7 @@ def _stream_build(client: docker.DockerClient, spec: ImageSpec, ctx_dir: Path, f
     return ""
 
 
-def _tail(path: Path) -> str:
+def _last_lines(path: Path) -> str:
     try:
         return tail_text(path.read_text(encoding="utf-8", errors="replace"))
     except OSError:

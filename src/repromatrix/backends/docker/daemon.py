@@ -18,6 +18,7 @@ import docker
 import docker.errors
 import requests.exceptions
 
+from repromatrix import textsafe
 from repromatrix.backends.images import ImageSpec
 from repromatrix.errors import BaseImageMissing, DockerUnavailable
 
@@ -141,8 +142,8 @@ def remove_container(container: Any) -> bool:
 
 
 def first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:500]
+    """An SDK error's first line (``textsafe.first_line``), else its type's name."""
+    return textsafe.first_line(exc) or type(exc).__name__
 
 
 def _missing_base_line(base: str, users: list[ImageSpec], exc: BaseException) -> str:

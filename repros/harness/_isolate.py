@@ -31,7 +31,6 @@ import importlib.util
 import json
 import os
 import pickle
-import signal
 import subprocess
 import sys
 import tempfile
@@ -41,23 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 LOG_TAIL = 1500
 PROBE_CACHE_ENV = "REPROMATRIX_PROBE_CACHE"
 
-# What every fake-CUDA stand-in does (``_torchutil.fake_cuda_params``: parameters built
-# without grad), then the same with grad: on torch 2.9.x CUDA wheels without a driver
-# the autograd accumulator asks for a CUDA stream and the process aborts.
-_FAKE_CUDA_PROBE = r"""
-import sys
-sys.path.insert(0, %(here)r)
-import torch
-import _torchutil
-conv = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU()).eval()
-with _torchutil.fake_mode():
-    _torchutil.fake_cuda_params(conv, requires_grad=%(grad)r)
-    x = torch.empty(1, 3, 16, 16, device="cuda")
-    y = conv(x)
-    assert str(y.device) == "cuda:0", y.device
-    torch.export.export(conv, (x,), strict=False)
-print("fake CUDA ok")
-"""
+FAKE_CUDA_PROBE = os.path.join(HERE, "_fake_cuda_probe.py")  # run in a child, with or without grad
 
 
 # ------------------------------------------------------------------ parent
@@ -126,9 +109,18 @@ def _locate(fn: Callable[..., Any]) -> Tuple[str, str, str]:
 
 
 def _standin_module() -> Any:
+    return _harness_module("_standin")
+
+
+def _outcome() -> Any:
+    return _harness_module("_outcome")
+
+
+def _harness_module(name: str) -> Any:
+    """A harness module beside this file (this file also runs as a child's script)."""
     if HERE not in sys.path:
         sys.path.insert(0, HERE)
-    return importlib.import_module("_standin")
+    return importlib.import_module(name)
 
 
 def _restore(s: Any, d: Dict[str, Any]) -> None:
@@ -144,7 +136,7 @@ def _died(repro: Any, s: Any, rc: int, output: str) -> None:
     """The child left no record: a death by signal, or an exit without a result."""
     import protocol
 
-    name = _signal_name(rc)
+    name = _outcome().signal_name(rc)
     s.evidence["log_tail"] = output[-LOG_TAIL:]
     s.traceback = output[-protocol.TRACEBACK_LIMIT:]
     last = _last_line(output)
@@ -152,22 +144,13 @@ def _died(repro: Any, s: Any, rc: int, output: str) -> None:
         s.evidence["signal"] = name
         sig = protocol.match_signal(repro.signatures, name, output, s.name)
         why = "stage process died by %s%s" % (name, ": " + last if last else "")
-        s.status, s.message = (protocol.FAIL, "signature %s matched: %s" % (sig.id, why)) if sig \
-            else (protocol.CRASH, why)
+        s.status = _outcome().ended_status(False, name, sig is not None)
+        s.message = "signature %s matched: %s" % (sig.id, why) if sig else why
         s.signature = sig.id if sig else None
     else:
-        s.status = protocol.ERROR
+        s.status = _outcome().ended_status(False, None)
         s.message = "stage process exited with code %s without a result%s" % (
             rc, ": " + last if last else "")
-
-
-def _signal_name(rc: Optional[int]) -> Optional[str]:
-    if rc is None or rc >= 0:
-        return None
-    try:
-        return signal.Signals(-rc).name
-    except ValueError:
-        return "SIG%d" % -rc
 
 
 def _last_line(output: str) -> str:
@@ -250,13 +233,13 @@ def _probe_child(grad: bool) -> Tuple[bool, str]:
         import torch
     except Exception as e:  # pragma: no cover - the runner marks this broken first
         return False, "torch is not importable: %s" % (e,)
-    code = _FAKE_CUDA_PROBE % {"here": HERE, "grad": grad}
-    proc = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=600)
+    proc = subprocess.run([sys.executable, FAKE_CUDA_PROBE, "with-grad" if grad else "without-grad"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                          timeout=600)
     output = proc.stdout.decode("utf-8", "replace")
     if proc.returncode == 0 and "fake CUDA ok" in output:
         return True, ""
-    name = _signal_name(proc.returncode)
+    name = _outcome().signal_name(proc.returncode)
     how = "died by %s" % name if name else "exited with code %s" % proc.returncode
     return False, "fake CUDA probe (torch %s, parameters %s grad) %s: %s" % (
         torch.__version__, "with" if grad else "without", how, _last_line(output))

@@ -16,10 +16,10 @@ with the reason). Stages have a role:
 - ``info``: supporting evidence (CPU stand-ins with fake CUDA tensors,
   emulations, inspections); shown on the page, never a verdict.
 
-The cell status (``derive_status``) follows ARCHITECTURE.md: ``fail`` when a main
-stage matched a signature, else ``error`` when one failed otherwise, else
-``skip`` when one could not run, else ``pass`` only if every main stage
-completed and at least one of them checked an output numerically
+The cell status (``derive_status``, from ``_outcome.py``: the rule's one place) follows
+ARCHITECTURE.md: ``fail`` when a main stage matched a signature, else ``error`` when one
+failed otherwise, else ``skip`` when one could not run, else ``pass`` only if every main
+stage completed and at least one of them checked an output numerically
 (``Stage.check_close``). A workflow that merely ran is not a pass.
 
 The result goes to the file named by ``--result PATH`` (or the environment
@@ -55,14 +55,13 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 if os.path.dirname(os.path.abspath(__file__)) not in sys.path:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from _outcome import BROKEN, CRASH, ERROR, FAIL, PASS, SKIP, TIMEOUT, derive_status, workaround_status  # noqa: E402,F401
 from _versions import DISTRIBUTIONS, package_version, release, version_matches, when_matches  # noqa: E402,F401
 
 PROTOCOL_VERSION = 1
 TRACEBACK_LIMIT = 4000
 RESULT_ENV = "REPROMATRIX_RESULT"
 
-PASS, FAIL, ERROR, CRASH, TIMEOUT, SKIP, BROKEN = (
-    "pass", "fail", "error", "crash", "timeout", "skip", "broken")
 ROLES = ("main", "workaround", "info")
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -459,34 +458,6 @@ def _jsonable(v: Any) -> Any:
     if isinstance(v, (list, tuple, set)):
         return [_jsonable(x) for x in v]
     return str(v)
-
-
-def derive_status(stages: Sequence[Dict[str, Any]]) -> Tuple[str, Optional[str], str]:
-    """(status, signature id, message) of a cell from its stage records (ARCHITECTURE.md, "Outcomes")."""
-    main = [s for s in stages if s.get("role", "main") == "main"]
-    if not main:
-        return ERROR, None, "the repro ran no main stage"
-    for wanted in (FAIL, CRASH, TIMEOUT, ERROR, SKIP):
-        for s in main:
-            if s["status"] == wanted:
-                return wanted, s.get("signature"), "%s: %s" % (s["name"], s.get("message") or wanted)
-    unchecked = [s["name"] for s in main if s["status"] == PASS
-                 and not any(c.get("numeric") and c.get("ok") for c in s.get("checks", ()))]
-    if len(unchecked) == len(main):
-        return ERROR, None, "the workflow completed but no output was checked against eager"
-    return PASS, None, "every main stage passed; output checked against eager"
-
-
-def workaround_status(stages: Sequence[Dict[str, Any]]) -> Optional[str]:
-    """Status of the workaround stages (worst first), or None without one."""
-    ws = [s["status"] for s in stages if s.get("role") == "workaround"]
-    for wanted in (FAIL, CRASH, TIMEOUT, ERROR, SKIP):
-        if wanted in ws:
-            return wanted
-    if ws and not any(any(c.get("numeric") and c.get("ok") for c in s.get("checks", ()))
-                      for s in stages if s.get("role") == "workaround"):
-        return ERROR
-    return PASS if ws else None
 
 
 # ------------------------------------------------------------------- repro

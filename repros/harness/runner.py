@@ -49,6 +49,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 import protocol  # noqa: E402
+from _outcome import ended_status, file_tail, signal_name  # noqa: E402
 
 BUILT_IN = os.path.dirname(HERE)  # the built-in repros: the folder this harness sits in
 LOG_TAIL = 4000
@@ -190,7 +191,7 @@ def finish_probe(proc: subprocess.Popen[bytes], out_dir: str, timeout: float) ->
     except (OSError, ValueError):
         env = {"python_executable": sys.executable, "python": platform.python_version()}
         why = "timed out after %gs" % timeout if timed_out else "exited with %s" % _describe_rc(rc)
-        env["error"] = "environment probe %s: %s" % (why, _tail(os.path.join(out_dir, "probe.log"), 1500))
+        env["error"] = "environment probe %s: %s" % (why, file_tail(os.path.join(out_dir, "probe.log"), 1500))
         protocol.write_json_atomic(path, env)
     return env
 
@@ -245,32 +246,9 @@ def _signal_group(pgid: int, sig: int) -> None:
         pass
 
 
-def _signal_name(rc: Optional[int]) -> Optional[str]:
-    if rc is None:
-        return None
-    num = -rc if rc < 0 else (rc - 128 if 128 < rc < 160 else None)
-    if num is None:
-        return None
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return "SIG%d" % num
-
-
 def _describe_rc(rc: Optional[int]) -> str:
-    name = _signal_name(rc) if rc is not None and rc < 0 else None
+    name = signal_name(rc) if rc is not None and rc < 0 else None
     return "signal %s" % name if name else "exit code %s" % rc
-
-
-def _tail(path: str, limit: int = LOG_TAIL) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - limit))
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
 
 
 # ------------------------------------------------------------------ repros
@@ -298,7 +276,7 @@ def run_repro(repro_id: str, repros_dir: str, out_dir: str, timeout: float) -> D
     t0 = time.time()
     proc = _spawn([sys.executable, script, "--result", partial], log_path, env)
     rc, timed_out = _wait(proc, timeout)
-    result = classify(repro_id, _read_json(partial), rc, timed_out, _tail(log_path), timeout)
+    result = classify(repro_id, _read_json(partial), rc, timed_out, file_tail(log_path, LOG_TAIL), timeout)
     result["duration_s"] = round(time.time() - t0, 3)
     return result
 
@@ -326,7 +304,7 @@ def _bare(repro_id: str, status: str, message: str, **extra: Any) -> Dict[str, A
 def classify(repro_id: str, partial: Optional[Dict[str, Any]], rc: Optional[int], timed_out: bool,
              log_tail: str, timeout: float) -> Dict[str, Any]:
     """Turn a repro process's end (result file, exit code, output) into one result."""
-    sig_name = None if timed_out else _signal_name(rc)
+    sig_name = None if timed_out else signal_name(rc, shell_status=True)  # the script wrapper's 128+N
     base = {"exit_code": rc if (rc is not None and rc >= 0) else None, "signal": sig_name,
             "log_tail": log_tail[-LOG_TAIL:]}
     unreadable = partial is not None and not _valid(partial)
@@ -340,16 +318,15 @@ def classify(repro_id: str, partial: Optional[Dict[str, Any]], rc: Optional[int]
                 res.get("message", ""), "a timeout" if timed_out else _describe_rc(rc))
         return _finalize(res)
     if timed_out:
-        return _interrupted(repro_id, partial, base, protocol.TIMEOUT,
-                            "killed after the %gs time limit" % timeout, None)
-    if sig_name:
-        return _interrupted(repro_id, partial, base, protocol.CRASH,
-                            "process died by %s" % sig_name, sig_name)
-    why = "exited with code %s without a result" % rc if partial is None \
-        else "exited with code %s before finishing (result incomplete)" % rc
-    if unreadable:
+        why = "killed after the %gs time limit" % timeout
+    elif sig_name:
+        why = "process died by %s" % sig_name
+    elif unreadable:
         why = "the result file could not be parsed (exit code %s)" % rc
-    return _interrupted(repro_id, partial, base, protocol.ERROR, why, None)
+    else:
+        why = "exited with code %s without a result" % rc if partial is None \
+            else "exited with code %s before finishing (result incomplete)" % rc
+    return _interrupted(repro_id, partial, base, timed_out, why, sig_name)
 
 
 def _valid(d: Dict[str, Any]) -> bool:
@@ -357,9 +334,10 @@ def _valid(d: Dict[str, Any]) -> bool:
         and all(isinstance(s, dict) and "name" in s and "status" in s for s in d["stages"])
 
 
-def _interrupted(repro_id: str, partial: Optional[Dict[str, Any]], base: Dict[str, Any], status: str,
+def _interrupted(repro_id: str, partial: Optional[Dict[str, Any]], base: Dict[str, Any], timed_out: bool,
                  why: str, sig_name: Optional[str]) -> Dict[str, Any]:
     """A repro that did not finish: attribute the end to the running stage."""
+    status = ended_status(timed_out, sig_name)
     stages = list((partial or {}).get("stages") or [])
     running = (partial or {}).get("running")
     matched = None
@@ -368,7 +346,7 @@ def _interrupted(repro_id: str, partial: Optional[Dict[str, Any]], base: Dict[st
         matched = protocol.match_signal(sigs, sig_name, base["log_tail"], running,
                                         partial.get("versions"))
     if running:
-        stage_status = protocol.FAIL if matched else status
+        stage_status = ended_status(timed_out, sig_name, matched is not None)
         st = {"name": running, "role": _role_hint(partial, running), "status": stage_status,
               "duration_s": 0.0, "message": why, "evidence": {"log_tail": base["log_tail"][-1500:]},
               "checks": []}

@@ -1,0 +1,101 @@
+"""The container side's layout: the harness in ``repros/harness/``, a repro is a top-level
+``<id>.py`` of a repro folder, and a user's folder brings its own ``_*.py`` helpers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from repromatrix import paths
+from repromatrix.config.catalog import catalog_hashes, harness_files, load_catalog
+from repromatrix.run.staging import stage_catalog
+
+BUILT_IN = ("deform_conv2d_device", "dynamic_unet_shapes", "onnx_export_device",
+            "torchscript_device_mix", "ts_device_gpu_id")
+USER_REPRO = '''"""A user's repro: the harness's protocol and its own helper."""
+import protocol
+from protocol import Signature
+
+import _mine
+
+META = {"id": "user_bug", "title": "a user's bug"}
+SIGNATURES = [Signature("never", exc="KeyError", pattern="never")]
+
+
+def stage_helper(s):
+    s.note("helper", _mine.WHO)
+    s.note("protocol", protocol.__file__)
+
+
+def main(r):
+    r.stage("helper", stage_helper)
+
+
+if __name__ == "__main__":
+    protocol.main(META, SIGNATURES, main)
+'''
+
+
+def test_the_harness_is_its_own_folder_and_no_part_of_the_catalog() -> None:
+    harness = paths.harness_dir()
+    assert harness == paths.repros_dir() / "harness" and (harness / "runner.py").is_file()
+    assert tuple(load_catalog(paths.repros_dir())) == BUILT_IN
+    names = {p.relative_to(harness).as_posix() for p in harness_files(harness)}
+    assert {"protocol.py", "runner.py", "_outcome.py", "_standin.py"} <= names
+
+
+@pytest.fixture
+def built_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the built-in folder whose harness holds a stray module that is no repro."""
+    root = tmp_path / "repros"
+    shutil.copytree(paths.repros_dir(), root, ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "harness" / "stray.py").write_text("raise SystemExit('the stray module ran')\n")
+    monkeypatch.setattr(paths, "repros_dir", lambda: root)
+    return root
+
+
+def test_a_stray_file_in_the_harness_folder_is_never_a_repro(built_in: Path, tmp_path: Path) -> None:
+    assert paths.harness_dir() == built_in / "harness"
+    assert tuple(load_catalog(built_in)) == BUILT_IN
+    out = tmp_path / "out"
+    subprocess.run([sys.executable, str(built_in / "harness" / "runner.py"), "--out", str(out)],
+                   check=True, capture_output=True, timeout=300)
+    assert sorted(p.stem for p in out.glob("[!.]*.json") if p.name != "env.json") == list(BUILT_IN)
+
+
+def test_the_repro_hash_covers_every_harness_file(built_in: Path) -> None:
+    catalog = load_catalog(built_in)
+    before = catalog_hashes(catalog, paths.harness_dir())
+    (built_in / "harness" / "stray.py").write_text("# edited\n")
+    after = catalog_hashes(catalog, paths.harness_dir())
+    assert all(before[rid] != after[rid] for rid in catalog)
+
+
+def test_a_user_repro_runs_on_the_harness_with_its_own_helper(tmp_path: Path) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "user_bug.py").write_text(USER_REPRO)
+    (mine / "_mine.py").write_text('WHO = "the user\'s helper"\n')
+    for stray in ("protocol.py", "runner.py", "_outcome.py"):
+        (mine / stray).write_text(f"raise SystemExit('the stray {stray} was used')\n")
+    catalog = load_catalog(mine)
+    assert list(catalog) == ["user_bug"], "neither helpers nor copies of the harness are repros"
+    staged = stage_catalog(catalog, paths.harness_dir(), tmp_path / "work")
+    assert sorted(p.name for p in staged.iterdir()) == ["_mine.py", "user_bug.py"]
+    sys.path.insert(0, str(paths.harness_dir()))
+    try:
+        import runner
+    finally:
+        sys.path.remove(str(paths.harness_dir()))
+    out = tmp_path / "out"
+    out.mkdir()
+    result = runner.run_repro("user_bug", str(staged), str(out), 60.0)
+    stage = result["stages"][0]
+    assert stage["status"] == "pass", json.dumps(result, indent=1)
+    assert stage["evidence"]["helper"] == "the user's helper"
+    assert stage["evidence"]["protocol"] == str(paths.harness_dir() / "protocol.py")

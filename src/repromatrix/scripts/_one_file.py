@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# -*- coding: utf-8 -*-
 # <title>
 # One-file export of the repromatrix repro `<rid>`: needs only the stack under test.
 # Run: python <name>   -> exit 0 pass (bug absent), 1 fail (bug reproduced), 125 cannot tell.

@@ -10,7 +10,7 @@ torch-tensorrt's wheel was installed ``--no-deps``): writes into ``DIR``
   an inert placeholder, ``__version__`` is the TensorRT version torch-tensorrt
   was built for, ``__standin__`` is True;
 - ``lib/libnvinfer.so.N`` and ``lib/libnvinfer_plugin.so.N`` (N read from
-  ``libtorchtrt.so``'s needed libraries), compiled with ``cc`` from ``NVINFER_C``:
+  ``libtorchtrt.so``'s needed libraries), compiled with ``cc`` from ``nvinfer.c``:
   the four TensorRT symbols ``libtorchtrt.so`` links against, returning null;
 - ``lib/libcudart_device0.so`` (``cudaGetDevice`` says 0), preloaded only where
   torch-tensorrt asks the CUDA runtime for the current device itself (2.2);
@@ -18,6 +18,10 @@ torch-tensorrt's wheel was installed ``--no-deps``): writes into ``DIR``
   installed torch lacks (torch-tensorrt 2.3.0's PyPI wheel, pytorch/TensorRT#3031),
   each aborting the process loudly if it is ever called;
 - ``standins.json``: the manifest (what was made and why).
+
+What they are made from are real files in ``standin_sources/`` (the ``tensorrt`` module
+and the C sources), copied and compiled with only data filled in (the TensorRT version
+in a JSON file beside the module; the missing symbols as a ``-D`` define).
 
 Nothing is made where a real ``tensorrt`` imports (the manifest says so).
 
@@ -38,9 +42,10 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 ENV = "REPROMATRIX_STANDINS"  # the stand-in folder of this environment (set by the engine)
 MANIFEST = "standins.json"
@@ -48,128 +53,31 @@ KNOWN = ("tensorrt",)
 MISSING_SYMBOL_ROUNDS = 16
 CAPABILITY = (8, 0)  # the stood-in GPU's compute capability: neither a Tegra nor a Thor
 
-TENSORRT_MODULE = '''"""A stand-in for TensorRT made by repromatrix: it only satisfies imports."""
-import importlib.abc
-import importlib.machinery
-import sys
-import types
-
-__standin__ = True
-__version__ = %(version)r
-_ABSENT = ("tensorrt_rtx",)  # another package: feature probes (hasattr) must not find it
-
-
-class _PlaceholderType(type):
-    def __getattr__(cls, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        value = _placeholder(name)
-        setattr(cls, name, value)  # the same placeholder every time (identity checks)
-        return value
-
-    def __repr__(cls):
-        return "<tensorrt stand-in %%s>" %% cls.__name__
-
-
-class _Placeholder(metaclass=_PlaceholderType):
-    def __init__(self, *args, **kwargs):
-        pass
-
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _placeholder(name)
-
-    def __call__(self, *args, **kwargs):
-        return _placeholder("call")()
-
-
-def _placeholder(name):
-    return _PlaceholderType(str(name), (_Placeholder,), {})
-
-
-def __getattr__(name):
-    if name.startswith("__") or name in _ABSENT:
-        raise AttributeError(name)
-    value = _placeholder(name)
-    globals()[name] = value
-    return value
-
-
-def _submodule(name):
-    module = types.ModuleType(name)
-    module.__path__ = []
-    module.__standin__ = True
-
-    def attribute(attr):
-        if attr.startswith("__"):
-            raise AttributeError(attr)
-        value = _placeholder(attr)
-        setattr(module, attr, value)
-        return value
-
-    module.__getattr__ = attribute
-    return module
-
-
-class _Submodules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Any tensorrt.<name> (tensorrt.plugin, ...) imports as a placeholder module."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name.startswith(__name__ + "."):
-            return importlib.machinery.ModuleSpec(name, self, is_package=True)
-        return None
-
-    def create_module(self, spec):
-        return _submodule(spec.name)
-
-    def exec_module(self, module):
-        pass
-
-
-sys.meta_path.append(_Submodules())
-tensorrt = sys.modules[__name__]  # like TensorRT's own tensorrt.tensorrt: the same names
-'''
-
-NVINFER_C = r"""
-/* TensorRT stand-in made by repromatrix: the entry points libtorchtrt.so links
-   against. Builders and runtimes are null; the plugin registry answers 0. */
-#include <stddef.h>
-static void *answer_zero(void) { return NULL; }
-static void *registry_methods[128];
-static struct { void **methods; } registry = { registry_methods };
-__attribute__((constructor)) static void fill(void) {
-    for (size_t i = 0; i < sizeof registry_methods / sizeof *registry_methods; i++)
-        registry_methods[i] = (void *)answer_zero;
-}
-void *createInferBuilder_INTERNAL(void *logger, int version) { return NULL; }
-void *createInferRuntime_INTERNAL(void *logger, int version) { return NULL; }
-void *getPluginRegistry(void) { return &registry; }
-int initLibNvInferPlugins(void *logger, const char *ns) { return 1; }
-"""
-
-CUDART_DEVICE0_C = r"""
-/* repromatrix stand-in: the current CUDA device is 0 (no driver is asked). */
-int cudaGetDevice(int *device) { *device = 0; return 0; }
-"""
-
-MISSING_SYMBOL_C = r"""
-void %(name)s(void) {
-    static const char m[] = "repromatrix stand-in: %(name)s was called (a symbol this torch "
-                            "lacks); aborting\n";
-    extern long write(int, const void *, unsigned long);
-    write(2, m, sizeof m - 1);
-    __builtin_trap();
-}
-"""
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCES = os.path.join(HERE, "standin_sources")  # what the stand-ins are made from, real files
+TENSORRT_MODULE = "tensorrt.py"  # written as tensorrt/__init__.py, its version beside it
+NVINFER_C = "nvinfer.c"
+CUDART_DEVICE0_C = "cudart_device0.c"
+MISSING_SYMBOLS_C = "missing_symbols.c"  # the symbols come as -DSTANDIN_MISSING_SYMBOLS=...
 
 
 # ------------------------------------------------------------------ making
 
 def sources_sha256() -> str:
-    """What the stand-ins are made from (part of an environment's fingerprint)."""
-    with open(os.path.abspath(__file__), "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
+    """What the stand-ins are made from: this file and ``standin_sources/`` (the same sum
+    as the host's ``backends.standins.source_sha256``, part of the fingerprint)."""
+    h = hashlib.sha256()
+    files = [os.path.basename(__file__)] + ["standin_sources/" + n for n in sorted(os.listdir(SOURCES))
+                                            if os.path.isfile(source(n))]
+    for name in files:
+        with open(os.path.join(HERE, name), "rb") as f:
+            h.update(name.encode() + b"\0" + f.read() + b"\0")
+    return h.hexdigest()
+
+
+def source(name: str) -> str:
+    """The path of one stand-in source (``standin_sources/<name>``)."""
+    return os.path.join(SOURCES, name)
 
 
 def _torch_tensorrt_dir() -> Optional[str]:
@@ -210,11 +118,12 @@ def _tensorrt_version(pkg: str) -> str:
         return "unknown"
 
 
-def _compile(cc: str, source: str, out: str, soname: str, log: List[str]) -> None:
-    src = out + ".c"
-    with open(src, "w") as f:
-        f.write(source)
-    cmd = [cc, "-shared", "-fPIC", "-O1", "-Wl,-soname," + soname, "-o", out, src]
+def _compile(cc: str, src: str, out: str, soname: str, log: List[str],
+             defines: Sequence[str] = ()) -> None:
+    """Compile the C source file ``src`` into the shared library ``out`` (``defines``: -D
+    values, the only data a source gets)."""
+    cmd = [cc, "-shared", "-fPIC", "-O1", "-Wl,-soname," + soname,
+           *["-D" + d for d in defines], "-o", out, src]
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     log.append(" ".join(cmd))
     if proc.returncode != 0:
@@ -247,15 +156,16 @@ def make(dest: str, cc: str = "cc") -> Dict[str, Any]:
     pydir, libdir = os.path.join(dest, "python", "tensorrt"), os.path.join(dest, "lib")
     os.makedirs(pydir, exist_ok=True)
     os.makedirs(libdir, exist_ok=True)
-    with open(os.path.join(pydir, "__init__.py"), "w") as f:
-        f.write(TENSORRT_MODULE % {"version": version})
+    shutil.copyfile(source(TENSORRT_MODULE), os.path.join(pydir, "__init__.py"))
+    with open(os.path.join(pydir, "standin.json"), "w") as f:
+        json.dump({"version": version}, f)
     for name, major in sorted(majors.items()):
         soname = "%s.so.%s" % (name, major)
-        _compile(cc, NVINFER_C, os.path.join(libdir, soname), soname, manifest["log"])
+        _compile(cc, source(NVINFER_C), os.path.join(libdir, soname), soname, manifest["log"])
     manifest.update({"tensorrt_version": version, "nvinfer": majors, "standins": ["tensorrt"]})
     with open(os.path.join(pkg, "_Device.py")) as f:
         if "_get_current_device" in f.read():  # 2.2: asks the CUDA runtime itself
-            _compile(cc, CUDART_DEVICE0_C, os.path.join(libdir, "libcudart_device0.so"),
+            _compile(cc, source(CUDART_DEVICE0_C), os.path.join(libdir, "libcudart_device0.so"),
                      "libcudart_device0.so", manifest["log"])
             manifest["preload"] = ["libcudart_device0.so"]
     env = dict(os.environ, LD_LIBRARY_PATH=_join_path(libdir, os.environ.get("LD_LIBRARY_PATH")))
@@ -265,9 +175,9 @@ def make(dest: str, cc: str = "cc") -> Dict[str, Any]:
         if not new:
             break
         missing += new
-        source = "".join(MISSING_SYMBOL_C % {"name": s} for s in missing)
-        _compile(cc, source, os.path.join(libdir, "libtorchtrt_missing.so"),
-                 "libtorchtrt_missing.so", manifest["log"])
+        _compile(cc, source(MISSING_SYMBOLS_C), os.path.join(libdir, "libtorchtrt_missing.so"),
+                 "libtorchtrt_missing.so", manifest["log"],
+                 ["STANDIN_MISSING_SYMBOLS=" + " ".join("MISSING(%s)" % s for s in missing)])
         manifest["preload"] = sorted(set(manifest.get("preload", [])) | {"libtorchtrt_missing.so"})
         env["LD_PRELOAD"] = os.path.join(libdir, "libtorchtrt_missing.so")
     if missing:

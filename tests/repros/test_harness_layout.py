@@ -99,3 +99,17 @@ def test_a_user_repro_runs_on_the_harness_with_its_own_helper(tmp_path: Path) ->
     assert stage["status"] == "pass", json.dumps(result, indent=1)
     assert stage["evidence"]["helper"] == "the user's helper"
     assert stage["evidence"]["protocol"] == str(paths.harness_dir() / "protocol.py")
+
+
+def test_the_standin_sources_are_real_files_summed_alike_on_both_sides() -> None:
+    from repromatrix.backends import standins
+
+    sys.path.insert(0, str(paths.harness_dir()))
+    try:
+        import _standin
+    finally:
+        sys.path.remove(str(paths.harness_dir()))
+    assert _standin.sources_sha256() == standins.source_sha256(paths.harness_dir())
+    module = Path(_standin.source(_standin.TENSORRT_MODULE)).read_text()
+    compile(module, "tensorrt.py", "exec")
+    assert "%(" not in module and "%(" not in Path(_standin.source(_standin.MISSING_SYMBOLS_C)).read_text()

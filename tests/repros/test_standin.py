@@ -57,7 +57,7 @@ def fake_torch_tensorrt(root: Path) -> Path:
     link = root / "link"
     link.mkdir()
     for name in ("libnvinfer.so.10", "libnvinfer_plugin.so.10"):
-        _standin._compile(CC, _standin.NVINFER_C, str(link / name), name, [])
+        _standin._compile(CC, _standin.source(_standin.NVINFER_C), str(link / name), name, [])
     src = root / "trt.c"
     src.write_text(textwrap.dedent("""
         void *getPluginRegistry(void);

@@ -258,6 +258,8 @@ def build_context(spec: ImageSpec, dest: Path) -> Path:
         (dest / CA_NAME).write_bytes(data)
     if spec.standin_source:
         shutil.copy2(spec.standin_source, dest / standins.SOURCE)
+        shutil.copytree(spec.standin_source.parent / standins.SOURCES, dest / standins.SOURCES,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     for i, wh in enumerate(spec.wheelhouses):
         target = dest / WHEELS_DIR / str(i)
         target.mkdir(parents=True)

@@ -25,6 +25,7 @@ from repromatrix.model import Note, Stack
 ENV = "REPROMATRIX_STANDINS"  # read by repros/harness/_standin.py
 FOLDER = "repromatrix-standins"  # inside the environment
 SOURCE = "_standin.py"
+SOURCES = "standin_sources"  # beside it: the tensorrt module and the C sources it makes them from
 EXCLUDED = ("triton",)  # torch's GPU kernel compiler: never used on this lane
 
 
@@ -51,8 +52,13 @@ def applies(stack: Stack, standins: tuple[str, ...]) -> bool:
 
 
 def source_sha256(harness_dir: Path) -> str:
-    """The stand-in sources (part of the environment's fingerprint)."""
-    return hashlib.sha256((harness_dir / SOURCE).read_bytes()).hexdigest()
+    """The stand-in sources, ``_standin.py`` and ``standin_sources/`` (part of the
+    environment's fingerprint; the same sum as ``_standin.sources_sha256`` there)."""
+    h = hashlib.sha256()
+    files = [harness_dir / SOURCE, *sorted(p for p in (harness_dir / SOURCES).iterdir() if p.is_file())]
+    for path in files:
+        h.update(path.relative_to(harness_dir).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def spec(stack: Stack, requirements: list[str], harness_dir: Path) -> dict[str, Any]:
@@ -84,7 +90,7 @@ def venv_steps(lane: dict[str, Any], install: list[str], python: str, target: Pa
 def docker_vars(lane: dict[str, Any]) -> dict[str, Any]:
     """The same steps as ``venv_steps`` for the docker engine's pip template
     (images/pip.Dockerfile.j2): the wheel, the stand-in sources and where they are made."""
-    return {"wheel": lane["torch_tensorrt"], "source": SOURCE,
+    return {"wheel": lane["torch_tensorrt"], "source": SOURCE, "sources": SOURCES,
             "folder": f"/opt/repromatrix/{FOLDER}", "deps": "/tmp/torch-tensorrt-deps.txt",
             "env": ENV}
 

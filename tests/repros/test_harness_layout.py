@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,6 +41,15 @@ def main(r):
 if __name__ == "__main__":
     protocol.main(META, SIGNATURES, main)
 '''
+
+
+def harness_module(name: str) -> Any:
+    """A module of the harness, imported as a repro imports it (its folder on sys.path)."""
+    sys.path.insert(0, str(paths.harness_dir()))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(paths.harness_dir()))
 
 
 def test_the_harness_is_its_own_folder_and_no_part_of_the_catalog() -> None:
@@ -79,19 +90,16 @@ def test_the_repro_hash_covers_every_harness_file(built_in: Path) -> None:
 def test_a_user_repro_runs_on_the_harness_with_its_own_helper(tmp_path: Path) -> None:
     mine = tmp_path / "mine"
     mine.mkdir()
-    (mine / "user_bug.py").write_text(USER_REPRO)
-    (mine / "_mine.py").write_text('WHO = "the user\'s helper"\n')
-    for stray in ("protocol.py", "runner.py", "_outcome.py"):
-        (mine / stray).write_text(f"raise SystemExit('the stray {stray} was used')\n")
+    strays = {n: f"raise SystemExit('the stray {n} was used')\n"
+              for n in ("protocol.py", "runner.py", "_outcome.py")}
+    files = {"user_bug.py": USER_REPRO, "_mine.py": 'WHO = "the user\'s helper"\n', **strays}
+    for name, text in files.items():
+        (mine / name).write_text(text)
     catalog = load_catalog(mine)
     assert list(catalog) == ["user_bug"], "neither helpers nor copies of the harness are repros"
     staged = stage_catalog(catalog, paths.harness_dir(), tmp_path / "work")
     assert sorted(p.name for p in staged.iterdir()) == ["_mine.py", "user_bug.py"]
-    sys.path.insert(0, str(paths.harness_dir()))
-    try:
-        import runner
-    finally:
-        sys.path.remove(str(paths.harness_dir()))
+    runner = harness_module("runner")
     out = tmp_path / "out"
     out.mkdir()
     result = runner.run_repro("user_bug", str(staged), str(out), 60.0)
@@ -104,11 +112,7 @@ def test_a_user_repro_runs_on_the_harness_with_its_own_helper(tmp_path: Path) ->
 def test_the_standin_sources_are_real_files_summed_alike_on_both_sides() -> None:
     from repromatrix.backends import standins
 
-    sys.path.insert(0, str(paths.harness_dir()))
-    try:
-        import _standin
-    finally:
-        sys.path.remove(str(paths.harness_dir()))
+    _standin = harness_module("_standin")
     assert _standin.sources_sha256() == standins.source_sha256(paths.harness_dir())
     module = Path(_standin.source(_standin.TENSORRT_MODULE)).read_text()
     compile(module, "tensorrt.py", "exec")

@@ -20,10 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from repromatrix.backends.docker.daemon import connect
 from repromatrix.config.catalog import load_catalog
 from repromatrix.config.matrix import Matrix
 from repromatrix.config.options import RunOptions
+from repromatrix.engines.docker.daemon import connect
 from repromatrix.model import Plan, Settings, Stack, StackGroup
 from repromatrix.run.cells import prepare_plan, run_plan
 

@@ -90,7 +90,7 @@ def rewrite_after_blocks(monkeypatch):
 @pytest.fixture(scope="session")
 def docker_client() -> Iterator[object]:
     """A pinged client; at session end, no test-run container may be left behind."""
-    from repromatrix.backends.docker.daemon import LABEL_MANAGED, LABEL_RUN, connect
+    from repromatrix.engines.docker.daemon import LABEL_MANAGED, LABEL_RUN, connect
     from repromatrix.errors import DockerUnavailable
 
     try:
@@ -110,7 +110,7 @@ def local_base_image(docker_client: object) -> str:
     """The local stand-in for python:3.11-slim (made once by scripts/make-base-image.sh)."""
     script = ROOT / "scripts" / "make-base-image.sh"
     if shutil.which("debootstrap") is None:
-        from repromatrix.backends.docker.daemon import find_image
+        from repromatrix.engines.docker.daemon import find_image
 
         if find_image(docker_client, BASE_IMAGE) is None:
             unavailable(f"debootstrap is not installed and {BASE_IMAGE} does not exist")

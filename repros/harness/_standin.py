@@ -65,7 +65,7 @@ MISSING_SYMBOLS_C = "missing_symbols.c"  # the symbols come as -DSTANDIN_MISSING
 
 def sources_sha256() -> str:
     """What the stand-ins are made from: this file and ``standin_sources/`` (the same sum
-    as the host's ``backends.standins.source_sha256``, part of the fingerprint)."""
+    as the host's ``engines.standins.source_sha256``, part of the fingerprint)."""
     h = hashlib.sha256()
     files = [os.path.basename(__file__)] + ["standin_sources/" + n for n in sorted(os.listdir(SOURCES))
                                             if os.path.isfile(source(n))]

@@ -1,6 +1,6 @@
 """Advisory locks that say who holds them.
 
-One `repromatrix run` per results folder (``store.results.locked``); the backends
+One `repromatrix run` per results folder (``store.results.locked``); the engines
 can take one per environment being built. ``flock`` on a lock file: the kernel
 releases it when the holder exits, however it exits (kill -9 included), so a
 lock is never stale. The holder writes who it is (pid, host, run id, since

@@ -1,7 +1,7 @@
 """The data every stage passes along: stacks, repros, cells, plans, statuses.
 
 Flow: config -> plan -> images -> run -> results -> report. Everything here is
-frozen once parsed; mutable state lives inside the runner and the backends.
+frozen once parsed; mutable state lives inside the runner and the engines.
 
 The record of a cell run is ``store.record.Result`` (its schema, versions and the
 one constructor live there).

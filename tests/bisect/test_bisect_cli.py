@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 from support.net import pypi_reachable
 
-from repromatrix.backends import Prepared, RunnerJob
-from repromatrix.backends import choice as engine_choice
 from repromatrix.bisect.command import classify, outcome, parse_bad_if
 from repromatrix.bisect.report import _git, _release
 from repromatrix.bisect.search import Verdict
 from repromatrix.cli import bisect as bisect_command
 from repromatrix.cli import build_parser, main
+from repromatrix.engines import Prepared, RunnerJob
+from repromatrix.engines import choice as engine_choice
 from repromatrix.errors import InfraError, UsageError
 from repromatrix.model import Stack
 from repromatrix.store.record import EngineFacts, Result

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from support.cli import repromatrix
 
-from repromatrix.backends.images import requirements
 from repromatrix.config.matrix import load_matrix
+from repromatrix.engines.images import requirements
 
 META = 'META = {{"id": "{id}", "title": "{id} bug"}}\n'
 MATRIX = "stacks: [{kind: pip, torch: '2.14.1', torch_tensorrt: none, index: pypi, tags: [default]}]\n"

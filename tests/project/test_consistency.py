@@ -133,7 +133,7 @@ def test_every_variable_the_host_side_reads_is_in_the_readme():
 def test_architecture_names_every_record_field_and_engine():
     import dataclasses
 
-    from repromatrix.backends import ENGINES
+    from repromatrix.engines import ENGINES
     from repromatrix.store.record import Result
 
     text = (ROOT / "ARCHITECTURE.md").read_text()
@@ -200,8 +200,8 @@ def test_exit_codes_are_the_readme_table():
 def test_readme_names_the_docker_labels_the_harness_sets():
     """Labels are how users find what the harness left on their daemon: each one the code
     sets is in the README, under the name the code uses."""
-    from repromatrix.backends.docker import build, daemon
-    from repromatrix.backends.images import image_spec
+    from repromatrix.engines.docker import build, daemon
+    from repromatrix.engines.images import image_spec
     from repromatrix.model import Settings, Stack
 
     readme = (ROOT / "README.md").read_text()

@@ -1,6 +1,6 @@
 """The package's floors: each stage imports only its own floor and the floors below.
 
-The tree reads as the flow (ARCHITECTURE.md): config -> plan -> backends -> run ->
+The tree reads as the flow (ARCHITECTURE.md): config -> plan -> engines -> run ->
 store -> report, with cli on top. An import up a floor, or a circle between
 modules, is a design error this test names.
 """
@@ -19,7 +19,7 @@ FLOORS: list[set[str]] = [
     {"__init__", "textsafe", "errors", "envvars", "model", "paths", "lock"},
     {"config"},
     {"plan", "releases", "store"},
-    {"backends", "scripts", "distribute"},
+    {"engines", "scripts", "distribute"},
     {"run"},
     {"report", "bisect"},
     {"cli", "__main__"},

@@ -110,7 +110,7 @@ def test_a_user_repro_runs_on_the_harness_with_its_own_helper(tmp_path: Path) ->
 
 
 def test_the_standin_sources_are_real_files_summed_alike_on_both_sides() -> None:
-    from repromatrix.backends import standins
+    from repromatrix.engines import standins
 
     _standin = harness_module("_standin")
     assert _standin.sources_sha256() == standins.source_sha256(paths.harness_dir())

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from repromatrix.backends import EngineContext
-from repromatrix.backends.venv import VenvEngine, install_spec
 from repromatrix.bisect.command import standin_status
 from repromatrix.cli import main as cli_main
 from repromatrix.config.flags import reproduce_args
 from repromatrix.config.matrix import parse_settings
 from repromatrix.config.options import RunOptions
+from repromatrix.engines import EngineContext
+from repromatrix.engines.venv import VenvEngine, install_spec
 from repromatrix.errors import ConfigError
 from repromatrix.model import Settings, Stack
 from repromatrix.paths import harness_dir, repros_dir
@@ -316,9 +316,9 @@ def test_the_matrix_lane_is_a_wish_and_standin_insists(tmp_path):
     """The shipped matrix asks for the lane (defaults.standins): every engine that builds it
     (docker, venv) takes the wish, but only where no NVIDIA GPU is here; `--standin` insists
     everywhere; `--backend local` builds nothing, so `--standin` with it is refused."""
-    from repromatrix.backends import standins
     from repromatrix.config.matrix import load_matrix
     from repromatrix.config.resolve import run_options
+    from repromatrix.engines import standins
     from repromatrix.errors import UsageError
 
     matrix = load_matrix()
@@ -344,7 +344,7 @@ def test_the_docker_lane_image_is_its_own_and_says_how_it_is_made():
     stand-ins in the image and points the runner at them; it never shares a tag with the
     real-TensorRT image of the same stack, and a stack off the lane keeps its tag."""
     from repromatrix import paths
-    from repromatrix.backends.images import image_spec
+    from repromatrix.engines.images import image_spec
     from repromatrix.model import Settings, Stack
 
     settings = Settings(extra_index_urls=(), packages=())
@@ -373,10 +373,10 @@ def test_each_engine_drops_the_matrix_wish_where_a_gpu_is(gpu, tmp_path, monkeyp
     """The engines ask the machine (venv: the NVIDIA driver's device; docker: the daemon's
     NVIDIA runtime): with a GPU the matrix's wish gives way to real TensorRT, said once;
     --standin tensorrt insists either way."""
-    from repromatrix.backends import standins
-    from repromatrix.backends.docker import engine as docker_engine
     from repromatrix.config.matrix import load_matrix
     from repromatrix.config.resolve import run_options
+    from repromatrix.engines import standins
+    from repromatrix.engines.docker import engine as docker_engine
 
     monkeypatch.setattr(standins, "gpu_on_host", lambda: gpu)
     monkeypatch.setattr(docker_engine, "has_nvidia_runtime", lambda client: gpu)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from repromatrix.backends import EngineContext
-from repromatrix.backends.venv import VenvEngine
 from repromatrix.config.options import RunOptions, host_ca_bundle
+from repromatrix.engines import EngineContext
+from repromatrix.engines.venv import VenvEngine
 from repromatrix.model import Settings, Stack
 from repromatrix.paths import harness_dir, repros_dir
 

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from repromatrix.backends.images import index_options, requirements
 from repromatrix.config.compat import load_table
+from repromatrix.engines.images import index_options, requirements
 from repromatrix.model import Settings, Stack, Status
 from repromatrix.store.record import Result
 

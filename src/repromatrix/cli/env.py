@@ -19,7 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from repromatrix.backends.interpreter import env_probe
+    from repromatrix.engines.interpreter import env_probe
 
     print(json.dumps(env_probe(args.python), indent=2, sort_keys=True))
     return Exit.OK

@@ -32,7 +32,7 @@ COMMAND_LINE = "command line"  # a value's source (RunOptions.sources)
 MAX_REPEAT = 100
 
 
-ENGINE_NAMES = ("docker", "venv", "local")  # `--backend` choices; backends registers each
+ENGINE_NAMES = ("docker", "venv", "local")  # `--backend` choices; engines registers each
 CHAIN_SEPARATOR = "|"
 
 
@@ -76,7 +76,7 @@ class RunOptions:
     env_budget_gb: float | None = None  # venv: environments + uv cache (None: from free disk)
     standins: tuple[str, ...] = ()  # stand-ins for what is absent (--standin tensorrt)
     # the stand-ins are the matrix's wish (defaults.standins), not --standin: an engine
-    # then builds the lane only where this machine has no NVIDIA GPU (backends/standins.py)
+    # then builds the lane only where this machine has no NVIDIA GPU (engines/standins.py)
     standins_from_matrix: bool = False
     # where each option's value came from, by field: "command line", a REPROMATRIX_*
     # variable, "matrix.yaml defaults.<key>" or "default" (config.resolve)

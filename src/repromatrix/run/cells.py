@@ -1,6 +1,6 @@
 """Stage 4: run a plan's stale cells and append every Result to the store as it arrives.
 
-Which engine makes a stack's environment is decided by ``backends.choice``: a
+Which engine makes a stack's environment is decided by ``engines.choice``: a
 ``local`` stack always runs its own interpreter; pip/ngc stacks go to
 ``options.backend``, one engine or a fallback chain (``--backend local`` folds
 them into one ``local`` stack on ``--python``). A stack no engine of a chain
@@ -20,12 +20,12 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from repromatrix import __version__, paths
-from repromatrix.backends import EngineContext, Prepared
-from repromatrix.backends.choice import UNAVAILABLE_PREFIX, Choice, Engines
 from repromatrix.config.catalog import catalog_hashes
 from repromatrix.config.flags import rerun_command
 from repromatrix.config.matrix import Matrix
 from repromatrix.config.options import RunOptions
+from repromatrix.engines import EngineContext, Prepared
+from repromatrix.engines.choice import UNAVAILABLE_PREFIX, Choice, Engines
 from repromatrix.errors import UsageError
 from repromatrix.model import Note, Plan, Say, Stack, StackEvent, StackGroup, Status, cell_id
 from repromatrix.store.index import CellKey, recorded_keys

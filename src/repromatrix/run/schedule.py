@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from repromatrix.backends import Engine, Prepared, RunnerJob
+from repromatrix.engines import Engine, Prepared, RunnerJob
 from repromatrix.model import Broken, Done, Note, Say, StackGroup
 from repromatrix.store.record import CellRun, Result, broken_results
 

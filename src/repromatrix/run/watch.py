@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from repromatrix.backends import RunnerProcess
+from repromatrix.engines import RunnerProcess
 from repromatrix.model import Note, Say
 from repromatrix.store.record import CellRun, EngineFacts, Result, make_result
 

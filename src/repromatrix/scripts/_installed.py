@@ -1,6 +1,6 @@
 """Stack side: what a local interpreter has installed, and its PEP 508 marker environment.
 
-Run by ``backends.local.absent_packages`` with the stack's own interpreter (Python 3.8
+Run by ``engines.local.absent_packages`` with the stack's own interpreter (Python 3.8
 and later, standard library only); prints one JSON object: ``installed``, the normalised
 names of every distribution on its path, and ``env``, the values environment markers
 test (what ``packaging.markers.default_environment`` gives, worked out here).

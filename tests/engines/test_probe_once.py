@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from repromatrix import paths
-from repromatrix.backends import EngineContext
-from repromatrix.backends.local import LocalEngine
 from repromatrix.config.matrix import load_matrix
 from repromatrix.config.options import RunOptions
+from repromatrix.engines import EngineContext
+from repromatrix.engines.local import LocalEngine
 from repromatrix.model import Settings, Stack
 from repromatrix.plan import make_plan
 from repromatrix.run.cells import run_plan

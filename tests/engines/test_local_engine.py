@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from repromatrix.backends.interpreter import env_probe
 from repromatrix.config.matrix import load_matrix
 from repromatrix.config.options import RunOptions
+from repromatrix.engines.interpreter import env_probe
 from repromatrix.errors import UsageError
 from repromatrix.model import Plan, Stack, StackGroup
 from repromatrix.plan import make_plan
@@ -219,7 +219,7 @@ def test_the_missing_package_note_follows_markers_and_normalised_names(tmp_path)
     """What a local interpreter lacks: a requirement whose environment marker rules it out
     there is not named; names compare normalised (``PyYAML`` is ``pyyaml``, not
     ``py.yaml``, which is ``py-yaml``: ``markup.safe`` is not ``MarkupSafe``)."""
-    from repromatrix.backends.local import absent_packages
+    from repromatrix.engines.local import absent_packages
 
     wanted = ["Jinja2>=2", "py.yaml", "PYYAML", "py_yaml", "markup.safe",
               "MarkupSafe; python_version < '3'",

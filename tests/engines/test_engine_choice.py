@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from repromatrix.backends import parse_backend
 from repromatrix.config import compat
 from repromatrix.config.matrix import load_matrix
 from repromatrix.config.options import RunOptions
+from repromatrix.engines import parse_backend
 from repromatrix.errors import BaseImageMissing, UsageError
 from repromatrix.model import Plan, Settings, Stack, StackGroup
 from repromatrix.run.cells import run_plan
@@ -144,7 +144,7 @@ def test_an_unreachable_cuda_index_falls_back_to_pypi_only_for_the_same_build(tm
     takes PyPI's torch 2.14.1 (the same CUDA 13.0 build, per the table) and says so; a
     cu126 pin is not the same build and cannot be made here."""
     needs_uv()
-    from repromatrix.backends import images, indexes
+    from repromatrix.engines import images, indexes
     from repromatrix.run.cells import engines_for
 
     monkeypatch.setattr(images, "TORCH_INDEX", "http://127.0.0.1:9/whl")

@@ -1,6 +1,6 @@
 """The `docker` engine: one content-hash image per stack, one container per stack run.
 
-``prepare`` builds the stack's image unless its tag exists (``backends.docker.build``);
+``prepare`` builds the stack's image unless its tag exists (``engines.docker.build``);
 ``start`` owns one container's whole life (cibuildwheel's ``OCIContainer``
 idea): create it with the harness mounted read-only at ``/repromatrix``, the
 repros at ``/repros`` (``container_mounts``) and
@@ -25,10 +25,10 @@ import docker
 import docker.errors
 import docker.types
 
-from repromatrix.backends import EngineContext, Prepared, RunnerJob, standins
-from repromatrix.backends.diagnose import explain
-from repromatrix.backends.images import ImageSpec, image_spec
-from repromatrix.backends.indexes import check_indexes
+from repromatrix.engines import EngineContext, Prepared, RunnerJob, standins
+from repromatrix.engines.diagnose import explain
+from repromatrix.engines.images import ImageSpec, image_spec
+from repromatrix.engines.indexes import check_indexes
 from repromatrix.lock import hold
 from repromatrix.model import Note, Running, Stack
 from repromatrix.paths import cache_dir
@@ -82,7 +82,7 @@ class DockerEngine:
 
     def preflight(self, stacks: Sequence[Stack]) -> None:
         """Ping the daemon; remove containers of dead runs; check the base images and the
-        package indexes of the images still to build (``backends.indexes.check_indexes``)."""
+        package indexes of the images still to build (``engines.indexes.check_indexes``)."""
         for name in reap_orphans(self.client):
             self.ctx.log(f"removed {name}: its run is no longer alive")
         specs = [self._spec(s) for s in stacks]

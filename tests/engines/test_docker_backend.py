@@ -24,12 +24,12 @@ from typing import Any
 import pytest
 from support.docker import PUBLIC_BASE
 
-from repromatrix.backends.docker.build import LABEL_CA
-from repromatrix.backends.docker.daemon import LABEL_RUN, check_base_images, cleanup, connect
-from repromatrix.backends.images import image_spec
 from repromatrix.config.catalog import load_catalog
 from repromatrix.config.matrix import Matrix, load_matrix
 from repromatrix.config.options import RunOptions
+from repromatrix.engines.docker.build import LABEL_CA
+from repromatrix.engines.docker.daemon import LABEL_RUN, check_base_images, cleanup, connect
+from repromatrix.engines.images import image_spec
 from repromatrix.errors import BaseImageMissing, DockerUnavailable
 from repromatrix.model import Plan, Settings, Stack, StackGroup, Status
 from repromatrix.run.cells import RunSummary, prepare_plan, run_plan

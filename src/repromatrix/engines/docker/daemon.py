@@ -1,7 +1,7 @@
 """The docker daemon: connect, look images up, check base images, remove containers.
 
-Used by the docker engine (``backends.docker.engine``) and the image builder
-(``backends.docker.build``). Engine failures become ``DockerUnavailable`` /
+Used by the docker engine (``engines.docker.engine``) and the image builder
+(``engines.docker.build``). Engine failures become ``DockerUnavailable`` /
 ``BaseImageMissing`` (exit 3) before any work: never a raw SDK traceback.
 """
 
@@ -19,7 +19,7 @@ import docker.errors
 import requests.exceptions
 
 from repromatrix import textsafe
-from repromatrix.backends.images import ImageSpec
+from repromatrix.engines.images import ImageSpec
 from repromatrix.errors import BaseImageMissing, DockerUnavailable
 
 LABEL_MANAGED = "repromatrix.managed"

@@ -1,6 +1,6 @@
 """Image builds with the classic builder: one content-hash tag per stack, never rebuilt.
 
-Images stage, docker side: ``backends.images.image_spec`` says what to build (pure);
+Images stage, docker side: ``engines.images.image_spec`` says what to build (pure);
 ``build_image`` builds it unless the tag exists, with host networking, logging
 to ``<work_dir>/logs/<stack id>.log``. A failed build is an ``ImageResult``
 with ``ok=False`` and the most telling log line, never an exception.
@@ -17,7 +17,7 @@ from typing import Any
 
 import docker
 
-from repromatrix.backends.images import ImageResult, ImageSpec, build_context
+from repromatrix.engines.images import ImageResult, ImageSpec, build_context
 from repromatrix.model import TRACEBACK_LIMIT, Note, Preparing, Say
 
 from .daemon import ENGINE_ERRORS, find_image, first_line

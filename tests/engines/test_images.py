@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from repromatrix.backends.images import (
+from repromatrix.engines.images import (
     build_context,
     image_spec,
     image_tag,

@@ -20,8 +20,8 @@ import pytest
 from support.net import pypi_reachable
 from support.venvs import SMALL, engine
 
-from repromatrix.backends.venv import VenvEngine
-from repromatrix.backends.venv_disk import ESTIMATE_GB, GB, estimate_bytes, usage_bytes
+from repromatrix.engines.venv import VenvEngine
+from repromatrix.engines.venv_disk import ESTIMATE_GB, GB, estimate_bytes, usage_bytes
 from repromatrix.model import Stack
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -37,9 +37,9 @@ from repromatrix.model import Say, Settings, Stack
 from repromatrix.store.record import EngineFacts
 
 ENGINES: dict[str, str] = {  # the names are config.options.ENGINE_NAMES
-    "docker": "repromatrix.backends.docker.engine:DockerEngine",
-    "venv": "repromatrix.backends.venv:VenvEngine",
-    "local": "repromatrix.backends.local:LocalEngine",
+    "docker": "repromatrix.engines.docker.engine:DockerEngine",
+    "venv": "repromatrix.engines.venv:VenvEngine",
+    "local": "repromatrix.engines.local:LocalEngine",
 }
 assert tuple(ENGINES) == ENGINE_NAMES, "an engine registered here is named in config.options"
 __all__ = ["parse_backend"]  # re-exported: callers choose engines by these names

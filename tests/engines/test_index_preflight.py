@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from repromatrix.backends.indexes import IndexUnreachable, check_indexes, stack_indexes
+from repromatrix.engines.indexes import IndexUnreachable, check_indexes, stack_indexes
 from repromatrix.model import Settings, Stack
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,9 +53,9 @@ def test_a_stack_uses_exactly_the_indexes_its_install_gets() -> None:
 def test_venv_checks_uvs_own_default_index_instead_of_pypi(tmp_path: Path, monkeypatch,
                                                           closed_port: int) -> None:
     """A machine whose uv installs from a mirror (UV_DEFAULT_INDEX) is judged by that mirror."""
-    from repromatrix.backends import EngineContext
-    from repromatrix.backends.venv import VenvEngine
     from repromatrix.config.options import RunOptions
+    from repromatrix.engines import EngineContext
+    from repromatrix.engines.venv import VenvEngine
     from repromatrix.paths import harness_dir, repros_dir
 
     if not shutil.which("uv"):

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from repromatrix.backends import EngineContext
-from repromatrix.backends.venv import VenvEngine, _reachable, install_spec
 from repromatrix.config.options import RunOptions
+from repromatrix.engines import EngineContext
+from repromatrix.engines.venv import VenvEngine, _reachable, install_spec
 from repromatrix.errors import UsageError
 from repromatrix.model import Plan, Settings, Stack, StackGroup
 from repromatrix.paths import harness_dir, repros_dir

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from support.docker import PUBLIC_BASE
 
-from repromatrix.backends.diagnose import diagnose, explain
 from repromatrix.config.options import host_ca_bundle, load_matrix_with
+from repromatrix.engines.diagnose import diagnose, explain
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,7 +1,7 @@
 """Images stage: turn a planned stack into a Dockerfile, a build context and a tag.
 
 Flow: plan -> **images** -> run. Everything here is pure (no docker calls): the
-docker backend (``backends/docker/``) builds what ``image_spec`` describes.
+docker backend (``engines/docker/``) builds what ``image_spec`` describes.
 
 The tag is a content hash over the rendered Dockerfile and every build input
 (CA bundle bytes, wheelhouse file names + sizes + mtimes, index urls, harness

@@ -20,7 +20,7 @@ import pytest
 from support.net import pypi_reachable
 
 from repromatrix.bisect.command import classify, outcome, parse_bad_if
-from repromatrix.bisect.report import _git, _release
+from repromatrix.bisect.paste import _git, _release
 from repromatrix.bisect.search import Verdict
 from repromatrix.cli import bisect as bisect_command
 from repromatrix.cli import build_parser, main

@@ -13,7 +13,7 @@ import pytest
 from repromatrix.cli import main
 from repromatrix.report import cache as cache_mod
 from repromatrix.report.cache import CACHE_NAME, RenderCache
-from repromatrix.report.kept import KEPT_NAME
+from repromatrix.report.last_site import KEPT_NAME
 from repromatrix.report.render import render_site
 from repromatrix.store.index import INDEX_NAME
 

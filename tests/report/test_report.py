@@ -574,7 +574,7 @@ def test_skipped_cell_with_stand_in_evidence_is_marked(tmp_path):
 def fresh_site(tmp_path: Path, stacks_yaml: str, checked: dict | None, *sets: str) -> Node:
     from repromatrix.config.compat import load_table
     from repromatrix.config.matrix import load_matrix
-    from repromatrix.report.fresh import freshness
+    from repromatrix.report.freshness import freshness
 
     path = tmp_path / "matrix.yaml"
     path.write_text(f"stacks:\n{stacks_yaml}")
@@ -616,7 +616,7 @@ def test_freshness_without_a_checked_record_and_with_every_release_stacked(tmp_p
 
 def test_freshness_reads_the_checked_record_compat_update_writes(tmp_path):
     from repromatrix.releases.update import Proposal, apply
-    from repromatrix.report.fresh import table_checked
+    from repromatrix.report.freshness import table_checked
 
     table = Path(__file__).resolve().parents[2] / "src" / "repromatrix" / "data" / "compat.yaml"
     text = apply(table.read_text(), Proposal(checked=CHECKED), str(table))

@@ -272,7 +272,7 @@ def test_an_incremental_render_leaves_what_a_cold_render_writes(tmp_path, monkey
 def test_a_folder_rendered_by_another_format_is_written_anew(tmp_path):
     """The render state names its format: a folder an older harness rendered (whose bytes
     for the same records may differ) is written whole, as a cold render writes it."""
-    from repromatrix.report.state import FORMAT, STATE_NAME
+    from repromatrix.report.written import FORMAT, STATE_NAME
 
     store = ResultStore(tmp_path / "results")
     store.append(record("pip-a", "bug", 0, "fail"))

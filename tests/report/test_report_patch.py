@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from repromatrix.model import Repro
-from repromatrix.report.kept import KEPT_NAME
+from repromatrix.report.last_site import KEPT_NAME
 from repromatrix.report.render import ReportSummary, render_site
 from repromatrix.store.record import SCHEMA_VERSION, Result
 from repromatrix.store.results import ResultStore

@@ -38,7 +38,7 @@ from repromatrix.store.results import flaky_counts, latest_attempts, load_record
 from repromatrix.textsafe import first_line, printable
 
 from . import candidates as cands
-from .report import Probe, Setup, infra_only, json_report, progress_line, text_report, wrong_bounds_message
+from .paste import Probe, Setup, infra_only, json_report, progress_line, text_report, wrong_bounds_message
 from .search import BoundsFailed, Found, Step, Verdict, search
 
 BAD_IF_ALLOWED = (Status.FAIL.value, Status.ERROR.value, Status.CRASH.value, Status.TIMEOUT.value)

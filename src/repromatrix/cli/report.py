@@ -93,7 +93,7 @@ def say_report(text: str, *, err: bool = False) -> None:
 def page_freshness(matrix: Matrix) -> dict[str, Any]:
     """The page's freshness section: the packaged table, its `checked` record, the matrix."""
     from repromatrix.config.compat import load_table
-    from repromatrix.report.fresh import freshness, table_checked
+    from repromatrix.report.freshness import freshness, table_checked
 
     return freshness(load_table(), table_checked(), matrix.stacks)
 

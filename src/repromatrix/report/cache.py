@@ -2,7 +2,7 @@
 
 Flow: report.load / report.pieces / report.render / report.patch -> **report.cache** ->
 ``out/.render-cache.sqlite`` (standard-library ``sqlite3``). Beside ``.render-state.json``
-(``report.state``) and ``.render-site`` (``report.kept``), and like them not part of the
+(``report.written``) and ``.render-site`` (``report.last_site``), and like them not part of the
 page: deleting it costs one render that makes every cell's pieces again. It keeps:
 
     summaries  the report's summary of a record (``report.cell.record_summary``), keyed by

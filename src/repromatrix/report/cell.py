@@ -44,8 +44,8 @@ from repromatrix.store.record import Result, StageResult
 from . import expect as expect_mod
 from .answers import BISECT_TAG
 from .chunks import detail_json
+from .data_files import CSV_COLUMNS, csv_safe
 from .markup import STATUS_INFO, script_json, td_pieces, tr_pieces
-from .raw import CSV_COLUMNS, csv_safe
 from .stacks import pairing_note, stack_versions
 
 MESSAGE_LIMIT = 2000

@@ -23,7 +23,7 @@ from repromatrix.store.reader import Span
 from repromatrix.store.record import STANDIN
 
 from .markup import script_json
-from .state import RenderState
+from .written import RenderState
 
 CHUNK_CELLS = 50
 Member = tuple[str, str, str]  # a chunk's cell: (id, pieces key, scope)

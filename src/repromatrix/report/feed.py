@@ -16,7 +16,7 @@ from urllib.parse import quote
 from repromatrix.store.reader import Span
 from repromatrix.store.record import STANDIN
 
-from .state import RenderState
+from .written import RenderState
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 FEED_ID = "urn:repromatrix:changes"

@@ -13,7 +13,7 @@ through a temporary one (``store.index_merged.MergedIndex``). Only each cell's l
 (or summary) is held, and ``Reduced.summaries`` hands them over one at a time, so memory
 grows with cells, not with history.
 
-Every usable record goes to ``results.json`` (``report.raw.RawSink``: whole result
+Every usable record goes to ``results.json`` (``report.data_files.RawSink``: whole result
 files copied a chunk at a time), so the published data stays complete.
 """
 from __future__ import annotations
@@ -194,7 +194,7 @@ def newest_changed(cells: list[str], changed_at: list[str | None], limit: int) -
 
 
 class Sink(Protocol):
-    """Where usable records go as they stream past (``report.raw.RawSink``): a stored line,
+    """Where usable records go as they stream past (``report.data_files.RawSink``): a stored line,
     lines read back later, or a whole file's lines; closed at the end of the load."""
 
     def add(self, raw: bytes | None, data: dict[str, Any], digest: str) -> None: ...

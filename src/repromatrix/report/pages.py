@@ -3,7 +3,7 @@
 Flow: report.render / report.patch -> **report.pages** -> out/. The templates in
 ``report/templates`` render every page around a mark where its cells' markup goes (the
 grid's rows, a repro page's rows): the markup is put in as text, and where each cell's
-piece of it sits is noted (``report.kept.Spans``), so the next render can take unchanged
+piece of it sits is noted (``report.last_site.Spans``), so the next render can take unchanged
 cells' markup from the file instead of making it again.
 """
 
@@ -24,9 +24,9 @@ from repromatrix.store.reader import Conflict, Skipped
 
 from .answers import SCOPES, repro_answers
 from .chunks import DATA_DIR
-from .kept import Spans
+from .last_site import Spans
 from .markup import STATUS_INFO, badge_html, fragment, page_name, safe_url, script_json
-from .state import RenderState
+from .written import RenderState
 
 STATUS_ORDER = tuple(s.value for s in Status)
 PROBLEMS = frozenset({"error", "crash", "timeout", "broken"})
@@ -63,7 +63,7 @@ def report_assets_dir() -> Path:
 
 def write_pages(out: Path, site: Mapping[str, Any], state: RenderState) -> dict[str, Spans]:
     """index.html and one page per repro, each with its (small) inline data; where each
-    page's cells' markup is (``report.kept.Spans``: grid rows, repro-page rows)."""
+    page's cells' markup is (``report.last_site.Spans``: grid rows, repro-page rows)."""
     env = template_env()
     common = {"pages": {r: page_name(r) for r in site["repro_ids"]},
               "letters": {k: v[0] for k, v in STATUS_INFO.items()},

@@ -1,7 +1,7 @@
 """A render after a few new records: the last render's site, patched where they changed it.
 
 Flow: report.render -> **report.patch** -> out/. When the last render into ``out`` kept
-its site (``report.kept``) under the same site-wide inputs, and the store's index says
+its site (``report.last_site``) under the same site-wide inputs, and the store's index says
 which cells it settled since (``StoreIndex.histories_since``), only those cells are read:
 their pieces (``report.pieces``), their rows of the grid and of their repro pages, their
 lines of ``results.csv``, their chunks, their stacks' and repros' answers. Every other
@@ -31,8 +31,9 @@ from .answers import stack_scope
 from .cache import RenderCache
 from .cell import SUMMARY_VERSION, Head
 from .chunks import DATA_DIR, Member, chunk_source, write_chunks
+from .data_files import CSV_HEAD, RawSink, stack_columns, write_csv_lines
 from .feed import write_feed
-from .kept import KeptSite, numbered, site_inputs
+from .last_site import KeptSite, numbered, site_inputs
 from .load import Reduced, add_settled, covers_exactly, newest_changed, sink_files, status_changes
 from .markup import grid_row, repro_tr
 from .pages import (
@@ -46,8 +47,7 @@ from .pages import (
     write_pages,
 )
 from .pieces import CellPieces
-from .raw import CSV_HEAD, RawSink, stack_columns, write_csv_lines
-from .state import RenderState
+from .written import RenderState
 
 _FROM_VIEW = ("status", "previous", "contradicted", "expected", "expected_when", "workaround",
               "standin")

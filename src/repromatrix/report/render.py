@@ -19,7 +19,7 @@ its inputs are unchanged), answers the per-repro questions from the records
     out/static/             CSS and JS (no CDN)
 
 A render into a folder an earlier render of the same store wrote patches that render's
-site where the records since changed it (``report.patch``, from ``report.kept``); the
+site where the records since changed it (``report.patch``, from ``report.last_site``); the
 files are the same either way.
 
 Every string from a record is hostile: templates autoescape, JSON is escaped
@@ -42,9 +42,10 @@ from repromatrix.store.reader import dumps, loads
 from .cache import RenderCache
 from .cell import SUMMARY_VERSION, reproduce_command
 from .chunks import assign_chunks, chunk_groups, chunk_source, write_chunks
+from .data_files import RawSink, write_csv
 from .expect import describe_rules
 from .feed import write_feed
-from .kept import KeptSite, Spans, kept_site, site_inputs
+from .last_site import KeptSite, Spans, kept_site, site_inputs
 from .load import Reduced, reduce_records, status_changes
 from .markup import STATUS_INFO, add_markup, fragment, page_name, safe_url, script_json
 from .pages import (
@@ -61,9 +62,8 @@ from .pages import (
 )
 from .patch import render_patched
 from .pieces import CellPieces
-from .raw import RawSink, write_csv
 from .stacks import StackBook, layout_key, matrix_rows, pivot
-from .state import RenderState
+from .written import RenderState
 
 __all__ = ["STATUS_INFO", "ReportSummary", "fragment", "page_name", "render_site",
            "report_assets_dir", "reproduce_command", "safe_url", "script_json"]
@@ -78,11 +78,11 @@ def render_site(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro] | 
 
     ``published``: the stack ids of the matrix file; stacks outside it are one-off runs
     (None: every stack but bisect probes counts as published). ``freshness``: the page's
-    freshness section (``report.fresh.freshness``; None: no section). ``now``: the
+    freshness section (``report.freshness.freshness``; None: no section). ``now``: the
     generation time shown (default: the clock).
 
     A render into a folder an earlier render wrote rewrites only the files whose bytes
-    changed (``report.state``); what it leaves is what a render into an empty folder writes."""
+    changed (``report.written``); what it leaves is what a render into an empty folder writes."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     now = now or datetime.now(timezone.utc)
@@ -112,7 +112,7 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
                  freshness: Mapping[str, Any] | None, now: datetime,
                  cache: RenderCache | None) -> ReportSummary:
     """``render_site`` from every cell, leaving the site it assembled for the next render
-    (``report.kept``) when it read one store through its histories."""
+    (``report.last_site``) when it read one store through its histories."""
     state = RenderState(out)
     KeptSite.forget(out)  # until the pages it describes are written (a render cut off midway)
     for attempt in (1, 2):  # a file rewritten under its index: read once more, refreshed

@@ -1,6 +1,6 @@
 """The last render's site, kept beside its page, so the next render patches it.
 
-Flow: report.render -> **report.kept** -> out/.render-site -> report.patch. A render of
+Flow: report.render -> **report.last_site** -> out/.render-site -> report.patch. A render of
 one store through its settled histories leaves what it assembled from its cells: each
 cell's light fields as columns (status, previous, expectation, chunk, pieces key, ...),
 the stacks, the grid's layout, each repro's answers, the stage names, each chunk's source,

@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 
 from repromatrix.store.reader import Conflict, Skipped, dumps
 
-from .state import RenderState
+from .written import RenderState
 
 _CSV_FORMULA = ("=", "+", "@", "\t", "\r")
 CSV_COLUMNS = ["cell", "stack", "repro", "status", "expected", "contradicted", "signature",

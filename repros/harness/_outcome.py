@@ -74,7 +74,7 @@ def signal_name(returncode: Optional[int], shell_status: bool = False) -> Option
     (the runner's probe and repros, an isolated stage's child, the fake-CUDA probe). A
     process that runs its work in a child of its own reports that child's death as exit
     status ``128 + N`` (a shell, ``docker run``, the script wrapper
-    ``scripts/_wrapper.py``, the runner after SIGTERM): read only with ``shell_status``,
+    ``onefile/_wrapper.py``, the runner after SIGTERM): read only with ``shell_status``,
     by a caller whose child may be one of those (the runner, for its repros).
     """
     if returncode is None:

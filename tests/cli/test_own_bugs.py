@@ -24,7 +24,7 @@ from repromatrix.config.matrix import load_matrix
 from repromatrix.config.options import RunOptions
 from repromatrix.errors import BaseImageMissing, ConfigError
 from repromatrix.model import Plan, Settings, Stack, StackGroup
-from repromatrix.scripts.standalone import export
+from repromatrix.onefile.standalone import export
 from repromatrix.store.results import load_records
 
 PY = os.environ.get("REPROMATRIX_TEST_PY_T213") or os.environ.get("REPROMATRIX_TEST_PY_T214")
@@ -319,7 +319,7 @@ def test_base_image_hint_leaves_out_only_stacks_the_selection_has(tmp_path: Path
 
 
 def test_a_plain_script_is_inlined_as_the_user_wrote_it(tmp_path: Path) -> None:
-    from repromatrix.scripts.plain import ScriptSpec, read_wrapper, write_wrapper
+    from repromatrix.onefile.plain import ScriptSpec, read_wrapper, write_wrapper
 
     script = tmp_path / "Weird Name.py"
     script.write_text("print('''quotes''' + \"\\\\\")\n")
@@ -478,7 +478,7 @@ def test_real_bisects_of_a_users_script_and_repro_from_a_folder_of_their_own(tmp
 def test_the_container_side_frames_are_real_files_that_run_on_their_own(tmp_path: Path) -> None:
     """The script wrapper and the one-file frame are linted Python files, not strings: each
     runs with its placeholders (a script that exits 0 is a pass; an empty repro exits 0)."""
-    from repromatrix.scripts import plain, standalone
+    from repromatrix.onefile import plain, standalone
 
     result = tmp_path / "r.json"
     subprocess.run([sys.executable, str(plain.WRAPPER), "--result", str(result)], check=True,

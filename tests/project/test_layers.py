@@ -19,7 +19,7 @@ FLOORS: list[set[str]] = [
     {"__init__", "textsafe", "errors", "envvars", "model", "paths", "lock"},
     {"config"},
     {"plan", "releases", "store"},
-    {"engines", "scripts", "distribute"},
+    {"engines", "onefile", "distribute"},
     {"run"},
     {"report", "bisect"},
     {"cli", "__main__"},

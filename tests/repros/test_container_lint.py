@@ -45,7 +45,7 @@ def codes(as_path: str) -> set[str]:
 
 
 @pytest.mark.parametrize("as_path", ["repros/harness/_new.py", "repros/new_bug.py",
-                                     "src/repromatrix/scripts/_new.py"])
+                                     "src/repromatrix/onefile/_new.py"])
 def test_the_container_side_is_linted_for_python38(as_path: str) -> None:
     found = codes(as_path)
     assert "invalid-syntax" in found, "a 3.10 statement is refused on the container side"

@@ -30,8 +30,8 @@ from repromatrix.config.matrix import Matrix
 from repromatrix.config.options import RunOptions
 from repromatrix.errors import InfraError, UsageError, did_you_mean
 from repromatrix.model import Plan, StackGroup, Status, cell_id
-from repromatrix.scripts.plain import read_wrapper
-from repromatrix.scripts.standalone import export
+from repromatrix.onefile.plain import read_wrapper
+from repromatrix.onefile.standalone import export
 from repromatrix.store.index import recorded_latest
 from repromatrix.store.record import Result, shorten
 from repromatrix.store.results import flaky_counts, latest_attempts, load_records

@@ -11,8 +11,8 @@ from repromatrix.config.matrix import Matrix, load_matrix
 from repromatrix.config.options import load_matrix_with
 from repromatrix.errors import UsageError
 from repromatrix.model import Plan
+from repromatrix.onefile import plain as own_bugs
 from repromatrix.plan import make_plan
-from repromatrix.scripts import plain as own_bugs
 from repromatrix.textsafe import printable
 
 

@@ -12,7 +12,7 @@ from repromatrix.config.flags import add_options
 from repromatrix.config.matrix import Matrix, load_matrix
 from repromatrix.config.options import DEFAULT_RESULTS, writable_folder
 from repromatrix.errors import Exit, UsageError
-from repromatrix.scripts import plain as own_bugs
+from repromatrix.onefile import plain as own_bugs
 from repromatrix.textsafe import printable
 
 HELP = "render the static compatibility site"

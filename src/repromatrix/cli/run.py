@@ -14,7 +14,7 @@ from repromatrix.config.matrix import Matrix
 from repromatrix.config.options import RunOptions
 from repromatrix.config.resolve import run_options
 from repromatrix.errors import BaseImageMissing, Exit
-from repromatrix.scripts.plain import ScriptSpec
+from repromatrix.onefile.plain import ScriptSpec
 from repromatrix.textsafe import listed, printable
 
 from .common import Selection, load, pairing_notes, plan_for, say, script_spec, with_script

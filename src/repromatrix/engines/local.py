@@ -36,7 +36,7 @@ from .process import LocalProcess, local_process
 
 SITE_TIMEOUT = 60.0
 _SITE_SCRIPT = "import json, sys; print(json.dumps([sys.prefix] + sys.path))"
-_INSTALLED_SCRIPT = PACKAGE_DIR / "scripts" / "_installed.py"  # run by the stack's interpreter
+_INSTALLED_SCRIPT = PACKAGE_DIR / "onefile" / "_installed.py"  # run by the stack's interpreter
 
 
 class LocalEngine:

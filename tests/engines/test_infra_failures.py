@@ -122,7 +122,8 @@ def test_behind_the_proxy_without_a_ca_the_run_exits_3_and_says_why(
     (tmp_path / "repros").mkdir()
     (tmp_path / "repros" / "infra_ok.py").write_text(OK_REPRO)
     (tmp_path / "matrix.yaml").write_text(
-        "defaults: {shm_size: 1g}\n"
+        # the install the docker engine's tests built (same base, CA, wheelhouse, pins): cached
+        "defaults: {shm_size: 1g, extra_index_urls: [], packages: []}\n"
         "stacks: [{kind: pip, id: infra-torch2.13.0, torch: '2.13.0', torchvision: none, "
         "torch_tensorrt: none, index: pypi}]\n")
     common = ["run", "--matrix", "matrix.yaml", "--all", "--base-image",

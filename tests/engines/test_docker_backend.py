@@ -255,6 +255,12 @@ def test_overrunning_container_is_killed_and_removed(
     assert run_containers(docker_client, summary.run_id) == []
 
 
+def foreground_job() -> None:
+    """SIGINT as a terminal's foreground job has it: a shell that starts a job in the
+    background without job control (CI runners do) leaves SIGINT ignored in all it starts."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_removes_the_container(first_run: dict[str, Any], docker_client: Any,
                                       docker_settings: Settings, tmp_path: Path) -> None:
     """A real SIGINT to a `repromatrix run` process group, as a terminal sends on Ctrl-C, while
@@ -278,21 +284,23 @@ def test_ctrl_c_removes_the_container(first_run: dict[str, Any], docker_client: 
     proc = subprocess.Popen(
         [sys.executable, "-m", "repromatrix.cli", "run", "--matrix", str(matrix), "--backend", "docker",
          "--results", str(tmp_path / "results")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=foreground_job)
     try:
         deadline = time.monotonic() + 120
-        while not (managed_run_ids(docker_client) - before):
-            assert proc.poll() is None, f"the run ended before its container started: {proc.communicate()}"
-            assert time.monotonic() < deadline, "no container started within 120 s"
+        # the runner writes a repro's partial record once its stage runs: the repro is running
+        while not (managed_run_ids(docker_client) - before
+                   and list((tmp_path / "results").rglob(".rmtest_sleep.partial.json"))):
+            assert proc.poll() is None, f"the run ended before its repro ran: {proc.communicate()}"
+            assert time.monotonic() < deadline, "the repro did not start within 120 s"
             time.sleep(0.2)
-        time.sleep(1)  # the repro is running in it
         os.killpg(proc.pid, signal.SIGINT)  # the terminal's Ctrl-C: the whole foreground group
         out, err = proc.communicate(timeout=45)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
-    assert proc.returncode == 130, (out[-2000:], err[-2000:])
+    assert proc.returncode == 130, f"exit {proc.returncode}\n{out}\n{err}"
     assert "interrupted" in err
     assert managed_run_ids(docker_client) <= before, "no container of the interrupted run is left"
     assert not list((tmp_path / "results").rglob("*.jsonl")), "the cell in flight is not recorded"

@@ -2,7 +2,8 @@
 render of the same sets wrote before the house moved (tests/data/golden_site).
 
 Each set is rendered from a relative path with a fixed clock, so nothing but the harness
-decides the bytes. ``REPROMATRIX_WRITE_GOLDEN=1`` rewrites the kept files: do that only in
+decides the bytes. The static assets are copied as they ship, so they are compared with
+the shipped files (``report/static``) rather than kept four times. ``REPROMATRIX_WRITE_GOLDEN=1`` rewrites the kept files: do that only in
 a commit that says which change of the page it records.
 """
 
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from repromatrix.model import Repro
+from repromatrix.paths import report_dir
 from repromatrix.report.render import render_site
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -39,9 +41,10 @@ SITES = {
 
 
 def site_files(out: Path) -> dict[str, bytes]:
-    """Every file of a rendered site but the render's own caches (dot files)."""
+    """Every file a render made, but its own caches (dot files) and the copied assets."""
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
-            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(out).parts)}
+            if p.is_file() and p.relative_to(out).parts[0] != "static"
+            and not any(part.startswith(".") for part in p.relative_to(out).parts)}
 
 
 @pytest.mark.parametrize("name", sorted(SITES))
@@ -62,3 +65,6 @@ def test_the_page_is_byte_for_byte_what_it_was(name: str, tmp_path: Path, monkey
     assert sorted(written) == sorted(kept)
     changed = [rel for rel in kept if written[rel] != kept[rel]]
     assert not changed, f"{name}: these files differ from the kept render: {changed}"
+    shipped = {p.name: p.read_bytes() for p in (report_dir() / "static").iterdir() if p.is_file()}
+    copied = {p.name: p.read_bytes() for p in (tmp_path / "site" / "static").iterdir()}
+    assert copied == shipped

@@ -3,7 +3,8 @@ render of the same sets wrote before the house moved (tests/data/golden_site).
 
 Each set is rendered from a relative path with a fixed clock, so nothing but the harness
 decides the bytes. The static assets are copied as they ship, so they are compared with
-the shipped files (``report/static``) rather than kept four times. ``REPROMATRIX_WRITE_GOLDEN=1`` rewrites the kept files: do that only in
+the shipped files (``report/static``) rather than kept four times.
+``REPROMATRIX_WRITE_GOLDEN=1`` rewrites the kept files: do that only in
 a commit that says which change of the page it records.
 """
 

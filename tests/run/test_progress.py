@@ -29,7 +29,7 @@ PY = os.environ.get("REPROMATRIX_TEST_PY_T213") or os.environ.get("REPROMATRIX_T
 def test_plain_lines_count_cells_and_estimate_the_rest():
     con, out = console(tty=False)
     clock = Clock()
-    with RunProgress(con, clock=clock, groups=False) as progress:
+    with RunProgress(con, clock=clock, github=False) as progress:
         assert not progress.live_mode
         progress.start({"a": 2, "b": 2}, reused=1)
         progress.log(Preparing("a", "building environment /x"))
@@ -93,7 +93,7 @@ def test_live_table_prints_what_a_runner_says_besides_its_progress():
 
 def test_a_repeated_stack_is_done_only_after_its_last_attempt():
     con, _ = console(tty=False)
-    with RunProgress(con, groups=False) as progress:
+    with RunProgress(con, github=False) as progress:
         progress.start({"a": 2})  # one cell, --repeat 2
         progress.log(Running("a", "running 1 repro(s)"))
         progress.result(result("a", "r1", "pass"))
@@ -109,7 +109,7 @@ def test_a_repeated_stack_is_done_only_after_its_last_attempt():
 
 def test_a_broken_stack_says_broken_in_plain_lines():
     con, out = console(tty=False)
-    with RunProgress(con, groups=False) as progress:
+    with RunProgress(con, github=False) as progress:
         progress.start({"b": 1})
         progress.log(Broken("b", "the runner could not be started: no python"))
     assert "[b] broken: the runner could not be started: no python" in out.getvalue().splitlines()
@@ -117,7 +117,7 @@ def test_a_broken_stack_says_broken_in_plain_lines():
 
 def test_state_comes_from_the_event_type_never_its_wording():
     con, _ = console(tty=False)
-    with RunProgress(con, groups=False) as progress:
+    with RunProgress(con, github=False) as progress:
         progress.start({"a": 1, "b": 1})
         progress.log("[a] running 1 repro(s) with python")   # a plain line: no state change
         progress.log(Note("b", "broken: in words only"))
@@ -131,7 +131,7 @@ def test_github_actions_folds_each_stack_into_one_group():
     """Two stacks whose lines interleave come out as two whole groups, each closed when
     its stack ends; cell lines stay outside the groups."""
     con, out = console(tty=False)
-    with RunProgress(con, groups=True) as progress:
+    with RunProgress(con, github=True) as progress:
         progress.start({"a": 1, "b": 1})
         progress.log(Preparing("a", "building environment /a"))
         progress.log(Preparing("b", "building environment /b"))

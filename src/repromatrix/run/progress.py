@@ -75,7 +75,7 @@ class RunProgress:
     """The run's terminal view; use as a context manager around ``run_plan``."""
 
     def __init__(self, console: Console | None = None, *, live: bool | None = None,
-                 clock: Callable[[], float] = time.monotonic, groups: bool | None = None,
+                 clock: Callable[[], float] = time.monotonic,
                  github: bool | None = None) -> None:
         self.console = console or Console(highlight=False)
         self.live_mode = self.console.is_terminal if live is None else live
@@ -89,7 +89,7 @@ class RunProgress:
         # GitHub Actions (detected unless told): workflow commands for its log and job page
         self.github = ci.on_github_actions() if github is None else github
         # each stack's lines fold into one group (plain mode only)
-        self.groups = (self.github if groups is None else groups) and not self.live_mode
+        self.groups = self.github and not self.live_mode
         self._grouped: dict[str, list[str]] = {}
 
     # -- context -------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""Sharding for real: the CPU example split into shards, each run apart, merged by `report`,
-gives the same cells and statuses as one run of the whole example."""
+"""Sharding for real: two repros of the CPU example split into shards, each run apart and
+merged by `report`, give the same cells and statuses as one run of them all."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from support.scale import cells_and_statuses, cli, local_cpu_matrix
+from support.scale import TWO_REPROS, cells_and_statuses, cli, local_cpu_matrix
 
 from repromatrix.store.results import load_records
 
@@ -18,10 +18,10 @@ SHARDS = 3  # the example has two stacks: one shard is empty, and must merge as 
 
 def test_shards_merged_equal_one_run(tmp_path: Path) -> None:
     matrix = str(local_cpu_matrix(tmp_path))
-    sel = ["--matrix", matrix, "--all"]
+    sel = ["--matrix", matrix, "--all", *TWO_REPROS]
     cli("run", *sel, "--backend", "local", "--results", str(tmp_path / "one"))
     one = cells_and_statuses(tmp_path / "one")
-    assert len(one) == 10
+    assert len(one) == 4
 
     plan = json.loads(cli("plan", *sel, "--shards", str(SHARDS), "--format", "json").stdout)
     folders = []

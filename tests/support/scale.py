@@ -23,6 +23,11 @@ CPU_EXAMPLE = ROOT / "examples" / "cpu-only.yaml"
 INTERPRETERS = {"2.14.1": "REPROMATRIX_TEST_PY_T214", "2.13.0": "REPROMATRIX_TEST_PY_T213"}
 
 
+# The two quickest of the catalog's repros on a CPU (a few seconds each, probe included):
+# where a test is about splitting, scheduling and merging cells, not about the repros.
+TWO_REPROS = ["-k", "torchscript_device_mix or ts_device_gpu_id"]
+
+
 def local_cpu_matrix(dest: Path) -> Path:
     """Write the CPU example with each stack as a local stack on the matching interpreter."""
     from repromatrix.config.matrix import load_matrix

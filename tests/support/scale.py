@@ -25,7 +25,8 @@ INTERPRETERS = {"2.14.1": "REPROMATRIX_TEST_PY_T214", "2.13.0": "REPROMATRIX_TES
 
 # The two quickest of the catalog's repros on a CPU (a few seconds each, probe included):
 # where a test is about splitting, scheduling and merging cells, not about the repros.
-TWO_REPROS = ["-k", "torchscript_device_mix or ts_device_gpu_id"]
+QUICK_REPROS = "torchscript_device_mix or ts_device_gpu_id"
+TWO_REPROS = ["-k", QUICK_REPROS]
 
 
 def local_cpu_matrix(dest: Path) -> Path:

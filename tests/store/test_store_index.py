@@ -331,9 +331,9 @@ def test_a_line_over_the_limit_is_skipped_unread_by_every_reader(tmp_path, monke
     skipped, never held whole; the records around it are read, and line numbers and offsets
     stay right, also while such a line is still being written."""
     from repromatrix.report.load import reduce_records
-    from repromatrix.store import reader
+    from repromatrix.store import lines
 
-    monkeypatch.setattr(reader, "LINE_LIMIT", 4096)
+    monkeypatch.setattr(lines, "LINE_LIMIT", 4096)
     store = ResultStore(tmp_path)
     path = append(store, cell=0)
     with path.open("ab") as fh:

@@ -101,7 +101,7 @@ def page_freshness(matrix: Matrix) -> dict[str, Any]:
 def check_results_path(path: Path) -> None:
     """A UsageError unless ``path`` is a folder or a file holding at least one record
     (checked before the site is written, so a wrong path overwrites nothing)."""
-    from repromatrix.store.reader import Skipped, scan
+    from repromatrix.store.lines import Skipped, scan
 
     if not path.exists():
         raise UsageError(f"--results {path}: no such file or folder (run `repromatrix run` first)")

@@ -38,7 +38,8 @@ except ImportError:  # pragma: no cover - orjson is a dependency
     _orjson = None
 
 from repromatrix.model import TRACEBACK_LIMIT, Repro, Status
-from repromatrix.store.reader import Span, dumps, loads
+from repromatrix.store.lines import dumps, loads
+from repromatrix.store.reader import Span
 from repromatrix.store.record import Result, StageResult
 
 from . import expect as expect_mod
@@ -61,8 +62,8 @@ SUMMARY_VERSION = hashlib.sha1(b"".join(
 PIECES_VERSION = hashlib.sha1(b"".join(
     [p.read_bytes() for p in sorted(_HERE.glob("*.py"))]
     + [(_HERE.parent / name).read_bytes() for name in ("model.py", "store/record.py",
-                                                       "store/reader.py", "data/compat.yaml",
-                                                       "config/compat.py")]
+                                                       "store/reader.py", "store/lines.py",
+                                                       "data/compat.yaml", "config/compat.py")]
 )).hexdigest()[:16]
 _OWN_CSV = CSV_COLUMNS[1:-2]
 PAIRINGS = "pairings"  # make_pieces' ``seen``: torch/torchvision pair -> pairing note

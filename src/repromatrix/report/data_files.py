@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from repromatrix.store.reader import Conflict, Skipped, dumps
+from repromatrix.store.lines import Skipped, dumps
+from repromatrix.store.reader import Conflict
 
 from .written import RenderState
 

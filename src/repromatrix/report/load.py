@@ -30,21 +30,8 @@ from typing import Any, Protocol
 
 from repromatrix.store.index import Block, Settled, StaleIndex, StoreIndex, Where
 from repromatrix.store.index_merged import MergedIndex
-from repromatrix.store.reader import (
-    CellHistory,
-    Conflict,
-    Skipped,
-    Span,
-    TimeKey,
-    digest,
-    dumps,
-    loads,
-    newest,
-    parse,
-    record_data,
-    store_of_file,
-    time_key,
-)
+from repromatrix.store.lines import Skipped, digest, dumps, loads, parse, record_data
+from repromatrix.store.reader import CellHistory, Conflict, Span, TimeKey, newest, store_of_file, time_key
 from repromatrix.store.record import Result
 
 from .cache import RenderCache

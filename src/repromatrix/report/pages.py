@@ -20,7 +20,8 @@ import jinja2
 from markupsafe import Markup
 
 from repromatrix.model import Status
-from repromatrix.store.reader import Conflict, Skipped
+from repromatrix.store.lines import Skipped
+from repromatrix.store.reader import Conflict
 
 from .answers import SCOPES, repro_answers
 from .chunks import DATA_DIR

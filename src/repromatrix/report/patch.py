@@ -24,7 +24,7 @@ from markupsafe import escape
 
 from repromatrix.model import Repro
 from repromatrix.store.index import StaleIndex, StoreIndex
-from repromatrix.store.reader import iter_result_files
+from repromatrix.store.lines import iter_result_files
 
 from . import cell as cell_mod
 from .answers import stack_scope

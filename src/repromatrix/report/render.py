@@ -37,7 +37,7 @@ from typing import Any
 
 from repromatrix.model import Repro
 from repromatrix.store.index import StaleIndex
-from repromatrix.store.reader import dumps, loads
+from repromatrix.store.lines import dumps, loads
 
 from .cache import RenderCache
 from .cell import SUMMARY_VERSION, reproduce_command

@@ -16,7 +16,7 @@ import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from repromatrix.store.reader import dumps
+from repromatrix.store.lines import dumps
 from repromatrix.store.record import Result
 
 from . import expect as expect_mod

@@ -4,7 +4,7 @@ Flow: run -> results (**index**) -> run's reuse check / bisect / report. The JSO
 run files stay the source of truth (mergeable, diffable, append-only);
 ``<results>/.index.sqlite`` (standard-library ``sqlite3``, WAL; ``store.index_db``) only
 points into them, so it can always be deleted and rebuilt. Lines are read with the store's
-one parser (``store.reader.parse``) and ordered by its one order (``store.reader.LATER_SQL``).
+one parser (``store.lines.parse``) and ordered by its one order (``store.reader.LATER_SQL``).
 It keeps records and histories only (the report keeps its own cache beside its page,
 ``report.cache``):
 
@@ -61,7 +61,8 @@ from .index_files import (
 )
 from .index_histories import Settled, root_of, settle, settled_rows
 from .index_rows import Block, CellKey, FileRow, Where
-from .reader import Entry, Skipped, digest, parse_line, parse_upgraded, walk_jsonl
+from .lines import Skipped, digest, parse_line, parse_upgraded, walk_jsonl
+from .reader import Entry
 from .record import Result
 
 __all__ = ["FORMAT", "INDEX_NAME", "Block", "CellKey", "Settled", "StaleIndex", "StoreIndex",

@@ -2,7 +2,7 @@
 
 Flow: results files -> **store.index_files** -> the ``files``, ``records``, ``skipped`` and
 ``cells`` tables (store.index_db). A file is read with the store's one parser
-(``store.reader.parse_upgraded``) from the offset the index reached, when the bytes
+(``store.lines.parse_upgraded``) from the offset the index reached, when the bytes
 before it are unchanged (``TAIL``), else from the start (its rows forgotten first). Each
 function runs inside the caller's write transaction and adds the cells it touched to
 ``touched``: their latest record (``update_cells``) and history
@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from .index_rows import CellKey, FileRow, RecordRow
-from .reader import LATER_SQL, Overlong, Skipped, entry, parse_upgraded, read_lines
+from .lines import Overlong, Skipped, parse_upgraded, read_lines
+from .reader import LATER_SQL, entry
 
 TAIL = 256  # bytes before the indexed offset that must be unchanged to read on from there
 _BATCH = 1000  # record rows inserted at once

@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from .index_rows import Where
-from .reader import CellHistory, Conflict, Entry, Span, dumps, loads, settle_cell
+from .lines import dumps, loads
+from .reader import CellHistory, Conflict, Entry, Span, settle_cell
 
 _BATCH = 1000  # history rows written at once
 

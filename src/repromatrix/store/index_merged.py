@@ -3,7 +3,7 @@
 Flow: result folders and files -> **store.index_merged** -> report.load. ``report --results A
 B C`` (shards merged), or a file named on its own, is read the way one store is read
 (``StoreIndex.histories``): a ``MergedIndex`` in a temporary folder indexes every file the
-arguments name, in their order (``store.reader.iter_result_files``), each named as a
+arguments name, in their order (``store.lines.iter_result_files``), each named as a
 reader of its folder names it, and settles each cell's records across all of them
 (``store.reader.settle_cell``: copies once, conflicts within a run and between stores). It
 is removed on ``close``.
@@ -18,7 +18,7 @@ from pathlib import Path
 from .index import StoreIndex
 from .index_db import INDEX_NAME
 from .index_histories import root_of
-from .reader import Skipped, iter_result_files, walk_jsonl
+from .lines import Skipped, iter_result_files, walk_jsonl
 
 
 class MergedIndex(StoreIndex):

@@ -20,7 +20,7 @@ from pathlib import Path
 from repromatrix.errors import UsageError
 from repromatrix.textsafe import printable
 
-from .reader import Skipped, canonical_record, iter_result_files, record, scan, walk_jsonl
+from .lines import Skipped, canonical_record, iter_result_files, record, scan, walk_jsonl
 from .record import Result
 from .results import ResultStore, locked
 

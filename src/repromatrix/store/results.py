@@ -36,20 +36,8 @@ from pathlib import Path
 from repromatrix import lock
 
 from .index import StoreIndex
-from .reader import (
-    Conflict,
-    Settler,
-    Skipped,
-    canonical_record,
-    entry,
-    flaky_counts,
-    iter_result_files,
-    latest_attempts,
-    latest_by_cell,
-    previous_by_cell,
-    record,
-    scan,
-)
+from .lines import Skipped, canonical_record, iter_result_files, record, scan
+from .reader import Conflict, Settler, entry, flaky_counts, latest_attempts, latest_by_cell, previous_by_cell
 from .record import Result, finite
 
 __all__ = ["LOCK_NAME", "Conflict", "Loaded", "ResultStore", "Skipped", "flaky_counts",

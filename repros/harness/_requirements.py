@@ -17,29 +17,28 @@ from typing import Any, Optional
 from _versions import package_version, version_matches
 
 
-def _cuda_reason() -> Optional[str]:
+def _cuda_build_reason(cpu_only: str = "needs a CUDA build of torch; torch %s is CPU-only") -> Optional[str]:
+    """Why torch is no CUDA build (``cpu_only``, given its version), None when it is one."""
     try:
         import torch
     except Exception as e:  # pragma: no cover - the runner marks this broken first
         return "torch is not importable: %s" % (e,)
     if getattr(torch.version, "cuda", None) is None:
-        return "no CUDA device: torch %s is a CPU-only build" % (torch.__version__,)
+        return cpu_only % (torch.__version__,)
+    return None
+
+
+def _cuda_reason() -> Optional[str]:
+    reason = _cuda_build_reason("no CUDA device: torch %s is a CPU-only build")
+    if reason:
+        return reason
+    import torch
     try:
         if torch.cuda.is_available() and torch.cuda.device_count() > 0:
             return None
     except Exception as e:
         return "no CUDA device: %s" % (str(e).splitlines()[0] if str(e) else type(e).__name__,)
     return "no CUDA device: torch.cuda.is_available() is False"
-
-
-def _cuda_build_reason() -> Optional[str]:
-    try:
-        import torch
-    except Exception as e:  # pragma: no cover - the runner marks this broken first
-        return "torch is not importable: %s" % (e,)
-    if getattr(torch.version, "cuda", None) is None:
-        return "needs a CUDA build of torch; torch %s is CPU-only" % (torch.__version__,)
-    return None
 
 
 def helper_module(name: str) -> Any:

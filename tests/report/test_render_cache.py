@@ -52,22 +52,22 @@ def test_a_report_cache_of_another_format_is_made_anew_and_the_store_index_left_
     assert site_files(out) == page
 
 
-def test_summaries_of_records_no_longer_shown_go_once_they_are_a_tenth_of_the_table(tmp_path):
-    """keep_summaries does not scan the table on every render: the summaries of records no
-    cell shows any more, or of another version, go once they outnumber a tenth of the cells
-    (and 100), and every cell's shown record keeps its own."""
-    shown = [f"{n:040x}" for n in range(1000, 1200)]
+def test_pieces_of_cells_no_longer_shown_go_once_they_are_a_tenth_of_the_table(tmp_path):
+    """keep_only does not scan the table on every render: the pieces of cells a full render
+    no longer shows go once they outnumber a tenth of its cells (and 100), heads and bodies
+    alike, and every shown cell keeps its own."""
+    def kept(cells: list[str]) -> list[tuple[str, str, bytes, bytes, bytes, bytes]]:
+        return [(c, "k", b"head", b"markup", b"detail", b"env") for c in cells]
+
+    shown = [f"pip-{n}--bug" for n in range(200)]
     with RenderCache(tmp_path / CACHE_NAME) as cache:
-        cache.keep_summaries([(f"{d}:v1", b"{}") for d in shown], "v1", shown)
-        cache.keep_summaries([(f"{'0' * 40}:v1", b"{}")], "v1", shown)  # one stale: it stays
-        assert len(cache.summaries(f"{d}:v1" for d in [*shown, "0" * 40])) == 201
-        stale = [(f"{n:040d}:v1", b"{}") for n in range(1, 121)]  # past the threshold: all go
-        cache.keep_summaries(stale, "v1", shown)
-        assert set(cache.summaries(f"{d}:v1" for d in [*shown, "0" * 40])) == \
-            {f"{d}:v1" for d in shown}
-        cache.keep_summaries([(f"{d}:v2", b"{}") for d in shown], "v2", shown)  # a new version
-        assert not cache.summaries(f"{d}:v1" for d in shown)
-        assert len(cache.summaries(f"{d}:v2" for d in shown)) == 200
+        cache.keep_pieces(kept([*shown, "gone-0--bug"]))
+        cache.keep_only(shown)  # one stale: it stays
+        assert len(cache.pieces()) == 201 and len(cache.bodies(["gone-0--bug"])) == 1
+        cache.keep_pieces(kept([f"gone-{n}--bug" for n in range(1, 121)]))
+        cache.keep_only(shown)  # past the threshold: all go
+        assert set(cache.pieces()) == set(shown) and not cache.bodies(["gone-0--bug"])
+        assert cache.bodies(shown)["pip-7--bug"] == ("k", b"detail", b"env")
 
 
 @pytest.mark.parametrize("name", ["every_status", "damaged", "hostile"])

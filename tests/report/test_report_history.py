@@ -257,14 +257,14 @@ def test_an_incremental_render_leaves_what_a_cold_render_writes(tmp_path, monkey
     both([store.root, tmp_path / "shard"])
     both([store.root, damaged])  # a file given on its own beside the folder that holds it
     both([store.root])
-    with sqlite3.connect(inc / ".render-cache.sqlite") as db:  # the cells' summaries, kept
+    with sqlite3.connect(inc / ".render-cache.sqlite") as db:  # the cells' pieces, kept
         db.execute("ATTACH DATABASE ? AS store", (str(store.root / ".index.sqlite"),))
         assert db.execute("SELECT count(*) FROM store.cells c WHERE EXISTS (SELECT 1 FROM "
-                          "summaries s WHERE substr(s.key, 1, 40) = c.digest)").fetchone()[0] == 240
-        # the others go once they are a tenth of the table (RenderCache.keep_summaries)
-        assert db.execute("SELECT count(*) FROM summaries").fetchone()[0] <= 240 * 1.1 + 100
+                          "pieces p WHERE p.cell = c.cell)").fetchone()[0] == 240
+        # the others go once they are a tenth of the table (RenderCache.keep_only)
+        assert db.execute("SELECT count(*) FROM pieces").fetchone()[0] <= 240 * 1.1 + 100
     for path in store.root.glob(".index.sqlite*"):
-        path.unlink()  # no index: every record parsed and summarised again, the same page
+        path.unlink()  # no index: every record read again, the same page
     render_site([store.root], tmp_path / "no-index", now=now)
     assert site_files(tmp_path / "no-index") == site_files(inc)
 
@@ -286,7 +286,7 @@ def test_a_folder_rendered_by_another_format_is_written_anew(tmp_path):
 
 def test_a_file_rewritten_after_a_render_is_read_again(tmp_path):
     """Same size, other records (a file replaced by a copy from elsewhere): the index reads
-    it again, the summaries kept for the old lines are not used, results.json is rewritten."""
+    it again, the pieces kept for the old lines are not used, results.json is rewritten."""
     store = ResultStore(tmp_path / "results")
     path = store.append(record("pip-a", "bug", 0, "fail"))
     store.append(record("pip-b", "bug", 0, "fail"))

@@ -1,13 +1,10 @@
-"""The report's own cache beside its page: record summaries, each cell's pieces, the layout.
+"""The report's own cache beside its page: each cell's pieces, the layout.
 
 Flow: report.load / report.pieces / report.render / report.patch -> **report.cache** ->
 ``out/.render-cache.sqlite`` (standard-library ``sqlite3``). Beside ``.render-state.json``
 (``report.written``) and ``.render-site`` (``report.last_site``), and like them not part of the
 page: deleting it costs one render that makes every cell's pieces again. It keeps:
 
-    summaries  the report's summary of a record (``report.cell.record_summary``), keyed by
-               the line's digest and the summary's version: a render parses only records
-               it has not summarised
     pieces     per cell, the page's pieces of it the last render made (``report.cell``:
                its grid cell, repro-page row, CSV row) under a key of every input they
                were made from (``report.cell.pieces_key``)
@@ -17,7 +14,9 @@ page: deleting it costs one render that makes every cell's pieces again. It keep
                decides it
 
 ``FORMAT`` is the cache's own: a change of what it keeps empties it (the store's index,
-``store.index``, is left alone). The store's records are read through the store's index.
+``store.index``, is left alone). The store's records are read through the store's index,
+and only those of cells whose pieces are made: a record's summary is not kept (as large
+as the record, and about as costly to write and read back as to make again).
 """
 from __future__ import annotations
 
@@ -30,17 +29,16 @@ from typing import Any
 from repromatrix.store.index_db import lay_out, remove_db, transaction
 
 CACHE_NAME = ".render-cache.sqlite"
-FORMAT = "repromatrix-render-cache-1"  # another value in `meta`: the cache is emptied
+FORMAT = "repromatrix-render-cache-2"  # another value in `meta`: the cache is emptied
 MANY = 2000  # rows asked for at once above which a table is read in one pass
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE IF NOT EXISTS summaries (key TEXT PRIMARY KEY, data BLOB) WITHOUT ROWID;
 -- rowid tables: a row of up to ~4 KB stays in its leaf page (a WITHOUT ROWID row spills
 -- past ~1 KB), and a cell's heads and bodies are read in separate passes
 CREATE TABLE IF NOT EXISTS pieces (cell TEXT PRIMARY KEY, key TEXT, head BLOB, markup BLOB);
 CREATE TABLE IF NOT EXISTS bodies (cell TEXT PRIMARY KEY, key TEXT, detail BLOB, env BLOB);
 """
-_TABLES = ("meta", "summaries", "pieces", "bodies")
+_TABLES = ("meta", "pieces", "bodies", "summaries")  # (summaries: format 1's, dropped)
 Kept = tuple[str, bytes, bytes]  # (the pieces' key, and two pieces: head and markup, or detail and env)
 
 
@@ -78,9 +76,8 @@ class RenderCache:
     def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         return transaction(self._conn)
 
-    def _in(self, sql: str, table: str, keys: Sequence[str], column: str = "cell"
-            ) -> Iterator[Any]:
-        """The rows of ``sql`` (selecting from ``table``) whose ``column`` is one of ``keys``:
+    def _in(self, sql: str, table: str, keys: Sequence[str]) -> Iterator[Any]:
+        """The rows of ``sql`` (selecting from ``table``) whose cell is one of ``keys``:
         a batch at a time when few, else in one pass over the table."""
         if len(keys) > MANY:
             wanted = set(keys)
@@ -90,29 +87,7 @@ class RenderCache:
         for start in range(0, len(keys), 500):
             batch = keys[start:start + 500]
             yield from self._conn.execute(
-                f"{sql} FROM {table} WHERE {column} IN ({','.join('?' * len(batch))})", batch)
-
-    # -- summaries -----------------------------------------------------------------------
-
-    def summaries(self, keys: Iterable[str]) -> dict[str, bytes]:
-        """The summaries kept under ``keys`` (``<record digest>:<version>``)."""
-        wanted = list(dict.fromkeys(keys))
-        return {key: bytes(data) for key, data in
-                self._in("SELECT key, data", "summaries", wanted, "key")}
-
-    def keep_summaries(self, items: Iterable[tuple[str, bytes]], version: str,
-                       latest: Iterable[str] = ()) -> None:
-        """Keep ``(key, data)`` summaries of records (keyed by ``<record digest>:<version>``);
-        those of other versions, or of records not in ``latest`` (the digests of the cells'
-        latest records), go once they are a tenth of the table: not a scan on every render."""
-        with self._write() as conn:
-            conn.executemany("INSERT OR REPLACE INTO summaries VALUES (?, ?)", items)
-            digests = set(latest)
-            kept = conn.execute("SELECT count(*) FROM summaries").fetchone()[0]
-            if digests and kept > len(digests) * 1.1 + 100:
-                stale = [key for (key,) in conn.execute("SELECT key FROM summaries")
-                         if not key.endswith(f":{version}") or key[:40] not in digests]
-                conn.executemany("DELETE FROM summaries WHERE key = ?", ((k,) for k in stale))
+                f"{sql} FROM {table} WHERE cell IN ({','.join('?' * len(batch))})", batch)
 
     # -- pieces --------------------------------------------------------------------------
 

@@ -1,10 +1,10 @@
 """One cell: its record's summary, its view, and the pieces of the page it decides.
 
 Flow: report.load -> **report.cell** -> report.render (assembly) -> out/.
-``record_summary`` is what only a cell's record decides (the report's cache keeps it per
-record, ``report.cache``). ``make_pieces`` adds what the cell's own history and the catalog decide
-(previous status, timeline, flaky attempts, conflict, expectation, reproduce command)
-and renders everything of the cell that does not depend on the rest of the site:
+``record_summary`` is what only a cell's record decides. ``make_pieces`` adds what the
+cell's own history and the catalog decide (previous status, timeline, flaky attempts,
+conflict, expectation, reproduce command) and renders everything of the cell that does
+not depend on the rest of the site:
 
     head    the light view the site model reads (status, previous, expectation, ...),
             its stack's versions, its stages and environment keys, the grid's <td> and
@@ -52,11 +52,6 @@ from .stacks import pairing_note, stack_versions
 MESSAGE_LIMIT = 2000
 _JSON_ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)
 _HERE = Path(__file__).resolve().parent
-# record_summary's output changes only with these sources: summaries the report's cache
-# keeps from an earlier render are used only when they were made by the same ones
-SUMMARY_VERSION = hashlib.sha1(b"".join(
-    (_HERE.parent / name).read_bytes()
-    for name in ("report/cell.py", "report/markup.py", "model.py", "store/record.py"))).hexdigest()[:16]
 # a cell's pieces change only with the report's sources (and those it reads records with)
 # and the compatibility table and its reader (a stack's pairing note)
 PIECES_VERSION = hashlib.sha1(b"".join(
@@ -101,8 +96,7 @@ class RecordFacts(NamedTuple):
 
 
 def record_summary(rec: Result) -> dict[str, Any]:
-    """The part of a cell's view that only its record decides (JSON data: the report's cache
-    keeps it per record, so a render parses only records it has not summarised before)."""
+    """The part of a cell's view that only its record decides (JSON data)."""
     view = {
         "id": rec.cell, "stack": rec.stack_id, "repro": rec.repro,
         "status": rec.status, "letter": STATUS_INFO[rec.status][0],

@@ -1,8 +1,9 @@
 """The report's view of the results store: latest record per cell, per-cell history.
 
 Flow: results store -> **report.load** -> report. The report needs the latest
-record of each cell in full (or the summary of it the report's cache keeps,
-``report.cache``), and of every other record only what its cell's history settled.
+record of each cell in full (only for cells whose pieces the report's cache,
+``report.cache``, does not keep), and of every other record only what its cell's
+history settled.
 
 One read path: everything is read through one index's cells' histories
 (``StoreIndex.histories``: settled as the records arrived, by ``store.reader.settle_cell``,
@@ -10,8 +11,8 @@ copies once, conflicts named), one row per cell, parsed only for cells whose pie
 be made, for the feed's newest cells and for the cells that hold a conflict. One store
 folder is read through its own index; several stores, or files given on their own, go
 through a temporary one (``store.index_merged.MergedIndex``). Only each cell's latest line
-(or summary) is held, and ``Reduced.summaries`` hands them over one at a time, so memory
-grows with cells, not with history.
+is held, and ``Reduced.summaries`` hands them over one at a time, so memory grows with
+cells, not with history.
 
 Every usable record goes to ``results.json`` (``report.data_files.RawSink``: whole result
 files copied a chunk at a time), so the published data stays complete.
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import heapq
-import json
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from repromatrix.store.index import Block, Settled, StaleIndex, StoreIndex, Where
 from repromatrix.store.index_merged import MergedIndex
-from repromatrix.store.lines import Skipped, digest, dumps, loads, parse, record_data
+from repromatrix.store.lines import Skipped, digest, dumps, parse, record_data
 from repromatrix.store.reader import CellHistory, Conflict, Span, TimeKey, newest, store_of_file, time_key
 from repromatrix.store.record import Result
 
@@ -42,7 +42,6 @@ class _Latest:
     time: TimeKey
     raw: bytes
     where: tuple[StoreIndex, Where] | None = None  # in an index: read back at the end
-    summary: bytes = b""  # the record's summary, when the report's cache keeps one
     evidence: str = ""  # result.evidence_level: a real verdict outranks a stand-in one
     store: str = ""  # the store folder it is read from now ("" for a file read on its own)
     digest: str = ""  # of its line: the same digest, the same record
@@ -69,10 +68,8 @@ class Reduced:
     skipped: list[Skipped] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
     records: int = 0
-    summary_version: str = ""  # whose summaries the indexes were asked for
     mark: tuple[str, int, int] | None = None  # the index's, when read through its histories
-    cache: RenderCache | None = None  # the report's own (summaries, pieces), beside its page
-    _new: list[tuple[str, bytes]] = field(default_factory=list)
+    cache: RenderCache | None = None  # the report's own (pieces, layout), beside its page
 
     def _settled(self, cell: str) -> CellHistory:
         if cell not in self._histories:
@@ -118,21 +115,14 @@ class Reduced:
 
     def summaries(self, cells: Iterable[str], make: Callable[[Result], dict[str, Any]]
                   ) -> Iterator[tuple[str, dict[str, Any]]]:
-        """The latest record of each of ``cells`` as ``make`` summarises it, one at a time:
-        the summary the report's cache keeps, else made from the parsed record (and kept by
-        ``keep_summaries``)."""
+        """The latest record of each of ``cells`` as ``make`` summarises it, one at a time
+        (each line read back from its file, parsed, and let go)."""
         cells = list(cells)
         _fill_latest(self, cells)
         for cell in cells:
             found = self.latest[cell]
-            if found.summary:
-                summary = loads(found.summary)
-            else:
-                summary = make(Result.from_dict(record_data(found.raw)))
-                if self.cache is not None and self.summary_version:
-                    data = json.dumps(summary, separators=(",", ":")).encode("ascii")
-                    self._new.append((f"{found.digest}:{self.summary_version}", data))
-            found.raw = found.summary = b""
+            summary = make(Result.from_dict(record_data(found.raw)))
+            found.raw = b""
             yield cell, summary
 
     def pieces(self) -> dict[str, tuple[str, bytes, bytes]]:
@@ -158,17 +148,12 @@ class Reduced:
             return left
         return {}
 
-    def keep_summaries(self, whole: bool = False) -> None:
-        """Hand the summaries made by ``summaries`` to the cache, for the next render;
-        ``whole`` (a render of every cell): what the cache keeps of other cells and records
-        goes, once it is a tenth of it."""
-        if self.cache is not None and self._new:  # (nothing new: no table grew)
+    def keep_only_shown(self) -> None:
+        """After a render of every cell: the pieces the cache keeps of other cells go, once
+        they are a tenth of it (``RenderCache.keep_only``)."""
+        if self.cache is not None:
             with contextlib.suppress(sqlite3.Error, OSError):  # only a cache: next time, then
-                self.cache.keep_summaries(self._new, self.summary_version,
-                                          [f.digest for f in self.latest.values()] if whole else ())
-                if whole:
-                    self.cache.keep_only(self.latest)
-        self._new.clear()
+                self.cache.keep_only(self.latest)
 
 
 def newest_changed(cells: list[str], changed_at: list[str | None], limit: int) -> list[str]:
@@ -197,18 +182,16 @@ class Sink(Protocol):
 
 @contextlib.contextmanager
 def reduce_records(paths: Iterable[Path | str], sink: Sink | None = None,
-                   summary_version: str = "", cache: RenderCache | None = None
-                   ) -> Iterator[Reduced]:
+                   cache: RenderCache | None = None) -> Iterator[Reduced]:
     """Every record under ``paths``: the latest per cell and what history needs (the index
     stays open inside the ``with`` block, for ``Reduced.summaries``).
 
     One store folder is read through its index (``store.index``), anything else through a
     temporary index of every file given (``MergedIndex``): each cell from the history the
-    index settled (no record line parsed; only the latest line of each cell is read back
-    from the files, unless the report's cache keeps that record's summary of
-    ``summary_version``)."""
+    index settled (no record line parsed; only the latest line of each cell whose pieces
+    are made is read back from the files, by ``Reduced.summaries``)."""
     paths = list(paths)
-    out = Reduced(summary_version=summary_version, cache=cache)
+    out = Reduced(cache=cache)
     with contextlib.ExitStack() as stack:
         if len(paths) == 1 and Path(paths[0]).is_dir():
             index: StoreIndex = stack.enter_context(StoreIndex.open(paths[0]))
@@ -310,16 +293,11 @@ def _skipped_by_file(index: StoreIndex) -> dict[str, list[Skipped]]:
 
 
 def _fill_latest(out: Reduced, cells: list[str]) -> None:
-    """Each of ``cells``: the summary the report's cache keeps, else its line (read back
-    from its file when an index holds it)."""
-    version = out.summary_version
-    kept = out.cache.summaries(f"{out.latest[c].digest}:{version}" for c in cells) \
-        if out.cache is not None and version else {}
+    """The line of each of ``cells`` (read back from its file when an index holds it)."""
     wanted: dict[StoreIndex, list[tuple[str, Where]]] = {}
     for cell in cells:
         found = out.latest[cell]
-        found.summary = kept.get(f"{found.digest}:{version}", b"")
-        if not found.summary and found.where is not None and not found.raw:
+        if found.where is not None and not found.raw:
             wanted.setdefault(found.where[0], []).append((cell, found.where[1]))
     for index, rows in wanted.items():
         for cell, raw in index.read_lines(rows):

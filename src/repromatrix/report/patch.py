@@ -29,7 +29,7 @@ from repromatrix.store.lines import iter_result_files
 from . import cell as cell_mod
 from .answers import stack_scope
 from .cache import RenderCache
-from .cell import SUMMARY_VERSION, Head
+from .cell import Head
 from .chunks import DATA_DIR, Member, chunk_source, write_chunks
 from .data_files import CSV_HEAD, RawSink, stack_columns, write_csv_lines
 from .feed import write_feed
@@ -70,7 +70,7 @@ def render_patched(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro]
     if not all(state.unchanged(out / name) for name in kept.pages):
         return None
     site_key = cell_mod.site_key(repros, matrix)
-    if kept.key != site_inputs(site_key, paths, repros, title, published, SUMMARY_VERSION):
+    if kept.key != site_inputs(site_key, paths, repros, title, published):
         return None
     files, missing = iter_result_files(paths)
     if missing:
@@ -99,7 +99,7 @@ class _Patch:
         self.index, self.cache, self.kept, self.out, self.state = index, cache, kept, out, state
         self.repros, self.matrix, self.published = repros, matrix, published
         self.cols = kept.cells
-        self.reduced = Reduced(summary_version=SUMMARY_VERSION, cache=cache)
+        self.reduced = Reduced(cache=cache)
         self.changed: list[int] = []  # positions of the cells settled since the kept site
         self.feed: dict[str, list[Any]] = {}
         self.heads: dict[int, Head] = {}  # of changed cells and their grid rows' cells
@@ -250,7 +250,6 @@ class _Patch:
               now: datetime) -> ReportSummary:
         """Every file but ``results.json`` (written by then), and the patched site."""
         kept, cols, out, state = self.kept, self.cols, self.out, self.state
-        self.reduced.keep_summaries()
         stacks, shown_scope = kept.stacks, kept.shown_scope
         hidden = [shown_scope != "all" and st["scope"] != shown_scope for st in stacks]
         views = [dict(rv) for rv in kept.views]

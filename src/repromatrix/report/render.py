@@ -40,7 +40,7 @@ from repromatrix.store.index import StaleIndex
 from repromatrix.store.lines import dumps, loads
 
 from .cache import RenderCache
-from .cell import SUMMARY_VERSION, reproduce_command
+from .cell import reproduce_command
 from .chunks import assign_chunks, chunk_groups, chunk_source, write_chunks
 from .data_files import RawSink, write_csv
 from .expect import describe_rules
@@ -118,7 +118,7 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
     for attempt in (1, 2):  # a file rewritten under its index: read once more, refreshed
         sink = RawSink(out / "results.json", now.strftime("%Y-%m-%d %H:%M UTC"), state)
         try:
-            with reduce_records(paths, sink, SUMMARY_VERSION, cache) as reduced:
+            with reduce_records(paths, sink, cache) as reduced:
                 site = build_site(reduced, repros, matrix=matrix, title=title,
                                   published=published, now=now)
                 site["freshness"] = freshness
@@ -128,7 +128,7 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
                 chunks = write_chunks(out, groups, sources, site["details"], state)
                 head, lines = write_csv(out, site, site["heads"], state)
                 pages["results.csv"] = Spans.of(head, lines, "\r\n", "\r\n")
-                reduced.keep_summaries(whole=True)
+                reduced.keep_only_shown()
             break
         except StaleIndex:
             if attempt == 2:
@@ -140,7 +140,7 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
     copy_static(out, state)
     state.save()
     if reduced.mark is not None and len(reduced.settled) == len(reduced.latest):
-        key = site_inputs(site["site_key"], paths, repros, title, published, SUMMARY_VERSION)
+        key = site_inputs(site["site_key"], paths, repros, title, published)
         kept_site(key, reduced.mark, site, reduced.settled, sources, pages).save(out)
     return ReportSummary(
         out=out, index=out / "index.html", records=reduced.records,

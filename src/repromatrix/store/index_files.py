@@ -64,7 +64,7 @@ def read_file(conn: sqlite3.Connection, prefix: str, key: str, known: FileRow | 
                 if not raw.strip():
                     offset += len(raw)
                     continue
-            if raw.strip():
+            if not raw.isspace():  # (not blank: strip() would copy every line)
                 read += 1
                 item = parse_upgraded(raw, str(path), lines + 1)
                 if isinstance(item, Skipped):

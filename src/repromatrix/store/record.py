@@ -66,19 +66,24 @@ class StageResult:
     @classmethod
     def from_raw(cls, raw: Any) -> StageResult | None:
         """A stage from the runner's JSON, or None when it is not one."""
-        if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) \
-                or raw.get("status") not in STATUSES:
+        if not isinstance(raw, dict):
             return None
-        role = raw.get("role") if raw.get("role") in ROLES else "main"
-        checks = raw.get("checks") if isinstance(raw.get("checks"), list) else []
-        standins = raw.get("standins") if isinstance(raw.get("standins"), list) else []
-        return cls(standins=tuple(bounded(str(x), 100) for x in standins[:STANDINS_LIMIT]),
-                   name=bounded(raw["name"], NAME_LIMIT), status=raw["status"], role=role,
-                   duration_s=_seconds(raw.get("duration_s")),
-                   message=bounded(str(raw.get("message") or ""), STAGE_TEXT_LIMIT),
-                   evidence=_bounded_evidence(raw.get("evidence")),
-                   signature=_name(raw.get("signature")),
-                   checks=tuple(_bounded_check(c, STAGE_TEXT_LIMIT) for c in checks[:CHECKS_LIMIT]))
+        get = raw.get  # (every record's stages pass here: each key looked up once)
+        name, status, role = get("name"), get("status"), get("role")
+        if not isinstance(name, str) or status not in STATUSES:
+            return None
+        checks, standins, message = get("checks"), get("standins"), get("message")
+        return cls(standins=tuple(bounded(str(x), 100) for x in standins[:STANDINS_LIMIT])
+                   if isinstance(standins, list) and standins else (),
+                   name=bounded(name, NAME_LIMIT), status=status,
+                   role=role if role in ROLES else "main",
+                   duration_s=_seconds(get("duration_s")),
+                   message=bounded(message if isinstance(message, str) else str(message or ""),
+                                   STAGE_TEXT_LIMIT),
+                   evidence=_bounded_evidence(get("evidence")),
+                   signature=_name(get("signature")),
+                   checks=tuple(_bounded_check(c, STAGE_TEXT_LIMIT) for c in checks[:CHECKS_LIMIT])
+                   if isinstance(checks, list) and checks else ())
 
     def shrunk(self, limit: int) -> StageResult:
         """This stage with every text cut to ``limit`` characters (head and tail kept)."""
@@ -186,8 +191,7 @@ class Result:
         problem = _problem(data)
         if problem:
             raise ValueError(problem)
-        names = {f.name for f in dataclasses.fields(cls)}
-        kwargs = {k: v for k, v in data.items() if k in names}
+        kwargs = {k: v for k, v in data.items() if k in _RESULT_FIELDS}
         kwargs["stages"] = tuple(s for s in map(StageResult.from_raw, data.get("stages") or [])
                                  if s is not None)
         kwargs["env"] = data.get("env") if isinstance(data.get("env"), dict) else {}
@@ -197,9 +201,13 @@ class Result:
         return cls(**kwargs)
 
 
+_RESULT_FIELDS = frozenset(f.name for f in dataclasses.fields(Result))
+
+
 def evidence_level(status: str, stages: Iterable[Any]) -> str:
     """``Result.evidence_level`` from a status and stage dicts (a record's JSON, unparsed)."""
-    main = [s for s in stages if isinstance(s, Mapping) and s.get("role", "main") == "main"]
+    # (dict first: a record's own stages are dicts, and the abstract class's check is slow)
+    main = [s for s in stages if isinstance(s, (dict, Mapping)) and s.get("role", "main") == "main"]
     if status == "fail":
         first = next((s for s in main if s.get("status") == "fail"), None)
         return STANDIN if first is not None and first.get("standins") else REAL
@@ -446,7 +454,7 @@ def unavailable_results(cells: Iterable[CellRun], reason: str) -> list[Result]:
 def _bounded_evidence(raw: Any, limit: int = STAGE_TEXT_LIMIT) -> dict[str, Any]:
     """A mapping (a stage's evidence, a check, the environment probe) with every text bounded
     to ``limit`` (head and tail kept, the cut said); nested values as bounded JSON text."""
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, (dict, Mapping)) or not raw:
         return {}
     out: dict[str, Any] = {}
     for key, value in list(raw.items())[:EVIDENCE_KEYS_LIMIT]:

@@ -1,7 +1,5 @@
-"""The static site from golden result sets (tests/data/results), asserted on HTML structure.
-
-Also the expectation rules (repromatrix.report.expect) the page uses to flag contradictions.
-"""
+"""The static site from golden result sets (tests/data/results), asserted on HTML structure
+(the expectation rules are in test_expect.py, the freshness section in test_freshness.py)."""
 
 from __future__ import annotations
 
@@ -9,13 +7,21 @@ import csv
 import json
 import re
 import shutil
-from html.parser import HTMLParser
 from pathlib import Path
 
-import pytest
+from support.sites import (
+    CATALOG,
+    DATA,
+    DEFORM,
+    STATUSES,
+    chunk_data,
+    golden,
+    matrix,
+    parse,
+    render,
+)
+from support.sites import result as _result
 
-from repromatrix.model import Repro
-from repromatrix.report.expect import evaluate, normalize_version
 from repromatrix.report.render import (
     page_name,
     render_site,
@@ -25,135 +31,6 @@ from repromatrix.report.render import (
 )
 from repromatrix.store.record import SCHEMA_VERSION, Result
 from repromatrix.store.results import ResultStore
-
-DATA = Path(__file__).resolve().parents[1] / "data" / "results"
-STATUSES = ["pass", "fail", "error", "crash", "timeout", "skip", "broken"]
-VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
-
-DEFORM = Repro(
-    id="deform_conv2d_device", path="repros/deform_conv2d_device.py",
-    title="deform_conv2d device mismatch (TRT #3556)",
-    upstream=("https://github.com/pytorch/TensorRT/issues/3556", "javascript:alert(1)"),
-    expect=({"when": {"torch_tensorrt": ">=2.4,<2.5"}, "status": "fail", "note": "TRT #3556"},
-            {"when": {"torch_tensorrt": ">=2.5"}, "status": "pass", "note": "fixed in 2.5.0"}),
-    description="deform_conv2d inside a compiled graph mixes devices.",
-)
-CATALOG = {"deform_conv2d_device": DEFORM}
-
-
-# ----------------------------------------------------------------- a tiny DOM from html.parser
-
-
-class Node:
-    def __init__(self, tag: str, attrs: dict[str, str | None], parent: Node | None) -> None:
-        self.tag, self.attrs, self.parent = tag, attrs, parent
-        self.children: list[Node | str] = []
-
-    @property
-    def classes(self) -> set[str]:
-        return set((self.attrs.get("class") or "").split())
-
-    def text(self) -> str:
-        return "".join(c if isinstance(c, str) else c.text() for c in self.children)
-
-    def iter(self):
-        for c in self.children:
-            if isinstance(c, Node):
-                yield c
-                yield from c.iter()
-
-    def find_all(self, tag: str | None = None, cls: str | None = None, **attrs: str) -> list[Node]:
-        out = []
-        for n in self.iter():
-            if tag and n.tag != tag or cls and cls not in n.classes:
-                continue
-            if all(n.attrs.get(k.replace("_", "-")) == v for k, v in attrs.items()):
-                out.append(n)
-        return out
-
-    def find(self, *args, **kwargs) -> Node:
-        found = self.find_all(*args, **kwargs)
-        assert found, f"no element {args} {kwargs}"
-        return found[0]
-
-
-class TreeBuilder(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.root = self.cur = Node("#document", {}, None)
-
-    def handle_starttag(self, tag, attrs):
-        node = Node(tag, dict(attrs), self.cur)
-        self.cur.children.append(node)
-        if tag not in VOID:
-            self.cur = node
-
-    def handle_startendtag(self, tag, attrs):
-        self.cur.children.append(Node(tag, dict(attrs), self.cur))
-
-    def handle_endtag(self, tag):
-        node = self.cur
-        while node is not None and node.tag != tag:
-            node = node.parent
-        assert node is not None, f"unbalanced </{tag}>"
-        self.cur = node.parent
-
-    def handle_data(self, data):
-        self.cur.children.append(data)
-
-
-def parse(path: Path) -> Node:
-    builder = TreeBuilder()
-    builder.feed(path.read_text(encoding="utf-8"))
-    builder.close()
-    assert builder.cur is builder.root, "unclosed elements"
-    return builder.root
-
-
-def golden(tmp_path: Path, name: str) -> Path:
-    """A copy of a golden result set (the report keeps an index in the folder it reads)."""
-    dest = tmp_path / "golden" / name
-    if not dest.exists():
-        shutil.copytree(DATA / name, dest)
-    return dest
-
-
-def render(tmp_path: Path, *sets: str, repros=CATALOG):
-    out = tmp_path / "site"
-    summary = render_site([golden(tmp_path, s) for s in sets], out, repros)
-    return summary, parse(out / "index.html"), out
-
-
-def matrix(doc: Node) -> tuple[list[str], list[str], dict[tuple[str, str], Node]]:
-    table = doc.find("table", id="matrix")
-    cols = [th.attrs["data-repro"] for th in table.find_all("th", cls="repro")]
-    rows, cells = [], {}
-    for tr in table.find("tbody").find_all("tr"):
-        if "group" in tr.classes:
-            continue
-        rows.append(tr.attrs["data-stack"])
-        for td in tr.find_all("td", cls="cell"):
-            cells[(tr.attrs["data-stack"], td.attrs["data-repro"])] = td
-    return rows, cols, cells
-
-
-def script_data(doc: Node) -> dict:
-    return json.loads(doc.find("script", id="report-data").text())
-
-
-def chunk_data(out: Path) -> dict:
-    """Every data chunk of a site, merged: cells by id, each cell's env rows and chunk number."""
-    merged: dict = {"cells": {}, "envs": {}, "chunk_of": {}}
-    for path in (out / "data").glob("c*.js"):
-        text = path.read_text(encoding="utf-8")
-        number, payload = re.fullmatch(r"repromatrixChunk\((\d+),(.*)\);\n", text, re.S).groups()
-        payload = json.loads(payload)
-        for cid, cell in payload["cells"]:
-            merged["cells"][cid] = cell
-            merged["envs"][cid] = payload["envs"][cell["env"]]
-            merged["chunk_of"][cid] = int(number)
-    return merged
-
 
 # ----------------------------------------------------------------- golden sets
 
@@ -408,12 +285,6 @@ def test_script_json_escapes_script_breakers():
 # ----------------------------------------------------------------- commands, assets, scale
 
 
-def _result(**over) -> Result:
-    base = {"schema_version": SCHEMA_VERSION, "run_id": "r", "cell": "s--r", "repro": "r",
-            "status": "fail", "stack": {"id": "s"}}
-    return Result.from_dict({**base, **over})
-
-
 def test_reproduce_command_quotes_and_local_backend():
     folded = _result(cell="local--r", backend="local",
                      stack={"id": "local", "kind": "local", "interpreter": "/opt/py 3/bin/python"})
@@ -464,237 +335,3 @@ def test_hundred_stacks_by_twenty_repros(tmp_path):
     assert rows[:3] == ["pip-t2.0.0", "pip-t2.1.0", "pip-t2.2.0"] and rows[-1] == "pip-t2.99.0"
     assert summary.records == 4000 and summary.cells == 2000
     assert sum(len(v) for v in summary.changes.values()) > 0
-
-
-# ----------------------------------------------------------------- expectations
-
-
-def _rec(status="fail", env=None, **stack):
-    return _result(status=status, env=env or {}, stack={"id": "s", **stack})
-
-
-@pytest.mark.parametrize("text, expected", [
-    ("2.4.0a0+07cecf4168", "2.4.0a0"), ("2.4.1+cu124", "2.4.1"), ("2.5.0.dev0", "2.5.0.dev0"),
-    ("10.3.0.nv24.05", "10.3.0"), ("24.05", "24.5"), ("2.10.0", "2.10.0"),
-])
-def test_normalize_version(text, expected):
-    assert str(normalize_version(text)) == expected
-
-
-def test_normalize_version_junk():
-    assert normalize_version("unknown") is None and normalize_version(None) is None
-
-
-def test_evaluate_uses_probe_then_spec_and_first_rule():
-    ngc = _rec("fail", env={"torch": "2.4.0a0+07cecf4168", "torch_tensorrt": "2.4.0+cu124"}, ngc="24.05")
-    exp = evaluate(DEFORM.expect, ngc)
-    assert (exp.status, exp.note, exp.contradicted) == ("fail", "TRT #3556", False)
-    dev0 = _rec("fail", env={"torch_tensorrt": "2.4.0.dev0"}, torch_tensorrt="2.4.0")
-    assert evaluate(DEFORM.expect, dev0) is None   # the probe wins, and 2.4.0.dev0 < 2.4
-    assert evaluate(DEFORM.expect, _rec("fail", torch_tensorrt="2.5.0")).contradicted
-    assert evaluate([{"when": {"ngc": ">=24.05"}, "status": "pass"}], ngc).status == "pass"
-    nested = _rec("pass", env={"packages": {"torch_tensorrt": "2.5.0+cu124"}})
-    assert evaluate(DEFORM.expect, nested).status == "pass"
-
-
-def test_pre_release_is_before_its_release():
-    """PEP 440 order: NGC's 2.5.0a0 is not torch-tensorrt 2.5 (it is before it)."""
-    assert evaluate(DEFORM.expect, _rec("fail", torch_tensorrt="2.5.0a0")).status == "fail"
-    assert evaluate(DEFORM.expect, _rec("fail", torch_tensorrt="2.5.0")).status == "pass"
-    post = [{"when": {"torch": ">2.4.1"}, "status": "pass"}]
-    assert evaluate(post, _rec("pass", torch="2.4.1.post1")).status == "pass"
-
-
-# What each release/ngc/* branch of pytorch/TensorRT holds (cited in the repros' META):
-# deform_conv2d: no empty_strided decomposition up to 24.06, the device-dropping one
-# (PR #2859 without #2948) on 24.07, the default-device one from 24.08.
-# gpu_id: Device._from_torch_device up to 24.04, ts/_Device.py reading d.gpu_id from 24.05.
-NGC_DEFORM_FAILS = {"24.07"}
-NGC_GPU_ID_PASSES = {"23.12", "24.01", "24.02", "24.03", "24.04"}
-
-
-def test_ngc_expectations_follow_the_branches():
-    from repromatrix.config.catalog import load_catalog
-    from repromatrix.config.compat import load_table
-
-    catalog = load_catalog(Path(__file__).resolve().parents[2] / "repros")
-    for tag, row in load_table().ngc.items():
-        rec = _rec("skip", env={"torch": row.torch, "torch_tensorrt": row.torch_tensorrt,
-                                "ngc": tag}, kind="ngc", ngc=tag)
-        deform = evaluate(catalog["deform_conv2d_device"].expect, rec)
-        gpu_id = evaluate(catalog["ts_device_gpu_id"].expect, rec)
-        assert deform.status == ("fail" if tag in NGC_DEFORM_FAILS else "pass"), tag
-        assert gpu_id.status == ("pass" if tag in NGC_GPU_ID_PASSES else "fail"), tag
-
-
-def test_evaluate_no_rule_or_unknown_version():
-    assert evaluate(DEFORM.expect, _rec("fail", torch_tensorrt="2.3.0")) is None
-    assert evaluate(DEFORM.expect, _rec("fail")) is None   # version unknown: the rule cannot apply
-    assert evaluate([{"when": {"torch": "not a spec"}, "status": "fail"}], _rec(torch="2.4")) is None
-    assert evaluate([{"when": {}, "status": "fail"}], _rec("fail")).when_text == "always"
-
-
-@pytest.mark.parametrize("status, contradicted", [
-    ("pass", True), ("crash", True), ("fail", False),
-    ("error", False), ("timeout", False), ("broken", False), ("skip", False),
-])
-def test_only_decisive_results_contradict(status, contradicted):
-    assert evaluate(DEFORM.expect, _rec(status, torch_tensorrt="2.4.1")).contradicted is contradicted
-
-
-def test_skipped_cell_with_stand_in_evidence_is_marked(tmp_path):
-    """A cell skipped for want of a GPU whose CPU stand-in stages ran says so in the matrix."""
-    from repromatrix.report.render import render_site
-    from repromatrix.store.results import ResultStore
-
-    store = ResultStore(tmp_path / "results")
-    base = {"schema_version": 1, "run_id": "r1", "repro": "demo", "status": "skip", "signature": None,
-            "workaround": None, "message": "eager: no CUDA device", "traceback": "", "duration_s": 1.0,
-            "exit_code": 0, "signal": None, "env": {"torch": "2.14.1"}, "image": None,
-            "backend": "local", "harness_version": "0", "host": "h", "repro_sha256": "", "cache_key": "k",
-            "started_at": "2026-11-23T00:00:00+00:00", "finished_at": "2026-11-23T00:00:01+00:00"}
-    stages = [{"name": "fake_export", "role": "info", "status": "fail", "duration_s": 0.1,
-               "message": "", "evidence": {}},
-              {"name": "eager", "role": "main", "status": "skip", "duration_s": 0.0,
-               "message": "no CUDA device", "evidence": {}}]
-    store.append(Result.from_dict(
-        {**base, "cell": "a--demo", "stack": {"id": "a", "kind": "local"}, "stages": stages}))
-    store.append(Result.from_dict(
-        {**base, "cell": "b--demo", "stack": {"id": "b", "kind": "local"}, "stages": stages[1:]}))
-    render_site([store.root], tmp_path / "site")
-    html = (tmp_path / "site" / "index.html").read_text()
-    cells = dict(re.findall(r'<td class="cell[^"]*" data-cell="([^"]+)"[^>]*>(.*?)</td>', html))
-    assert "evidence: fake_export fail" in cells["a--demo"] and '"true">+<' in cells["a--demo"]
-    assert "evidence" not in cells["b--demo"] and "+<" not in cells["b--demo"]
-
-
-# ----------------------------------------------------------------- freshness
-
-
-def fresh_site(tmp_path: Path, stacks_yaml: str, checked: dict | None, *sets: str) -> Node:
-    from repromatrix.config.compat import load_table
-    from repromatrix.config.matrix import load_matrix
-    from repromatrix.report.freshness import freshness
-
-    path = tmp_path / "matrix.yaml"
-    path.write_text(f"stacks:\n{stacks_yaml}")
-    data = freshness(load_table(), checked, load_matrix(path).stacks)
-    render_site([golden(tmp_path, s) for s in sets or ("every_status",)], tmp_path / "site", CATALOG,
-                freshness=data)
-    return parse(tmp_path / "site" / "index.html")
-
-
-CHECKED = {"date": "2026-11-24", "newest": {"torch": "2.15.0", "torchvision": "0.29.2",
-                                            "torch-tensorrt": "2.14.0", "tensorrt": "11.4.0.106"}}
-
-
-def fresh_rows(doc: Node) -> dict[str, list[str]]:
-    table = doc.find("table", id="fresh-table")
-    return {tr.attrs["data-package"]: [td.text() for td in tr.find_all("td")]
-            for tr in table.find("tbody").find_all("tr")}
-
-
-def test_freshness_names_newest_releases_checked_date_and_releases_without_a_stack(tmp_path):
-    doc = fresh_site(tmp_path, '  - {kind: pip, torch: "2.14"}\n  - {kind: ngc, ngc: "26.08"}\n', CHECKED)
-    section = doc.find("section", id="freshness")
-    assert "last compared with PyPI on 2026-11-24" in section.find("p", id="fresh-checked").text()
-    rows = fresh_rows(doc)
-    assert rows["torch"] == ["2.15.0", "2.15.0", "2.14.1"]          # table, PyPI when checked, stack
-    assert rows["tensorrt"] == ["11.3.0", "11.4.0.106", "11.1"]      # 11.3.0: NGC 26.09's
-    assert rows["NGC PyTorch"] == ["26.09", "–", "26.08"]
-    waiting = section.find("p", id="fresh-waiting").text()
-    assert waiting == "Known releases with no stack yet: torch 2.15.0, tensorrt 11.3.0, NGC PyTorch 26.09."
-
-
-def test_freshness_without_a_checked_record_and_with_every_release_stacked(tmp_path):
-    doc = fresh_site(tmp_path, '  - {kind: pip, torch: "2.15"}\n  - {kind: ngc, ngc: "26.09"}\n', None,
-                     "empty")
-    assert "has not been compared with PyPI" in doc.find("p", id="fresh-checked").text()
-    assert fresh_rows(doc)["torch"] == ["2.15.0", "–", "2.15.0"]
-    assert "none" in doc.find("p", id="fresh-waiting").classes
-
-
-def test_freshness_reads_the_checked_record_compat_update_writes(tmp_path):
-    from repromatrix.releases.update import Proposal, apply
-    from repromatrix.report.freshness import table_checked
-
-    table = Path(__file__).resolve().parents[2] / "src" / "repromatrix" / "data" / "compat.yaml"
-    text = apply(table.read_text(), Proposal(checked=CHECKED), str(table))
-    (tmp_path / "compat.yaml").write_text(text)
-    assert table_checked(tmp_path / "compat.yaml") == CHECKED
-
-
-def test_report_command_shows_freshness_and_no_section_without_it(tmp_path):
-    import subprocess
-    import sys
-
-    from support.scale import cli_env
-
-    proc = subprocess.run([sys.executable, "-m", "repromatrix.cli", "report", "--results",
-                           str(golden(tmp_path, "every_status")), "--out", str(tmp_path / "site")],
-                          capture_output=True, text=True, env=cli_env(), timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    doc = parse(tmp_path / "site" / "index.html")
-    from packaging.version import Version
-
-    from repromatrix.config.matrix import load_matrix
-
-    newest = max((s.torch for s in load_matrix().stacks if s.kind == "pip"), key=Version)
-    assert fresh_rows(doc)["torch"][2] == newest  # the newest torch the project's matrix stacks
-    _, plain, _ = render(tmp_path / "plain", "every_status")
-    assert not plain.find_all("section", id="freshness")
-
-
-def test_stack_row_states_a_torchvision_pairing_confidence(tmp_path):
-    """torch 2.15.0 + torchvision 0.29.2 (paired by tv's requirement) says its confidence."""
-    from repromatrix.store.results import ResultStore
-
-    store = ResultStore(tmp_path / "results")
-    for sid, torch, tv in (("new", "2.15.0", "0.29.2"), ("old", "2.14.1", "0.29.1")):
-        store.append(_result(cell=f"{sid}--demo", repro="demo", status="skip",
-                             stack={"id": sid, "kind": "pip", "torch": torch, "torchvision": tv},
-                             finished_at="2026-11-23T00:00:01+00:00"))
-    render_site([store.root], tmp_path / "site")
-    doc = parse(tmp_path / "site" / "index.html")
-    heads = {th.parent.attrs["data-stack"]: th for th in doc.find_all("th", cls="stack")}
-    pairing = heads["new"].find("small", cls="pairing")
-    assert "pairing confidence M" in pairing.text()
-    assert "pairing confidence M" in heads["new"].attrs["title"]
-    assert heads["old"].find_all("small", cls="pairing") == []
-
-
-def test_a_new_run_of_a_known_stack_keeps_its_pairing_note_without_the_table(tmp_path):
-    """The note comes from the pieces kept for the stack's other cells: a render after a new
-    run of a known stack reads no compatibility table (its import costs more than that
-    render), and still writes what a cold render does."""
-    import subprocess
-    import sys
-
-    store = ResultStore(tmp_path / "results")
-    stack = {"id": "new", "kind": "pip", "torch": "2.15.0", "torchvision": "0.29.2"}
-    for repro in ("demo", "other"):
-        store.append(_result(cell=f"new--{repro}", repro=repro, status="skip", stack=stack,
-                             finished_at="2026-11-23T00:00:01+00:00"))
-    now = "datetime.datetime(2026, 11, 24, tzinfo=datetime.timezone.utc)"
-    script = ("import datetime, sys; from pathlib import Path\n"
-              "from repromatrix.report.render import render_site\n"
-              f"render_site([Path(sys.argv[1])], Path(sys.argv[2]), now={now})\n"
-              "print('repromatrix.config.compat' in sys.modules)")
-
-    def render_in_process(out: Path) -> str:
-        proc = subprocess.run([sys.executable, "-c", script, str(store.root), str(out)],
-                              capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 0, proc.stderr
-        return proc.stdout.strip()
-
-    assert render_in_process(tmp_path / "site") == "True"  # the first render works the note out
-    store.append(_result(cell="new--demo", repro="demo", status="fail", stack=stack, run_id="r2",
-                         finished_at="2026-11-23T00:05:00+00:00"))
-    assert render_in_process(tmp_path / "site") == "False"
-    for path in store.root.glob(".index.sqlite*"):
-        path.unlink()  # a cold render: every cell's pieces made anew, each note from the table
-    assert render_in_process(tmp_path / "cold") == "True"
-    for name in ("index.html", "repro-demo.html", "results.csv"):
-        assert (tmp_path / "site" / name).read_bytes() == (tmp_path / "cold" / name).read_bytes()
-    head = parse(tmp_path / "site" / "index.html").find("th", cls="stack")
-    assert "pairing confidence M" in head.find("small", cls="pairing").text()

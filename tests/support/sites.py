@@ -1,0 +1,149 @@
+"""Reading a rendered site in tests: golden result sets, a tiny DOM from html.parser, and the
+grid, page data and detail chunks it holds."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+from repromatrix.model import Repro
+from repromatrix.report.render import render_site
+from repromatrix.store.record import SCHEMA_VERSION, Result
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "results"
+STATUSES = ["pass", "fail", "error", "crash", "timeout", "skip", "broken"]
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+DEFORM = Repro(
+    id="deform_conv2d_device", path="repros/deform_conv2d_device.py",
+    title="deform_conv2d device mismatch (TRT #3556)",
+    upstream=("https://github.com/pytorch/TensorRT/issues/3556", "javascript:alert(1)"),
+    expect=({"when": {"torch_tensorrt": ">=2.4,<2.5"}, "status": "fail", "note": "TRT #3556"},
+            {"when": {"torch_tensorrt": ">=2.5"}, "status": "pass", "note": "fixed in 2.5.0"}),
+    description="deform_conv2d inside a compiled graph mixes devices.",
+)
+CATALOG = {"deform_conv2d_device": DEFORM}
+
+
+# ----------------------------------------------------------------- a tiny DOM from html.parser
+
+
+class Node:
+    def __init__(self, tag: str, attrs: dict[str, str | None], parent: Node | None) -> None:
+        self.tag, self.attrs, self.parent = tag, attrs, parent
+        self.children: list[Node | str] = []
+
+    @property
+    def classes(self) -> set[str]:
+        return set((self.attrs.get("class") or "").split())
+
+    def text(self) -> str:
+        return "".join(c if isinstance(c, str) else c.text() for c in self.children)
+
+    def iter(self):
+        for c in self.children:
+            if isinstance(c, Node):
+                yield c
+                yield from c.iter()
+
+    def find_all(self, tag: str | None = None, cls: str | None = None, **attrs: str) -> list[Node]:
+        out = []
+        for n in self.iter():
+            if tag and n.tag != tag or cls and cls not in n.classes:
+                continue
+            if all(n.attrs.get(k.replace("_", "-")) == v for k, v in attrs.items()):
+                out.append(n)
+        return out
+
+    def find(self, *args, **kwargs) -> Node:
+        found = self.find_all(*args, **kwargs)
+        assert found, f"no element {args} {kwargs}"
+        return found[0]
+
+
+class TreeBuilder(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.root = self.cur = Node("#document", {}, None)
+
+    def handle_starttag(self, tag, attrs):
+        node = Node(tag, dict(attrs), self.cur)
+        self.cur.children.append(node)
+        if tag not in VOID:
+            self.cur = node
+
+    def handle_startendtag(self, tag, attrs):
+        self.cur.children.append(Node(tag, dict(attrs), self.cur))
+
+    def handle_endtag(self, tag):
+        node = self.cur
+        while node is not None and node.tag != tag:
+            node = node.parent
+        assert node is not None, f"unbalanced </{tag}>"
+        self.cur = node.parent
+
+    def handle_data(self, data):
+        self.cur.children.append(data)
+
+
+def parse(path: Path) -> Node:
+    builder = TreeBuilder()
+    builder.feed(path.read_text(encoding="utf-8"))
+    builder.close()
+    assert builder.cur is builder.root, "unclosed elements"
+    return builder.root
+
+
+def golden(tmp_path: Path, name: str) -> Path:
+    """A copy of a golden result set (the report keeps an index in the folder it reads)."""
+    dest = tmp_path / "golden" / name
+    if not dest.exists():
+        shutil.copytree(DATA / name, dest)
+    return dest
+
+
+def render(tmp_path: Path, *sets: str, repros=CATALOG):
+    out = tmp_path / "site"
+    summary = render_site([golden(tmp_path, s) for s in sets], out, repros)
+    return summary, parse(out / "index.html"), out
+
+
+def matrix(doc: Node) -> tuple[list[str], list[str], dict[tuple[str, str], Node]]:
+    table = doc.find("table", id="matrix")
+    cols = [th.attrs["data-repro"] for th in table.find_all("th", cls="repro")]
+    rows, cells = [], {}
+    for tr in table.find("tbody").find_all("tr"):
+        if "group" in tr.classes:
+            continue
+        rows.append(tr.attrs["data-stack"])
+        for td in tr.find_all("td", cls="cell"):
+            cells[(tr.attrs["data-stack"], td.attrs["data-repro"])] = td
+    return rows, cols, cells
+
+
+def script_data(doc: Node) -> dict:
+    return json.loads(doc.find("script", id="report-data").text())
+
+
+def chunk_data(out: Path) -> dict:
+    """Every data chunk of a site, merged: cells by id, each cell's env rows and chunk number."""
+    merged: dict = {"cells": {}, "envs": {}, "chunk_of": {}}
+    for path in (out / "data").glob("c*.js"):
+        text = path.read_text(encoding="utf-8")
+        number, payload = re.fullmatch(r"repromatrixChunk\((\d+),(.*)\);\n", text, re.S).groups()
+        payload = json.loads(payload)
+        for cid, cell in payload["cells"]:
+            merged["cells"][cid] = cell
+            merged["envs"][cid] = payload["envs"][cell["env"]]
+            merged["chunk_of"][cid] = int(number)
+    return merged
+
+
+
+def result(**over) -> Result:
+    base = {"schema_version": SCHEMA_VERSION, "run_id": "r", "cell": "s--r", "repro": "r",
+            "status": "fail", "stack": {"id": "s"}}
+    return Result.from_dict({**base, **over})

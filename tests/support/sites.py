@@ -13,6 +13,7 @@ from repromatrix.model import Repro
 from repromatrix.report.render import render_site
 from repromatrix.store.record import SCHEMA_VERSION, Result
 
+ATOM = "{http://www.w3.org/2005/Atom}"  # the Atom feed's namespace
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"
 STATUSES = ["pass", "fail", "error", "crash", "timeout", "skip", "broken"]
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
@@ -147,3 +148,25 @@ def result(**over) -> Result:
     base = {"schema_version": SCHEMA_VERSION, "run_id": "r", "cell": "s--r", "repro": "r",
             "status": "fail", "stack": {"id": "s"}}
     return Result.from_dict({**base, **over})
+
+
+def history_record(stack: str, repro: str, run: int, status: str, *, tags=(), torch: str = "2.4.1",
+           message: str = "m", workaround: str | None = None) -> Result:
+    day = f"2026-11-{run + 1:02d}"
+    return Result.from_dict({
+        "schema_version": SCHEMA_VERSION, "run_id": f"run-{run}", "cell": f"{stack}--{repro}",
+        "stack": {"id": stack, "kind": "pip", "torch": torch, "tags": list(tags)}, "repro": repro,
+        "status": status, "message": message, "workaround": workaround, "host": "h",
+        "stages": [{"name": "eager", "role": "main", "status": status},
+                   {"name": "fix", "role": "workaround", "status": workaround or "skip"}],
+        "started_at": f"{day}T00:00:00+00:00", "finished_at": f"{day}T00:01:00+00:00",
+    })
+
+
+def chunk_cells(out: Path) -> dict[str, dict]:
+    """Every data chunk's cells by id (what the drawer reads)."""
+    cells = {}
+    for path in (out / "data").glob("c*.js"):
+        payload = re.fullmatch(r"repromatrixChunk\((\d+),(.*)\);\n", path.read_text(), re.S).group(2)
+        cells.update(dict(json.loads(payload)["cells"]))
+    return cells

@@ -22,15 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.docker import PUBLIC_BASE
 
 from repromatrix.config.catalog import load_catalog
 from repromatrix.config.matrix import Matrix, load_matrix
 from repromatrix.config.options import RunOptions
 from repromatrix.engines.docker.build import LABEL_CA
-from repromatrix.engines.docker.daemon import LABEL_RUN, check_base_images, cleanup, connect
+from repromatrix.engines.docker.daemon import LABEL_RUN, cleanup
 from repromatrix.engines.images import image_spec
-from repromatrix.errors import BaseImageMissing, DockerUnavailable
 from repromatrix.model import Plan, Settings, Stack, StackGroup, Status
 from repromatrix.run.cells import RunSummary, prepare_plan, run_plan
 from repromatrix.store.record import Result
@@ -331,31 +329,6 @@ def test_two_jobs_run_stacks_side_by_side(first_run: dict[str, Any], docker_clie
     assert all(isinstance(r, Result) for r in summary.results)
 
 
-def test_missing_base_image_names_it_and_the_mirror_setting(docker_client: Any,
-                                                            docker_settings: Settings) -> None:
-    missing = "repromatrix-test/no-such-image:1"
-    settings = Settings(base_images={PUBLIC_BASE: missing})
-    stack = Stack(id="pip-rmtest-nobase", kind="pip", python="3.11", torch="2.13.0")
-    ngc = Stack(id="ngc-rmtest", kind="ngc", ngc="99.01")
-    with pytest.raises(BaseImageMissing) as info:
-        check_base_images(docker_client, [image_spec(stack, settings), image_spec(ngc, settings)])
-    text = str(info.value)
-    assert missing in text and PUBLIC_BASE in text
-    assert "nvcr.io/nvidia/pytorch:99.01-py3" in text, "every missing base is named at once"
-    assert "defaults.base_images" in text and "--base-image" in text and "-k" in text
-    assert info.value.exit_code == 3
-
-
-def test_unreachable_daemon_is_exit_3_with_what_to_do(monkeypatch: pytest.MonkeyPatch,
-                                                      tmp_path: Path) -> None:
-    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-daemon.sock")
-    with pytest.raises(DockerUnavailable) as info:
-        connect(timeout=5)
-    assert info.value.exit_code == 3
-    assert "no-daemon.sock" in str(info.value) and "dockerd" in str(info.value)
-    assert "Traceback" not in str(info.value)
-
-
 HOG_REPRO = '''"""Harness test repro: allocates far past the container's memory limit."""
 from __future__ import annotations
 
@@ -441,39 +414,6 @@ def test_kill_9_of_the_harness_leaves_no_container_after_the_next_run_starts(
     assert managed_run_ids(docker_client) - before == orphans, "the container outlives kill -9"
     drive(docker_settings, repros_dir, tmp_path / "next", [StackGroup(CPU, ("rmtest_ok",))])
     assert not (managed_run_ids(docker_client) & orphans), "the next run removed the orphan"
-
-
-@pytest.fixture
-def registry(tmp_path: Path) -> Any:
-    """A real registry (Debian's docker-registry) on 127.0.0.1, no auth, storage in tmp."""
-    import shutil as sh
-    import socket
-    import subprocess
-    import urllib.request
-
-    exe = sh.which("docker-registry")
-    if not exe:
-        pytest.skip("docker-registry is not installed (apt-get install docker-registry)")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    conf = tmp_path / "registry.yml"
-    conf.write_text(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {tmp_path / 'blobs'}\n"
-                    f"  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n")
-    proc = subprocess.Popen([exe, "serve", str(conf)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/v2/"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=2).close()
-            break
-        except OSError:
-            assert time.monotonic() < deadline and proc.poll() is None, "the registry did not start"
-            time.sleep(0.2)
-    yield f"127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(timeout=10)
 
 
 def test_push_then_pull_instead_of_building_and_the_image_budget(

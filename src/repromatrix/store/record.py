@@ -68,16 +68,15 @@ class StageResult:
         """A stage from the runner's JSON, or None when it is not one."""
         if not isinstance(raw, dict):
             return None
-        get = raw.get  # (every record's stages pass here: each key looked up once)
+        get = raw.get  # every record's stages pass here: each key is looked up once
         name, status, role = get("name"), get("status"), get("role")
         if not isinstance(name, str) or status not in STATUSES:
             return None
         checks, standins, message = get("checks"), get("standins"), get("message")
         return cls(standins=tuple(bounded(str(x), 100) for x in standins[:STANDINS_LIMIT])
                    if isinstance(standins, list) and standins else (),
-                   name=bounded(name, NAME_LIMIT), status=status,
+                   name=bounded(name, NAME_LIMIT), status=status, duration_s=_seconds(get("duration_s")),
                    role=role if role in ROLES else "main",
-                   duration_s=_seconds(get("duration_s")),
                    message=bounded(message if isinstance(message, str) else str(message or ""),
                                    STAGE_TEXT_LIMIT),
                    evidence=_bounded_evidence(get("evidence")),
@@ -192,8 +191,7 @@ class Result:
         if problem:
             raise ValueError(problem)
         kwargs = {k: v for k, v in data.items() if k in _RESULT_FIELDS}
-        kwargs["stages"] = tuple(s for s in map(StageResult.from_raw, data.get("stages") or [])
-                                 if s is not None)
+        kwargs["stages"] = tuple(filter(None, map(StageResult.from_raw, data.get("stages") or [])))
         kwargs["env"] = data.get("env") if isinstance(data.get("env"), dict) else {}
         kwargs["duration_s"] = _seconds(data.get("duration_s"))
         again = data.get("reproduce")
@@ -201,12 +199,12 @@ class Result:
         return cls(**kwargs)
 
 
-_RESULT_FIELDS = frozenset(f.name for f in dataclasses.fields(Result))
+_RESULT_FIELDS = frozenset(f.name for f in dataclasses.fields(Result))  # Result.from_dict keeps these
 
 
 def evidence_level(status: str, stages: Iterable[Any]) -> str:
-    """``Result.evidence_level`` from a status and stage dicts (a record's JSON, unparsed)."""
-    # (dict first: a record's own stages are dicts, and the abstract class's check is slow)
+    """``Result.evidence_level`` from a status and stage dicts (a record's JSON, unparsed;
+    ``dict`` is tried before the abstract ``Mapping``, whose check is slow)."""
     main = [s for s in stages if isinstance(s, (dict, Mapping)) and s.get("role", "main") == "main"]
     if status == "fail":
         first = next((s for s in main if s.get("status") == "fail"), None)

@@ -32,6 +32,7 @@ class Exit(IntEnum):
     OK = 0  # done: bugs reproducing is a normal outcome
     FAULT = 1  # an unexpected harness fault
     BEHIND = 1  # `compat update --check`: the table or matrix is behind the index
+    AFFECTED = 1  # `check`: a known bug affects the environment
     USAGE = 2  # bad input: matrix file, arguments
     INFRA = 3  # infrastructure unavailable, or an environment failed in `build`
     CONTRADICTION = 4  # `report --check`: a cell contradicts its documented expectation
@@ -43,7 +44,8 @@ class Exit(IntEnum):
         return _MEANINGS[self]
 
 
-_MEANINGS = {Exit.OK: "done", Exit.FAULT: "a harness fault, or `compat update --check`: behind",
+_MEANINGS = {Exit.OK: "done", Exit.FAULT: "a harness fault, or `compat update --check`: behind, "
+                                          "or `check`: a known bug affects it",
              Exit.USAGE: "bad input", Exit.INFRA: "infrastructure unavailable",
              Exit.CONTRADICTION: "a cell contradicts its expectation",
              Exit.INTERRUPTED: "interrupted"}

@@ -21,7 +21,7 @@ FLOORS: list[set[str]] = [
     {"plan", "releases", "store"},
     {"engines", "onefile", "distribute"},
     {"run"},
-    {"report", "bisect"},
+    {"report", "bisect", "check"},
     {"cli", "__main__"},
 ]
 TOP_LEVEL_LIMIT = 10

@@ -21,7 +21,7 @@ from repromatrix import __version__
 from repromatrix.errors import Exit, HarnessError
 from repromatrix.textsafe import printable
 
-from . import bisect, build, compat, env, export, init, matrix, plan, report, run, store
+from . import bisect, build, check, compat, env, export, init, matrix, plan, report, run, store
 
 DESCRIPTION = ("Compatibility matrix and reproduction harness for the PyTorch deployment stack "
                "(torch / torchvision / torch-tensorrt / NGC): run known bugs' repros on many "
@@ -30,6 +30,7 @@ DESCRIPTION = ("Compatibility matrix and reproduction harness for the PyTorch de
 COMMANDS: dict[str, ModuleType] = {
     "plan": plan, "build": build, "run": run, "report": report, "matrix": matrix,
     "bisect": bisect, "export": export, "compat": compat, "store": store, "init": init, "env": env,
+    "check": check,
 }
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,8 +96,15 @@ def _lookup(env: Mapping[str, Any], package: str) -> str | None:
 
 def rule_matches(when: Mapping[str, Any], result: Result) -> bool:
     """Whether every clause of ``when`` holds for the record's versions."""
+    return when_holds(when, lambda package: probe_version(result.env, result.stack, package))
+
+
+def when_holds(when: Mapping[str, Any], version_of: Callable[[str], Any]) -> bool:
+    """Whether every clause of ``when`` holds for the versions ``version_of`` gives (a package
+    name to its version text, None when unknown): a rule's one test, for a record here and
+    for an environment `repromatrix check` is given."""
     for package, spec in when.items():
-        version = normalize_version(probe_version(result.env, result.stack, package))
+        version = normalize_version(version_of(str(package)))
         if version is None:
             return False
         try:

@@ -59,7 +59,7 @@ from .index_files import (
     tail_hash,
     update_cells,
 )
-from .index_histories import Settled, root_of, settle, settled_rows
+from .index_histories import Settled, ShownKey, root_of, settle, settled_rows, shown_keys
 from .index_rows import Block, CellKey, FileRow, Where
 from .lines import Skipped, digest, parse_line, parse_upgraded, walk_jsonl
 from .reader import Entry
@@ -262,6 +262,10 @@ class StoreIndex:
         rows = self._settled_rows("")
         rows.sort(key=lambda s: (rank[s.first[0]], s.first[1]))
         yield from rows
+
+    def shown(self) -> list[ShownKey]:
+        """Each cell's shown record (as its settled history says), key fields only."""
+        return shown_keys(self._execute)
 
     def history_mark(self) -> tuple[str, int, int]:
         """(the index's epoch, its ``seq``, how many cells it holds): what a reader notes to

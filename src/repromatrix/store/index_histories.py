@@ -187,3 +187,30 @@ def _as_settled(s: _Shown, root: str) -> Settled:
 def root_of(path: os.PathLike[str] | str) -> str:
     """A store folder as the prefix of its files' names (ending in a separator)."""
     return str(path) + os.sep
+
+
+class ShownKey(NamedTuple):
+    """A cell's shown record (``StoreIndex.shown``): its key fields, its file (by the store's
+    path) and where its line is; nothing read from the files."""
+
+    cell: str
+    stack_id: str
+    repro: str
+    status: str
+    evidence: str | None
+    workaround: str | None
+    run_id: str
+    finished_at: str
+    path: str
+    where: Where
+
+
+_SHOWN_KEYS = ("SELECT h.cell, r.stack_id, r.repro, r.status, r.evidence, r.workaround, r.run_id, "
+               "r.finished_at, f.path, r.file, r.offset, r.length, r.line, r.digest, r.upgraded "
+               "FROM histories h JOIN records r ON r.id = h.record JOIN files f ON f.id = r.file")
+
+
+def shown_keys(execute: Callable[..., sqlite3.Cursor]) -> list[ShownKey]:
+    """Every cell's shown record, key fields only (``execute``: the index's read)."""
+    return [ShownKey(*row[:9], Where(row[9], row[10], row[11], row[12], row[13], bool(row[14])))
+            for row in execute(_SHOWN_KEYS).fetchall()]

@@ -1,0 +1,100 @@
+"""The combinations an environment could move to, as the compatibility table allows them.
+
+Flow: compat table + the environment -> **check.candidates** -> check.decide. Only
+upgrades: each package the environment has stays or moves to a newer release, never an
+older one. A pip environment with torch-tensorrt moves along torch-tensorrt releases with a
+torch each one requires; without it, along torch releases; torchvision follows torch (the
+table's pairing). An NGC environment moves to later NGC releases. A release whose wheels do
+not support the environment's Python, and a torch-tensorrt release the table marks broken,
+are left out. Each candidate says which packages change, how many releases they move in
+all (``distance``) and the command that installs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from repromatrix.config.compat import CompatTable
+from repromatrix.report.expect import normalize_version
+
+from .decide import AXES, plain
+
+NGC_IMAGE = "nvcr.io/nvidia/pytorch:{tag}-py3"
+PIP_NAMES = {"torch": "torch", "torchvision": "torchvision", "torch_tensorrt": "torch-tensorrt"}
+
+
+def candidates(table: CompatTable, env: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every combination ``env`` could upgrade to (the environment itself left out)."""
+    versions = env["versions"]
+    if env.get("kind") == "ngc" and versions.get("ngc"):
+        return _ngc(table, str(versions["ngc"]))
+    torch = normalize_version(versions.get("torch"))
+    if torch is None:
+        return []
+    python = _python(versions.get("python"))
+    torches = [v for v in table.torch_versions() if Version(v) >= torch
+               and (python is None or table.torch[v].python.contains(python))]
+    out: list[dict[str, Any]] = []
+    trt_now = normalize_version(versions.get("torch_tensorrt"))
+    if trt_now is not None:
+        for trt in table.trt_versions():
+            row = table.torch_tensorrt[trt]
+            if Version(trt) < trt_now or row.broken or \
+                    (python is not None and not row.python.contains(python)):
+                continue
+            out += [_pip(table, versions, t, trt) for t in torches if row.torch.contains(t)]
+    else:
+        out += [_pip(table, versions, t, None) for t in torches]
+    return [c for c in out if c["changes"]]
+
+
+def _python(text: Any) -> Version | None:
+    try:
+        return Version(".".join(str(text).split(".")[:2])) if text else None
+    except InvalidVersion:
+        return None
+
+
+def _pip(table: CompatTable, versions: Mapping[str, Any], torch: str, trt: str | None
+         ) -> dict[str, Any]:
+    new: dict[str, Any] = {"torch": torch, "torch_tensorrt": trt}
+    if versions.get("torchvision"):
+        paired = table.torch[torch].torchvision
+        now = plain(versions["torchvision"])
+        new["torchvision"] = now if now in paired else (paired[0] if paired else None)
+    lists = {"torch": table.torch_versions(), "torch_tensorrt": table.trt_versions(),
+             "torchvision": sorted({tv for r in table.torch.values() for tv in r.torchvision},
+                                   key=Version)}
+    changes = [p for p in ("torch", "torchvision", "torch_tensorrt") if p in new
+               and new[p] is not None and normalize_version(new[p]) != normalize_version(versions.get(p))]
+    pins = " ".join(f"{PIP_NAMES[p]}=={new[p]}" for p in ("torch", "torchvision", "torch_tensorrt")
+                    if new.get(p))
+    return {"kind": "pip", "versions": {p: new.get(p) for p in AXES if p != "ngc"},
+            "changes": changes,
+            "distance": sum(_steps(lists[p], versions.get(p), new[p]) for p in changes),
+            "install": f"pip install {pins}"}
+
+
+def _steps(known: list[str], old: Any, new: str) -> int:
+    """How many releases of ``known`` lie after ``old`` up to ``new``."""
+    start = normalize_version(old)
+    end = Version(new)
+    return max(1, sum(1 for v in known if (start is None or Version(v) > start) and Version(v) <= end))
+
+
+def _ngc(table: CompatTable, tag: str) -> list[dict[str, Any]]:
+    tags = table.ngc_tags()
+    if tag not in tags:
+        return []
+    out = []
+    for step, later in enumerate(tags[tags.index(tag) + 1:], start=1):
+        rel = table.ngc[later]
+        out.append({"kind": "ngc",
+                    "versions": {"torch": plain(rel.torch), "torchvision": None,
+                                 "torch_tensorrt": plain(rel.torch_tensorrt), "ngc": later},
+                    "changes": ["ngc"], "distance": step,
+                    "install": f"docker pull {NGC_IMAGE.format(tag=later)}"})
+    return out

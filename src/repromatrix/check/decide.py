@@ -1,0 +1,252 @@
+"""Which known bugs one environment has, and the smallest upgrade that avoids them.
+
+Pure: JSON-shaped data in, JSON-shaped data out (no I/O, no clock, no compat table read
+here), so the page can mirror it in JavaScript. In:
+
+    bugs        {id: the repro's META (title, upstream, description, requires, expect)}
+    rows        verdict rows, one per cell: the record its page shows (``row_of``)
+    env         {"label", "kind", "versions": {package: version or None}, "complete"}
+    candidates  the combinations the compatibility table allows (``check.candidates``)
+
+Per bug, the answer comes from the closest records first: a record on the same versions
+(torch, torchvision, torch-tensorrt, NGC release), else one on the same release of the
+package the bug's ``expect`` rules name (torch-tensorrt or torch), else the rules
+themselves, said as an inference. A bug whose repro needs a package the environment does
+not have is not affected. ``pass`` and ``fail`` decide, and so does a stand-in ``skip``
+(torch-tensorrt's code cleared the bug's point, TensorRT stood in: ``store.record``);
+anything else cannot tell.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from repromatrix.config.catalog import NOT_PACKAGES, package_name
+from repromatrix.report.expect import normalize_version, probe_version, when_holds
+from repromatrix.store.record import REAL, STANDIN, evidence_level
+
+FORMAT = 1  # of the JSON answer (data/check.schema.json)
+AXES = ("torch", "torchvision", "torch_tensorrt", "ngc")  # what "the same versions" means
+LABELS = {"torch": "torch", "torchvision": "torchvision", "torch_tensorrt": "torch-tensorrt",
+          "ngc": "NGC", "python": "Python", "tensorrt": "tensorrt"}
+AFFECTED, NOT_AFFECTED, CANNOT_TELL = "affected", "not affected", "cannot tell"
+SAME, RELEASE, RULES, REQUIRES, NOTHING = "same versions", "same release", "expect rules", \
+    "requirements", "nothing"
+EVIDENCE_WORDS = {STANDIN: "TensorRT stood in", "gpu": "GPU", "cpu": "CPU or fake CUDA"}
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+_WORKAROUND = re.compile(r"\bworkaround\b|\bis the fix\b|'s fix\b", re.I)
+
+
+def plain(text: Any) -> str | None:
+    """A version without its local part (``2.5.1+cu124`` -> ``2.5.1``); None stays None."""
+    return None if text is None or str(text) == "" else str(text).split("+", 1)[0]
+
+
+def row_of(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The verdict row of one record's JSON (the record shown for its cell)."""
+    stack = record.get("stack") if isinstance(record.get("stack"), Mapping) else {}
+    env = record.get("env") if isinstance(record.get("env"), Mapping) else {}
+    status = str(record.get("status", ""))
+    level = evidence_level(status, record.get("stages") or [])
+    gpu = bool(env.get("gpus")) or env.get("cuda_available") is True
+    return {"cell": str(record.get("cell", "")), "repro": str(record.get("repro", "")),
+            "stack": str(stack.get("id", "")), "kind": str(stack.get("kind", "")),
+            "versions": {p: plain(probe_version(env, stack, p)) for p in (*AXES, "python")},
+            "status": status, "evidence": level, "gpu": gpu,
+            "workaround": record.get("workaround"), "run_id": str(record.get("run_id", "")),
+            "finished_at": str(record.get("finished_at", "")), "host": str(record.get("host", ""))}
+
+
+def _key(version: Any) -> Any:
+    return normalize_version(version)
+
+
+def decisive(row: Mapping[str, Any]) -> bool:
+    """Whether a row says yes or no about its bug (pass, fail, or a stand-in skip)."""
+    return row["status"] in ("pass", "fail") or (row["status"] == "skip"
+                                                 and row["evidence"] == STANDIN)
+
+
+def evidence_words(row: Mapping[str, Any]) -> str:
+    """What decided a row, in words: GPU, TensorRT stood in, CPU or fake CUDA."""
+    if row["evidence"] == STANDIN:
+        return EVIDENCE_WORDS[STANDIN]
+    return EVIDENCE_WORDS["gpu" if row.get("gpu") else "cpu"]
+
+
+class RowTable:
+    """The decisive rows, looked up by (repro, the same versions) and by (repro, package,
+    release): built once, each look-up a dict access."""
+
+    def __init__(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        self.same: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+        self.release: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+        self.count = 0
+        for row in rows:
+            self.count += 1
+            if not decisive(row):
+                continue
+            v = row["versions"]
+            self.same.setdefault((row["repro"], *_same(v)), []).append(row)
+            for axis in ("torch", "torch_tensorrt"):
+                if v.get(axis):
+                    self.release.setdefault((row["repro"], axis, _key(v[axis])), []).append(row)
+
+    def closest(self, repro: str, versions: Mapping[str, Any], axis: str
+                ) -> tuple[str, list[Mapping[str, Any]]]:
+        """The rows on the same versions, else on the same ``axis`` release; (basis, rows)."""
+        same = self.same.get((repro, *_same(versions)))
+        if same:
+            return SAME, same
+        if versions.get(axis):
+            found = self.release.get((repro, axis, _key(versions[axis])))
+            if found:
+                return RELEASE, found
+        return NOTHING, []
+
+
+def _same(versions: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What "the same versions" compares: an NGC release by its tag (NVIDIA pins the rest),
+    else torch, torchvision and torch-tensorrt."""
+    if versions.get("ngc"):
+        return ("ngc", str(versions["ngc"]))
+    return tuple(_key(versions.get(a)) for a in AXES if a != "ngc")
+
+
+def best(rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """The row that speaks: real evidence over stand-in, then the newest."""
+    return max(rows, key=lambda r: (r["evidence"] == REAL, r["finished_at"], r["cell"]))
+
+
+def key_package(bug: Mapping[str, Any]) -> str:
+    """The package a bug's ``expect`` rules turn on (torch-tensorrt or torch)."""
+    for rule in bug.get("expect") or ():
+        for package in rule.get("when") or {}:
+            if package in ("torch_tensorrt", "torch"):
+                return str(package)
+    return "torch"
+
+
+def missing_packages(bug: Mapping[str, Any], env: Mapping[str, Any]) -> list[str]:
+    """What the bug's repro requires that a complete environment does not have."""
+    if not env.get("complete"):
+        return []
+    have = {package_name(k) for k, v in (env.get("packages") or {}).items() if v}
+    have |= {package_name(k) for k, v in env["versions"].items() if v}
+    wanted = (package_name(r) for r in bug.get("requires") or ())
+    return [p for p in dict.fromkeys(wanted) if p not in NOT_PACKAGES and p not in have]
+
+
+def workaround(bug: Mapping[str, Any]) -> str:
+    """The sentences of the bug's description that give its workaround or fix."""
+    sentences = _SENTENCE.split(str(bug.get("description", "")))
+    return " ".join(s for s in sentences if _WORKAROUND.search(s))
+
+
+def verdict(bug_id: str, bug: Mapping[str, Any], versions: Mapping[str, Any],
+            env: Mapping[str, Any], table: RowTable) -> dict[str, Any]:
+    """One bug on one combination: verdict, basis, the record or rule behind it."""
+    missing = missing_packages(bug, {**env, "versions": versions})
+    if missing:
+        return {"verdict": NOT_AFFECTED, "basis": REQUIRES, "inference": False, "record": None,
+                "rule": None, "agree": None,
+                "why": f"needs {', '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} "
+                       f"not installed"}
+    axis = key_package(bug)
+    basis, rows = table.closest(bug_id, versions, axis)
+    if rows:
+        row = best(rows)
+        said = AFFECTED if row["status"] == "fail" else NOT_AFFECTED
+        agree = sum((r["status"] == "fail") == (said == AFFECTED) for r in rows)
+        where = "the same versions" if basis == SAME else \
+            f"the same {LABELS[axis]} release ({plain(versions[axis])})"
+        return {"verdict": said, "basis": basis if basis == SAME else f"same {LABELS[axis]} release",
+                "inference": False, "record": _record(row), "rule": None,
+                "agree": {"records": len(rows), "agreeing": agree},
+                "why": f"{row['status']} on {where}: {row['stack']} "
+                       f"({evidence_words(row)}, {row['finished_at'][:10]})"}
+    for rule in bug.get("expect") or ():
+        when = rule.get("when") or {}
+        if isinstance(when, Mapping) and when_holds(when, versions.get):
+            said = {"fail": AFFECTED, "pass": NOT_AFFECTED}.get(str(rule.get("status")), CANNOT_TELL)
+            text = ", ".join(f"{k} {v}" for k, v in when.items()) or "always"
+            return {"verdict": said, "basis": RULES, "inference": True, "record": None,
+                    "rule": {"when": text, "status": str(rule.get("status", "")),
+                             "note": str(rule.get("note", ""))}, "agree": None,
+                    "why": f"no record this close; the repro's expectation for {text} is "
+                           f"{rule.get('status')} (an inference, not a record)"}
+    return {"verdict": CANNOT_TELL, "basis": NOTHING, "inference": False, "record": None,
+            "rule": None, "agree": None, "why": "no record this close and no expectation applies"}
+
+
+def _record(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: row[k] for k in ("cell", "stack", "versions", "status", "evidence", "workaround",
+                                "run_id", "finished_at", "host")} | {"level": evidence_words(row)}
+
+
+def answer(bugs: Mapping[str, Mapping[str, Any]], rows: Iterable[Mapping[str, Any]],
+           env: Mapping[str, Any], candidates: Sequence[Mapping[str, Any]],
+           ignore: Iterable[str] = ()) -> dict[str, Any]:
+    """Every bug of the catalog on ``env``, and the smallest upgrade; the exit code in it."""
+    table = RowTable(rows)
+    ignored = set(ignore)
+    versions = env["versions"]
+    out = []
+    for bug_id in sorted(bugs):
+        bug = bugs[bug_id]
+        found = verdict(bug_id, bug, versions, env, table)
+        out.append({"id": bug_id, "title": str(bug.get("title", bug_id)),
+                    "upstream": list(bug.get("upstream") or ()), "ignored": bug_id in ignored,
+                    **found, "workaround": workaround(bug), "fixed_in": None})
+    affected = [b for b in out if b["verdict"] == AFFECTED and not b["ignored"]]
+    upgrade = smallest_upgrade(bugs, out, env, candidates, table)
+    return {"format": FORMAT, "environment": dict(env), "records": table.count,
+            "bugs": out, "affected": [b["id"] for b in affected],
+            "ignored": sorted(ignored), "upgrade": upgrade, "exit": 1 if affected else 0}
+
+
+def smallest_upgrade(bugs: Mapping[str, Mapping[str, Any]], found: list[dict[str, Any]],
+                     env: Mapping[str, Any], candidates: Sequence[Mapping[str, Any]],
+                     table: RowTable) -> dict[str, Any] | None:
+    """The nearest candidate (fewest packages changed, then fewest release steps) on which no
+    affected bug that some release fixes is affected; fills each affected bug's ``fixed_in``.
+    Candidates that bring a bug the environment does not have come last."""
+    affected = [b for b in found if b["verdict"] == AFFECTED and not b["ignored"]]
+    if not affected:
+        return None
+    others = [b["id"] for b in found if b["verdict"] != AFFECTED and not b["ignored"]]
+
+    def on(candidate: Mapping[str, Any], bug_id: str) -> str:
+        merged = {**env["versions"], **candidate["versions"]}
+        return str(verdict(bug_id, bugs[bug_id], merged, env, table)["verdict"])
+
+    for b in affected:
+        axis = key_package(bugs[b["id"]])
+        fixes = [c for c in candidates if c["versions"].get(axis) and on(c, b["id"]) == NOT_AFFECTED]
+        if fixes:
+            first = min(fixes, key=lambda c: (_key(c["versions"][axis]), c["distance"]))
+            b["fixed_in"] = f"{LABELS[axis]} {first['versions'][axis]}"
+    fixable = [b["id"] for b in affected if b["fixed_in"]]
+    left = [b["id"] for b in affected if not b["fixed_in"]]
+    if not fixable:
+        return {"found": False, "versions": None, "changes": [], "install": "", "avoids": [],
+                "still_affected": left, "brings": [],
+                "why": "no release in the compatibility table is known to avoid them: use the "
+                       "workarounds"}
+    ranked = []
+    for c in candidates:
+        if all(on(c, b) == NOT_AFFECTED for b in fixable):
+            brings = [b for b in others if on(c, b) == AFFECTED]
+            ranked.append((len(brings), len(c["changes"]), c["distance"], c, brings))
+    if not ranked:
+        return {"found": False, "versions": None, "changes": [], "install": "", "avoids": [],
+                "still_affected": left + fixable, "brings": [],
+                "why": "no single combination avoids every one of them together"}
+    _, _, _, c, brings = min(ranked, key=lambda r: r[:3])
+    merged = {**env["versions"], **c["versions"]}
+    basis = {b: verdict(b, bugs[b], merged, env, table)["basis"] for b in fixable}
+    return {"found": True, "versions": dict(c["versions"]), "changes": list(c["changes"]),
+            "install": c["install"], "avoids": fixable, "basis": basis, "still_affected": left,
+            "brings": brings, "why": ""}

@@ -1,0 +1,151 @@
+"""The records `repromatrix check` answers from, as verdict rows (``check.decide.row_of``).
+
+Flow: a store, a published ``results.json`` or the shipped snapshot -> **check.records**
+-> check.decide. One row per cell: the record its page shows (``store.reader``'s rule: the
+latest, a real verdict over a stand-in one).
+
+- the snapshot (default): ``data/check-snapshot.json`` in the package, the rows of
+  ``results/published`` made when the snapshot was last regenerated
+  (``python -m repromatrix.check.records``; a test holds it equal to the records);
+- a store (``--results DIR``): through its index (``StoreIndex.shown``: each cell's shown
+  record without reading it), and one record line per stack for its versions;
+- a published page's ``results.json`` (``--from FILE|URL``): every record in it, settled
+  per cell here.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from repromatrix.config.validate import read_regular
+from repromatrix.errors import ConfigError, InfraError, UsageError
+from repromatrix.store.reader import dumps, entry, loads, record_data, settle_cell
+from repromatrix.textsafe import brief
+
+from .decide import row_of
+
+SNAPSHOT = "data/check-snapshot.json"
+SNAPSHOT_FORMAT = 1
+PUBLISHED = Path("results") / "published"  # what the snapshot is made from, in a checkout
+FETCH_TIMEOUT = 30.0
+FETCH_LIMIT = 512 * 1024 * 1024
+
+
+def snapshot_rows() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The shipped snapshot's rows and what it says of itself."""
+    data = json.loads(resources.files("repromatrix").joinpath(SNAPSHOT).read_bytes())
+    return data["rows"], {"kind": "snapshot", "where": data["made_from"],
+                          "cells": len(data["rows"]), "newest": data["newest"]}
+
+
+def make_snapshot(store: Path) -> str:
+    """The snapshot's text for ``store`` (``results/published``): one row a line, sorted."""
+    rows, source = store_rows(store)
+    lines = [json.dumps(r, sort_keys=True, ensure_ascii=False) for r in
+             sorted(rows, key=lambda r: r["cell"])]
+    head = {"format": SNAPSHOT_FORMAT, "made_from": PUBLISHED.as_posix(),
+            "newest": source["newest"]}
+    return (json.dumps(head, sort_keys=True)[:-1] + ', "rows": [\n' + ",\n".join(lines)
+            + "\n]}\n")
+
+
+def store_rows(root: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Each cell's shown record in the store ``root``, as rows (through its index)."""
+    from repromatrix.store.index import StoreIndex
+
+    if not root.is_dir():
+        raise UsageError(f"--results {root}: not a results folder (a store `repromatrix run` "
+                         f"writes)")
+    with StoreIndex.open(root) as index:
+        shown = index.shown()
+        one = {}
+        for key in shown:
+            one.setdefault(key.stack_id, key)
+        stacks = {sid: record_data(raw) for sid, raw in
+                  index.read_lines((sid, key.where) for sid, key in one.items())}
+    rows = []
+    for key in shown:
+        data = stacks[key.stack_id]
+        row = row_of({"stack": data.get("stack"), "env": data.get("env")})
+        row.update(cell=key.cell, repro=key.repro, status=key.status, evidence=key.evidence or "",
+                   workaround=key.workaround, run_id=key.run_id, finished_at=key.finished_at,
+                   host=key.path.split("/", 1)[0] if "/" in key.path else "")
+        rows.append(row)
+    return rows, {"kind": "store", "where": str(root), "cells": len(rows),
+                  "newest": max((r["finished_at"] for r in rows), default="")}
+
+
+def results_json_rows(where: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The rows of a published page's ``results.json`` (a file, or an http(s) URL)."""
+    raw = _fetch(where) if where.startswith(("http://", "https://")) else _read(where)
+    try:
+        data = loads(raw)
+    except (ValueError, RecursionError):
+        data = None
+    records = data.get("records") if isinstance(data, dict) else None
+    if not isinstance(records, list):
+        raise UsageError(f"--from {brief(where)}: not a page's results.json (a JSON object with "
+                         f"\"records\": [...], as `repromatrix report` writes)")
+    rows = settled_rows(r for r in records if isinstance(r, dict))
+    if records and not rows:
+        raise UsageError(f"--from {brief(where)}: holds no usable results record")
+    return rows, {"kind": "results.json", "where": where, "cells": len(rows),
+                  "newest": max((r["finished_at"] for r in rows), default="")}
+
+
+def settled_rows(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each cell's shown record among ``records``, by the store's one rule, as rows."""
+    by_cell: dict[str, list[tuple[Any, Mapping[str, Any]]]] = {}
+    for n, rec in enumerate(records):
+        if not all(isinstance(rec.get(k), str) and rec.get(k) for k in
+                   ("run_id", "cell", "repro", "status")):
+            continue
+        by_cell.setdefault(rec["cell"], []).append((entry(dict(rec), dumps(rec), f"#{n}"), rec))
+    out = []
+    for pairs in by_cell.values():
+        shown = settle_cell(e for e, _ in pairs).shown
+        out.append(row_of(next(r for e, r in pairs if e.source == shown.source)))
+    return out
+
+
+def _read(where: str) -> bytes:
+    try:
+        return read_regular(Path(where), "give a page's results.json")
+    except ConfigError as exc:
+        raise UsageError(f"--from {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"--from {brief(where)}: cannot read: {exc.strerror or exc}") from None
+
+
+def _fetch(url: str) -> bytes:
+    try:
+        with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT) as response:  # noqa: S310
+            data: bytes = response.read(FETCH_LIMIT + 1)
+    except urllib.error.HTTPError as exc:
+        raise UsageError(f"--from {brief(url)}: the server answered {exc.code} {exc.reason}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise InfraError(f"--from {brief(url)}: cannot fetch it: "
+                         f"{getattr(exc, 'reason', None) or exc}") from None
+    if len(data) > FETCH_LIMIT:
+        raise UsageError(f"--from {brief(url)}: larger than {FETCH_LIMIT >> 20} MB")
+    return data
+
+
+def main(argv: list[str]) -> int:
+    """``python -m repromatrix.check.records [STORE] [OUT]``: write the snapshot."""
+    store = Path(argv[0]) if argv else PUBLISHED
+    out = Path(argv[1]) if len(argv) > 1 else Path("src/repromatrix") / SNAPSHOT
+    out.write_text(make_snapshot(store), encoding="utf-8")
+    print(f"{out}: the rows of {store}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

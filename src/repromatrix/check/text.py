@@ -1,0 +1,80 @@
+"""`repromatrix check`'s answer for a terminal: one block per bug, then the upgrade.
+
+Flow: check.decide's answer -> **check.text** -> stdout. Text from records and from the
+catalog goes through ``textsafe.printable`` (a record is hostile text).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping
+from typing import Any
+
+from repromatrix.textsafe import printable
+
+from .decide import AFFECTED, LABELS, NOT_AFFECTED
+
+MARKS = {AFFECTED: "AFFECTED", NOT_AFFECTED: "ok", "cannot tell": "?"}
+WIDTH = 100
+
+
+def render(result: Mapping[str, Any]) -> str:
+    """The answer as lines for a person."""
+    env, source = result["environment"], result["source"]
+    lines = [f"environment: {env['label']}",
+             "  " + ", ".join(f"{LABELS[k]} {v}" for k, v in env["versions"].items() if v),
+             *(f"  note: {n}" for n in env.get("notes", ())),
+             f"records: {_source(source)}", ""]
+    for bug in result["bugs"]:
+        mark = "ignored" if bug["ignored"] else MARKS[bug["verdict"]]
+        lines.append(f"{mark:<9} {bug['id']}: {bug['title']}")
+        lines += _wrapped(f"{bug['verdict']}: {bug['why']}")
+        if bug["rule"] and bug["rule"]["note"]:
+            lines += _wrapped(f"rule's note: {bug['rule']['note']}")
+        if bug["verdict"] == AFFECTED:
+            record = bug["record"]
+            if record and record["workaround"]:
+                lines += _wrapped(f"workaround stage on that record: {record['workaround']}")
+            lines += _wrapped(f"workaround: {bug['workaround'] or 'none documented'}")
+            lines += _wrapped(f"fixed in: {bug['fixed_in'] or 'no release known to fix it'}")
+    lines += ["", *_upgrade(result), "", _summary(result)]
+    return printable("\n".join(lines), newlines=True) + "\n"
+
+
+def _source(source: Mapping[str, Any]) -> str:
+    what = {"snapshot": "the snapshot shipped with repromatrix, made from",
+            "store": "the store", "results.json": "the page's results.json"}[source["kind"]]
+    newest = f", newest {source['newest'][:10]}" if source.get("newest") else ""
+    return f"{what} {source['where']} ({source['cells']} cells{newest})"
+
+
+def _wrapped(text: str) -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent="          ", subsequent_indent="            ",
+                         break_on_hyphens=False) or [""]
+
+
+def _upgrade(result: Mapping[str, Any]) -> list[str]:
+    up = result["upgrade"]
+    if up is None:
+        return ["smallest upgrade: none needed"]
+    if not up["found"]:
+        return [f"smallest upgrade: none: {up['why']} ({', '.join(up['still_affected'])})"]
+    now = result["environment"]["versions"]
+    moves = ", ".join(f"{LABELS[p]} {now.get(p) or '-'} -> {up['versions'][p]}" for p in up["changes"])
+    avoids = ", ".join(f"{b} ({up['basis'][b]})" for b in up["avoids"])
+    lines = [f"smallest upgrade: {moves}", f"  avoids: {avoids}"]
+    if up["still_affected"]:
+        lines.append(f"  still affected (no release known to fix them: use their workarounds): "
+                     f"{', '.join(up['still_affected'])}")
+    if up["brings"]:
+        lines.append(f"  brings: {', '.join(up['brings'])} (not affected now)")
+    lines.append(f"  {up['install']}")
+    return lines
+
+
+def _summary(result: Mapping[str, Any]) -> str:
+    bugs = result["bugs"]
+    ignored = sum(b["ignored"] for b in bugs)
+    said = f" ({ignored} ignored)" if ignored else ""
+    return (f"{len(result['affected'])} of {len(bugs)} known bug(s) affect this environment{said}"
+            f"; exit {result['exit']}")

@@ -1,0 +1,142 @@
+"""`repromatrix check`: which known bugs an environment has, and the smallest upgrade.
+
+Like pip-audit: exit 0 when no known bug of the catalog affects it, 1 when one does (not
+``--ignore``d), 2 for bad input. The environment is an interpreter (``--python``, default
+the ``python3`` on PATH), pins (``torch==2.4.1 ...``), a requirements file (``-r``) or an
+NGC release (``--ngc``); the records are the snapshot shipped in the package, a store
+(``--results``) or a published page's ``results.json`` (``--from``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from repromatrix.errors import Exit, UsageError, did_you_mean
+
+HELP = "which known bugs an environment has, and the smallest upgrade that avoids them"
+FORMATS = ("text", "json")
+DEFAULT_PYTHON = "python3"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("check", help=HELP, description=HELP + ". Exit 0: none; 1: at least one; "
+                       "2: bad input.")
+    p.add_argument("pins", nargs="*", metavar="PKG==V",
+                   help="the environment as pins, e.g. torch==2.4.1 torch-tensorrt==2.4.0 "
+                        "torchvision==0.19.1")
+    given = p.add_mutually_exclusive_group()
+    given.add_argument("--python", metavar="PATH",
+                       help=f"the interpreter to check, probed in a child process (default: "
+                            f"the {DEFAULT_PYTHON} on PATH)")
+    given.add_argument("-r", "--requirement", type=Path, metavar="FILE",
+                       help="a requirements file or pip freeze output")
+    given.add_argument("--ngc", metavar="TAG", help="an NGC PyTorch release, e.g. 25.01")
+    records = p.add_mutually_exclusive_group()
+    records.add_argument("--results", type=Path, metavar="DIR",
+                         help="answer from this store (default: the published records shipped "
+                              "with repromatrix)")
+    records.add_argument("--from", dest="from_page", metavar="FILE|URL",
+                         help="answer from a published page's results.json")
+    p.add_argument("--ignore", action="append", default=[], metavar="BUG",
+                   help="a bug (repro id) that does not count (repeatable)")
+    p.add_argument("--format", choices=FORMATS, default="text",
+                   help="text, or json (its schema: repromatrix/data/check.schema.json)")
+    return p
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """What `check` answers: one environment input, one source of records, the ignored bugs."""
+
+    pins: tuple[str, ...] = ()
+    python: str | None = None
+    requirement: Path | None = None
+    ngc: str | None = None
+    results: Path | None = None
+    from_page: str | None = None
+    ignore: tuple[str, ...] = ()
+    format: str = "text"
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> CheckRequest:
+        request = cls(tuple(args.pins), args.python, args.requirement, args.ngc, args.results,
+                      args.from_page, tuple(args.ignore), args.format)
+        inputs = [name for name, value in (("pins", request.pins), ("--python", request.python),
+                                           ("-r", request.requirement), ("--ngc", request.ngc))
+                  if value]
+        if len(inputs) > 1:
+            raise UsageError(f"give one environment: {' and '.join(inputs)} were both given")
+        return request
+
+
+def run(args: argparse.Namespace) -> int:
+    return execute(CheckRequest.from_args(args))
+
+
+def execute(request: CheckRequest) -> int:
+    """Answer the request on stdout; the exit code (0 none affects it, 1 one does)."""
+    from repromatrix.check.decide import answer
+
+    bugs = catalog()
+    for bug in request.ignore:
+        if bug not in bugs:
+            raise UsageError(f"--ignore {bug}: no such bug in the catalog{did_you_mean(bug, bugs)}; "
+                             f"known: {', '.join(sorted(bugs))}")
+    env = environment(request)
+    rows, source = records(request)
+    result = answer(bugs, rows, env, upgrade_candidates(env), request.ignore)
+    result["source"] = source
+    if request.format == "json":
+        sys.stdout.write(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    else:
+        from repromatrix.check.text import render
+
+        sys.stdout.write(render(result))
+    return Exit.AFFECTED if result["exit"] else Exit.OK
+
+
+def catalog() -> dict[str, dict[str, Any]]:
+    """The built-in bugs, each as its META says."""
+    from repromatrix import paths
+    from repromatrix.config.catalog import load_catalog
+
+    return {r.id: {"title": r.title, "upstream": list(r.upstream), "description": r.description,
+                   "requires": list(r.requires), "expect": [dict(e) for e in r.expect]}
+            for r in load_catalog(paths.repros_dir()).values()}
+
+
+def environment(request: CheckRequest) -> dict[str, Any]:
+    from repromatrix.check import environment as inputs
+
+    if request.pins:
+        return inputs.from_pins(request.pins)
+    if request.requirement is not None:
+        return inputs.from_requirements(request.requirement)
+    if request.ngc is not None:
+        return inputs.from_ngc(request.ngc)
+    from repromatrix.engines.interpreter import env_probe
+
+    python = request.python or DEFAULT_PYTHON
+    return inputs.from_probe(python, env_probe(python, label="--python"))
+
+
+def records(request: CheckRequest) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    from repromatrix.check import records as sources
+
+    if request.results is not None:
+        return sources.store_rows(request.results)
+    if request.from_page is not None:
+        return sources.results_json_rows(request.from_page)
+    return sources.snapshot_rows()
+
+
+def upgrade_candidates(env: dict[str, Any]) -> list[dict[str, Any]]:
+    from repromatrix.check.candidates import candidates
+    from repromatrix.config.compat import load_table
+
+    return candidates(load_table(), env)

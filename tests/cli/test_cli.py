@@ -16,7 +16,7 @@ import pytest
 from repromatrix.cli import build_parser, main
 
 COMMANDS = ("plan", "build", "run", "report", "matrix", "bisect", "export", "init", "env",
-            "compat", "store")
+            "compat", "store", "check")
 
 
 def repromatrix(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

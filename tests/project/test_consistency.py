@@ -165,7 +165,7 @@ def test_each_shared_option_is_declared_once_and_parsed_from_it():
     assert len(declared) == sum(len(o.flags) for o in OPTIONS), "a flag is declared twice"
     own_ways = {("report", "--matrix"), ("report", "--results"), ("export slurm", "--backend"),
                 ("export slurm", "--results"), ("env", "--python"), ("compat update", "--matrix"),
-                ("bisect", "--backend")}
+                ("bisect", "--backend"), ("check", "--python"), ("check", "--results")}
     seen = 0
     for name, parser in _subparsers(build_parser()):
         for action in parser._actions:

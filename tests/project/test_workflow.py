@@ -271,3 +271,14 @@ def test_a_second_week_reuses_the_unchanged_cells_it_restored(tmp_path):
     assert counts[0] == 2 and counts[1] == 2            # week 2 ran no cell again
     assert len(branch_records(work)) == 2
     assert json.loads((work / "site" / "results.json").read_text())["records"][0]["stack"]["id"] == stack
+
+
+def test_the_check_example_workflow_passes_actionlint_and_is_the_readme_s():
+    """examples/check-workflow.yml, the README's `check` step for a project's own CI."""
+    exe = actionlint()
+    example = ROOT / "examples" / "check-workflow.yml"
+    ok = subprocess.run([exe, "-no-color", str(example)], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    steps = workflow(example)["jobs"]["check"]["steps"]
+    command = next(s["run"] for s in steps if "repromatrix check" in s.get("run", ""))
+    assert command.strip() in (ROOT / "README.md").read_text(encoding="utf-8")

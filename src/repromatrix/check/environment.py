@@ -19,6 +19,7 @@ Bad input is a UsageError naming the value (exit 2), before anything else is rea
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from packaging.version import InvalidVersion, Version
 from repromatrix.config.catalog import package_name
 from repromatrix.config.compat import CompatError, resolve_ngc
 from repromatrix.errors import UsageError, did_you_mean
-from repromatrix.textsafe import brief
+from repromatrix.textsafe import bounded
 
 from .requirements import read_requirements
 
@@ -37,6 +38,7 @@ from .requirements import read_requirements
 KNOWN = {"torch": "torch", "torchvision": "torchvision", "torch-tensorrt": "torch_tensorrt",
          "tensorrt": "tensorrt", "onnx": "onnx", "onnxscript": "onnxscript",
          "onnxruntime": "onnxruntime", "python": "python"}
+_PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*===?\s*([^\s;\[\]]+)\s*$")
 VERSIONS = ("torch", "torchvision", "torch_tensorrt", "ngc", "python", "tensorrt")
 
 
@@ -53,13 +55,17 @@ def from_pins(pins: Sequence[str]) -> dict[str, Any]:
     """``torch==2.4.1 torch-tensorrt==2.4.0 ...``: exact versions of known packages."""
     packages: dict[str, str] = {}
     for pin in pins:
+        pinned = _PIN.match(pin)
+        if pinned and not _is_version(pinned.group(2)):
+            raise UsageError(f"{bounded(pin, 200)}: {bounded(pinned.group(2), 100)} is not a "
+                             f"version (like 2.4.1)")
         try:
             req = Requirement(pin)
         except InvalidRequirement as exc:
-            raise UsageError(f"{brief(pin)}: not a pin like torch==2.4.1 ({exc})") from None
+            raise UsageError(f"{bounded(pin, 200)}: not a pin like torch==2.4.1 ({exc})") from None
         name = package_name(req.name)
         if name not in KNOWN:
-            raise UsageError(f"{brief(pin)}: {req.name!r} is not a package the catalog's bugs "
+            raise UsageError(f"{bounded(pin, 200)}: {req.name!r} is not a package the catalog's bugs "
                              f"depend on{did_you_mean(name, KNOWN)}; known: {', '.join(KNOWN)}")
         packages[name] = exact_version(req, pin)
     if "torch" not in packages:
@@ -68,18 +74,21 @@ def from_pins(pins: Sequence[str]) -> dict[str, Any]:
     return _environment(" ".join(pins), "pip", packages, True)
 
 
+def _is_version(text: str) -> bool:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return True
+
+
 def exact_version(req: Requirement, text: str) -> str:
     """The one version ``req`` pins (``==V``, no wildcard); UsageError otherwise."""
     clauses = list(req.specifier)
     if len(clauses) != 1 or clauses[0].operator not in ("==", "===") or "*" in clauses[0].version:
-        raise UsageError(f"{brief(text)}: give one exact version ({req.name}==VERSION), "
+        raise UsageError(f"{bounded(text, 200)}: give one exact version ({req.name}==VERSION), "
                          f"not {str(req.specifier) or 'no version'}")
-    version = clauses[0].version
-    try:
-        Version(version)
-    except InvalidVersion:
-        raise UsageError(f"{brief(text)}: {brief(version)} is not a version") from None
-    return version
+    return clauses[0].version
 
 
 def from_requirements(path: Path) -> dict[str, Any]:
@@ -100,7 +109,7 @@ def from_ngc(tag: str) -> dict[str, Any]:
     try:
         rel = resolve_ngc(tag)
     except CompatError as exc:
-        raise UsageError(f"--ngc {brief(tag)}: {exc}") from None
+        raise UsageError(f"--ngc {bounded(tag, 100)}: {exc}") from None
     packages = {"torch": rel.torch, "torch-tensorrt": rel.torch_tensorrt, "tensorrt": rel.tensorrt}
     return _environment(f"NGC PyTorch {rel.tag}", "ngc",
                         {k: v for k, v in packages.items() if v}, False,
@@ -113,7 +122,7 @@ def from_probe(python: str, probe: Mapping[str, Any]) -> dict[str, Any]:
     """An interpreter's environment probe (``runner.py --probe``); it must import torch."""
     if probe.get("error") or not probe.get("torch"):
         why = probe.get("error") or "no torch version in its probe"
-        raise UsageError(f"--python {python}: has no working torch ({brief(str(why), 300)}): "
+        raise UsageError(f"--python {python}: has no working torch ({bounded(str(why), 300)}): "
                          f"give the interpreter of the environment to check")
     dists = probe.get("distributions")
     packages = {package_name(k): str(v) for k, v in dists.items()} if isinstance(dists, Mapping) else {}

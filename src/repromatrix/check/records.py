@@ -27,7 +27,7 @@ from typing import Any
 from repromatrix.config.validate import read_regular
 from repromatrix.errors import ConfigError, InfraError, UsageError
 from repromatrix.store.reader import dumps, entry, loads, record_data, settle_cell
-from repromatrix.textsafe import brief
+from repromatrix.textsafe import bounded
 
 from .decide import row_of
 
@@ -91,11 +91,11 @@ def results_json_rows(where: str) -> tuple[list[dict[str, Any]], dict[str, Any]]
         data = None
     records = data.get("records") if isinstance(data, dict) else None
     if not isinstance(records, list):
-        raise UsageError(f"--from {brief(where)}: not a page's results.json (a JSON object with "
+        raise UsageError(f"--from {bounded(where, 300)}: not a page's results.json (a JSON object with "
                          f"\"records\": [...], as `repromatrix report` writes)")
     rows = settled_rows(r for r in records if isinstance(r, dict))
     if records and not rows:
-        raise UsageError(f"--from {brief(where)}: holds no usable results record")
+        raise UsageError(f"--from {bounded(where, 300)}: holds no usable results record")
     return rows, {"kind": "results.json", "where": where, "cells": len(rows),
                   "newest": max((r["finished_at"] for r in rows), default="")}
 
@@ -121,7 +121,7 @@ def _read(where: str) -> bytes:
     except ConfigError as exc:
         raise UsageError(f"--from {exc}") from None
     except OSError as exc:
-        raise UsageError(f"--from {brief(where)}: cannot read: {exc.strerror or exc}") from None
+        raise UsageError(f"--from {bounded(where, 300)}: cannot read: {exc.strerror or exc}") from None
 
 
 def _fetch(url: str) -> bytes:
@@ -129,12 +129,12 @@ def _fetch(url: str) -> bytes:
         with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT) as response:  # noqa: S310
             data: bytes = response.read(FETCH_LIMIT + 1)
     except urllib.error.HTTPError as exc:
-        raise UsageError(f"--from {brief(url)}: the server answered {exc.code} {exc.reason}") from None
+        raise UsageError(f"--from {bounded(url, 300)}: the server answered {exc.code} {exc.reason}") from None
     except (urllib.error.URLError, OSError) as exc:
-        raise InfraError(f"--from {brief(url)}: cannot fetch it: "
+        raise InfraError(f"--from {bounded(url, 300)}: cannot fetch it: "
                          f"{getattr(exc, 'reason', None) or exc}") from None
     if len(data) > FETCH_LIMIT:
-        raise UsageError(f"--from {brief(url)}: larger than {FETCH_LIMIT >> 20} MB")
+        raise UsageError(f"--from {bounded(url, 300)}: larger than {FETCH_LIMIT >> 20} MB")
     return data
 
 

@@ -23,7 +23,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from repromatrix.config.catalog import package_name
 from repromatrix.config.validate import read_regular
 from repromatrix.errors import ConfigError, UsageError
-from repromatrix.textsafe import brief
+from repromatrix.textsafe import bounded
 
 HINT = "give a requirements file (pip freeze > requirements.txt)"
 _COMMENT = re.compile(r"(^|\s)#.*$")
@@ -55,7 +55,7 @@ def read_requirements(path: Path, seen: frozenset[Path] = frozenset()
                     where.update(more_where)
                     notes += more_notes
             elif flag in _UNREAD:
-                notes.append(f"{at}: {brief(line, 200)}: {_UNREAD[flag]}")
+                notes.append(f"{at}: {bounded(line, 200)}: {_UNREAD[flag]}")
             continue  # --index-url, --find-links, ...: where pip looks, not what it installs
         name, version = _requirement(_OPTION.split(line, maxsplit=1)[0], at, notes)
         if name:
@@ -104,7 +104,7 @@ def _requirement(text: str, at: str, notes: list[str]) -> tuple[str | None, str 
     try:
         req = Requirement(text)
     except InvalidRequirement as exc:
-        raise UsageError(f"-r {at}: not a requirement: {brief(text, 200)} ({exc})") from None
+        raise UsageError(f"-r {at}: not a requirement: {bounded(text, 200)} ({exc})") from None
     name = package_name(req.name)
     if req.marker is not None and not req.marker.evaluate():
         notes.append(f"{at}: {req.name} left out: its marker ({req.marker}) is false here")
@@ -128,6 +128,6 @@ def _from_wheel(location: str, at: str, notes: list[str]) -> tuple[str | None, s
     try:
         name, version, _, _ = parse_wheel_filename(file)
     except InvalidWheelFilename:
-        notes.append(f"{at}: {brief(location, 200)}: not a wheel, its version is not known")
+        notes.append(f"{at}: {bounded(location, 200)}: not a wheel, its version is not known")
         return None, None
     return package_name(str(name)), str(version)

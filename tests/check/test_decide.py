@@ -1,0 +1,99 @@
+"""check.decide on the published records (results/published, through the shipped snapshot):
+each bug's verdict and how close its evidence is, and the smallest upgrade."""
+
+from __future__ import annotations
+
+import pytest
+from packaging.version import Version
+
+from repromatrix.check.candidates import candidates
+from repromatrix.check.decide import AFFECTED, CANNOT_TELL, NOT_AFFECTED, answer, workaround
+from repromatrix.check.environment import from_ngc, from_pins
+from repromatrix.check.records import snapshot_rows
+from repromatrix.cli.check import catalog
+from repromatrix.config.compat import load_table
+
+
+def check(*pins: str, ignore: tuple[str, ...] = ()) -> dict:
+    env = from_pins(pins)
+    rows, _ = snapshot_rows()
+    return answer(catalog(), rows, env, candidates(load_table(), env), ignore)
+
+
+def by_id(result: dict) -> dict[str, dict]:
+    return {b["id"]: b for b in result["bugs"]}
+
+
+def test_the_reported_stack_has_the_deform_bug_on_its_own_record_and_an_upgrade_fixes_it():
+    result = check("torch==2.4.1", "torch-tensorrt==2.4.0", "torchvision==0.19.1")
+    bugs = by_id(result)
+    deform = bugs["deform_conv2d_device"]
+    assert deform["verdict"] == AFFECTED and deform["basis"] == "same versions"
+    assert deform["record"]["stack"] == "pip-torch2.4.1-trt2.4.0-pypi-py3.11"
+    assert deform["record"]["level"] == "TensorRT stood in" and not deform["inference"]
+    assert deform["fixed_in"] == "torch-tensorrt 2.5.0"
+    assert bugs["ts_device_gpu_id"]["verdict"] == AFFECTED and bugs["ts_device_gpu_id"]["fixed_in"] is None
+    assert bugs["onnx_export_device"]["verdict"] == NOT_AFFECTED  # onnx is not installed
+    assert bugs["onnx_export_device"]["basis"] == "requirements"
+    assert bugs["dynamic_unet_shapes"]["inference"] and bugs["dynamic_unet_shapes"]["basis"] == "expect rules"
+    up = result["upgrade"]
+    assert up["found"] and up["avoids"] == ["deform_conv2d_device"]
+    assert up["versions"]["torch_tensorrt"] == "2.5.0"
+    assert up["changes"] == ["torch", "torchvision", "torch_tensorrt"]
+    assert up["install"] == "pip install torch==2.5.0 torchvision==0.20.0 torch-tensorrt==2.5.0"
+    assert set(up["still_affected"]) == {"ts_device_gpu_id", "dynamic_unet_shapes", "torchscript_device_mix"}
+    assert result["exit"] == 1
+
+
+def test_a_release_without_a_record_of_its_own_is_judged_by_its_torch_tensorrt_release():
+    """torch 2.4.0 was not recorded with torch-tensorrt 2.4.0; torch 2.4.1 was."""
+    result = check("torch==2.4.0", "torch-tensorrt==2.4.0", "torchvision==0.19.0")
+    deform = by_id(result)["deform_conv2d_device"]
+    assert deform["verdict"] == AFFECTED and deform["basis"] == "same torch-tensorrt release"
+    assert deform["record"]["versions"]["torch"] == "2.4.1"
+
+
+def test_the_last_release_before_the_regression_is_not_affected_by_its_record():
+    ts = by_id(check("torch==2.2.2", "torch-tensorrt==2.2.0", "torchvision==0.17.2"))["ts_device_gpu_id"]
+    assert ts["verdict"] == NOT_AFFECTED and ts["record"]["status"] == "skip"
+    assert ts["record"]["evidence"] == "standin"
+
+
+def test_ignored_bugs_are_answered_but_do_not_count():
+    result = check("torch==2.4.1", ignore=("torchscript_device_mix",))
+    assert result["affected"] == [] and result["exit"] == 0 and result["upgrade"] is None
+    assert by_id(result)["torchscript_device_mix"]["ignored"]
+
+
+def test_an_ngc_release_is_judged_by_the_rules_its_branch_was_read_for():
+    env = from_ngc("24.07")
+    rows, _ = snapshot_rows()
+    result = answer(catalog(), rows, env, candidates(load_table(), env))
+    deform = by_id(result)["deform_conv2d_device"]
+    assert deform["verdict"] == AFFECTED and deform["rule"]["when"] == "ngc ==24.07"
+    assert result["upgrade"]["versions"]["ngc"] == "24.08"
+    assert result["upgrade"]["install"] == "docker pull nvcr.io/nvidia/pytorch:24.08-py3"
+
+
+def test_no_record_and_no_rule_cannot_tell():
+    env = from_pins(["torch==2.4.1", "torch-tensorrt==2.4.0"])
+    bugs = {"b": {"title": "t", "requires": [], "expect": [{"when": {"torch": "<2"}, "status": "fail"}]}}
+    result = answer(bugs, [], env, [])
+    assert result["bugs"][0]["verdict"] == CANNOT_TELL and result["exit"] == 0
+
+
+@pytest.mark.parametrize("bug, words", [("ts_device_gpu_id", "torch_tensorrt.Device"),
+                                        ("onnx_export_device", "is the fix"),
+                                        ("dynamic_unet_shapes", "Workaround:")])
+def test_the_workaround_is_the_description_s_own_sentence(bug, words):
+    assert words in workaround(catalog()[bug])
+
+
+def test_upgrades_never_go_back_and_follow_the_table():
+    env = from_pins(["torch==2.5.1", "torch-tensorrt==2.5.0", "torchvision==0.20.1"])
+    found = candidates(load_table(), env)
+    assert found and all(Version(c["versions"]["torch_tensorrt"]) >= Version("2.5.0") for c in found)
+    assert not any(c["versions"]["torch_tensorrt"] == "2.3.0" for c in found)
+    for c in found:  # every candidate installs together, as the table says
+        row = load_table().torch_tensorrt[c["versions"]["torch_tensorrt"]]
+        assert row.torch.contains(c["versions"]["torch"]), c

@@ -1,0 +1,79 @@
+"""check.records: the shipped snapshot is the published records' rows, and a store, a
+page's results.json and the snapshot give the same answer from the same records."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from support import ROOT
+
+from repromatrix.check.records import (
+    SNAPSHOT,
+    make_snapshot,
+    results_json_rows,
+    snapshot_rows,
+    store_rows,
+)
+from repromatrix.errors import UsageError
+
+PUBLISHED = ROOT / "results" / "published"
+
+
+@pytest.fixture
+def published(tmp_path: Path) -> Path:
+    """A copy of results/published (its records only): a store of real records."""
+    store = tmp_path / "store"
+    shutil.copytree(PUBLISHED / "vm", store / "vm")
+    return store
+
+
+def test_the_shipped_snapshot_is_current_with_results_published(published):
+    """Regenerate it with `python -m repromatrix.check.records` when this fails."""
+    shipped = (ROOT / "src" / "repromatrix" / SNAPSHOT).read_text(encoding="utf-8")
+    assert make_snapshot(published) == shipped
+
+
+def by_cell(rows: list[dict]) -> dict[str, dict]:
+    return {r["cell"]: r for r in rows}
+
+
+def test_a_store_and_a_page_s_results_json_give_the_snapshot_s_rows(published, tmp_path):
+    from repromatrix.report.render import render_site
+
+    snapshot, source = snapshot_rows()
+    assert source["kind"] == "snapshot" and source["cells"] == len(snapshot) > 20
+    rows, source = store_rows(published)
+    assert by_cell(rows) == by_cell(snapshot) and source["kind"] == "store"
+    render_site([published], tmp_path / "site")
+    page, source = results_json_rows(str(tmp_path / "site" / "results.json"))
+    assert by_cell(page) == by_cell(snapshot) and source["kind"] == "results.json"
+
+
+@pytest.mark.parametrize("content, needle", [
+    (b"not json at all", "not a page's results.json"),
+    (b'{"generated_at": "x", "rows": []}', "not a page's results.json"),
+    (b'{"records": [{"cell": 1}]}', "no usable results record"),
+])
+def test_a_file_that_is_no_results_json_is_refused(tmp_path, content, needle):
+    path = tmp_path / "results.json"
+    path.write_bytes(content)
+    with pytest.raises(UsageError, match=needle):
+        results_json_rows(str(path))
+
+
+def test_a_missing_or_irregular_results_json_and_a_missing_store_are_refused(tmp_path):
+    with pytest.raises(UsageError, match="cannot read"):
+        results_json_rows(str(tmp_path / "absent.json"))
+    with pytest.raises(UsageError, match="not a regular file"):
+        results_json_rows(str(tmp_path))
+    with pytest.raises(UsageError, match="not a results folder"):
+        store_rows(tmp_path / "absent")
+
+
+def test_the_snapshot_is_json_with_one_row_a_line():
+    text = (ROOT / "src" / "repromatrix" / SNAPSHOT).read_text(encoding="utf-8")
+    data = json.loads(text)
+    assert text.count("\n") == len(data["rows"]) + 2 and data["made_from"] == "results/published"

@@ -1,0 +1,95 @@
+"""`repromatrix check` as a user runs it: exit codes like pip-audit's (0 no known bug, 1 one
+at least, 2 bad input, never a traceback), each input kind, and JSON that the shipped schema
+accepts."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from importlib import resources
+
+import jsonschema
+import pytest
+from support.cli import repromatrix
+
+REPORTED = ("torch==2.4.1", "torch-tensorrt==2.4.0", "torchvision==0.19.1")
+
+
+def schema() -> dict:
+    return json.loads(resources.files("repromatrix").joinpath("data/check.schema.json").read_text())
+
+
+def valid(stdout: str) -> dict:
+    data = json.loads(stdout)
+    jsonschema.Draft202012Validator.check_schema(schema())
+    jsonschema.validate(data, schema(), cls=jsonschema.Draft202012Validator)
+    return data
+
+
+def test_a_stack_with_a_known_bug_exits_1_and_says_the_upgrade():
+    proc = repromatrix("check", *REPORTED)
+    assert proc.returncode == 1, proc.stderr
+    out = " ".join(proc.stdout.split(" "))  # lines are wrapped at 100 columns
+    assert "AFFECTED  deform_conv2d_device" in out and "fixed in: torch-tensorrt 2.5.0" in out
+    assert "TensorRT stood in" in " ".join(proc.stdout.split())
+    assert "pip install torch==2.5.0 torchvision==0.20.0 torch-tensorrt==2.5.0" in out
+
+
+def test_no_known_bug_exits_0():
+    proc = repromatrix("check", "torch==2.4.1", "--ignore", "torchscript_device_mix")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 of 5 known bug(s) affect this environment (1 ignored); exit 0" in proc.stdout
+
+
+@pytest.mark.parametrize("args", [
+    REPORTED, ("--ngc", "25.01"), ("torch==2.4.1", "--ignore", "torchscript_device_mix"),
+    ("torch==2.2.2", "torch-tensorrt==2.2.0", "torchvision==0.17.2", "onnx==1.16.0", "onnxscript==0.1.0"),
+])
+def test_the_json_answer_follows_the_shipped_schema(args):
+    proc = repromatrix("check", *args, "--format", "json")
+    data = valid(proc.stdout)
+    assert proc.returncode == data["exit"]
+    assert len(data["bugs"]) == 5 and data["source"]["kind"] == "snapshot"
+
+
+def test_a_requirements_file_and_a_store(tmp_path):
+    req = tmp_path / "requirements.txt"
+    req.write_text("torch==2.4.1+cu124\ntorch-tensorrt==2.4.0\ntorchvision==0.19.1+cu124\nnumpy==2.1\n")
+    from_file = valid(repromatrix("check", "-r", str(req), "--format", "json").stdout)
+    from_pins = valid(repromatrix("check", *REPORTED, "--format", "json").stdout)
+    assert from_file["affected"] == from_pins["affected"]
+    assert from_file["upgrade"] == from_pins["upgrade"]
+
+
+@pytest.mark.torch
+def test_an_interpreter_is_probed_in_a_child_process():
+    python = os.environ.get("REPROMATRIX_TEST_PY_T214")
+    if not python:
+        pytest.skip("no torch interpreter: set REPROMATRIX_TEST_PY_T214")
+    proc = repromatrix("check", "--python", python, "--format", "json")
+    data = valid(proc.stdout)
+    assert data["environment"]["versions"]["torch"].startswith("2.14.1")
+    assert proc.returncode == data["exit"]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("torchh==2.4.1",), 'did you mean "torch"'),
+    (("torch==2.4.x",), "is not a version"),
+    (("--python", sys.executable), "has no working torch"),
+    (("--python", "/bin/true"), "not a working Python interpreter"),
+    (("--python", "/no/such/python"), "no such interpreter"),
+    (("--ngc", "25.13"), "not a known NGC PyTorch release"),
+    (("-r", "/no/such/requirements.txt"), "cannot read"),
+    (("-r", "/dev/null/x"), "cannot read"),
+    (("-r", "/dev/zero"), "not a regular file"),
+    (("torch==2.4.1", "--from", "/etc/hostname"), "not a page's results.json"),
+    (("torch==2.4.1", "--results", "/no/such/store"), "not a results folder"),
+    (("torch==2.4.1", "--ignore", "deform_conv2d"), 'did you mean "deform_conv2d_device"'),
+    (("torch==2.4.1", "--ngc", "25.01"), "give one environment"),
+])
+def test_bad_input_exits_2_with_a_message(args, needle):
+    proc = repromatrix("check", *args)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "repromatrix: error: " in proc.stderr and needle in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr

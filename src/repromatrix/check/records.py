@@ -70,14 +70,12 @@ def store_rows(root: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
             one.setdefault(key.stack_id, key)
         stacks = {sid: record_data(raw) for sid, raw in
                   index.read_lines((sid, key.where) for sid, key in one.items())}
-    rows = []
-    for key in shown:
-        data = stacks[key.stack_id]
-        row = row_of({"stack": data.get("stack"), "env": data.get("env")})
-        row.update(cell=key.cell, repro=key.repro, status=key.status, evidence=key.evidence or "",
-                   workaround=key.workaround, run_id=key.run_id, finished_at=key.finished_at,
-                   host=key.path.split("/", 1)[0] if "/" in key.path else "")
-        rows.append(row)
+    made = {sid: row_of({"stack": data.get("stack"), "env": data.get("env")})
+            for sid, data in stacks.items()}  # a stack's part of its cells' rows
+    rows = [{**made[key.stack_id], "cell": key.cell, "repro": key.repro, "status": key.status,
+             "evidence": key.evidence or "", "workaround": key.workaround, "run_id": key.run_id,
+             "finished_at": key.finished_at,
+             "host": key.path.split("/", 1)[0] if "/" in key.path else ""} for key in shown]
     return rows, {"kind": "store", "where": str(root), "cells": len(rows),
                   "newest": max((r["finished_at"] for r in rows), default="")}
 

@@ -40,16 +40,23 @@ def run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float = 900) ->
     return proc.stdout + proc.stderr
 
 
-def test_the_wheel_carries_every_module_and_resource(tmp_path):
-    """Every harness file of the checkout is in the wheel (a new subpackage or resource
-    that pyproject's lists miss fails here)."""
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The checkout's wheel, built once for this module's tests."""
     uv = shutil.which("uv")
     if uv is None:
         pytest.skip("uv builds the wheel here (the test extra installs it)")
-    out = run([uv, "build", "--wheel", "--out-dir", str(tmp_path), str(ROOT)], ROOT, dict(os.environ))
-    wheels = list(tmp_path.glob("repromatrix-*.whl"))
+    out_dir = tmp_path_factory.mktemp("wheel")
+    out = run([uv, "build", "--wheel", "--out-dir", str(out_dir), str(ROOT)], ROOT, dict(os.environ))
+    wheels = list(out_dir.glob("repromatrix-*.whl"))
     assert len(wheels) == 1, out
-    names = set(zipfile.ZipFile(wheels[0]).namelist())
+    return wheels[0]
+
+
+def test_the_wheel_carries_every_module_and_resource(wheel):
+    """Every harness file of the checkout is in the wheel (a new subpackage or resource
+    that pyproject's lists miss fails here)."""
+    names = set(zipfile.ZipFile(wheel).namelist())
     wanted = {f"repromatrix/{p.relative_to(ROOT / 'src' / 'repromatrix')}"
               for p in (ROOT / "src" / "repromatrix").rglob("*") if p.is_file() and _shipped(p)}
     for folder in ("repros", "images", "report"):
@@ -107,3 +114,33 @@ def test_readme_quick_start_from_the_wheel_in_a_fresh_venv(tmp_path):
                for line in p.read_text().splitlines()]
     assert [(r["status"], r["signature"], r["workaround"]) for r in records] == \
         [("fail", "int_scale_factor", "pass")], "the example repro decided by its signature"
+
+
+@pytest.mark.slow
+def test_check_answers_offline_from_the_wheel_in_a_fresh_venv(wheel, tmp_path):
+    """`repromatrix check` from the installed wheel, in a folder outside the checkout: the
+    published records' snapshot and the JSON schema ship inside it."""
+    uv = shutil.which("uv")
+    venv = tmp_path / "venv"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    run([uv, "venv", "--python", sys.executable, str(venv)], tmp_path, env)
+    proc = subprocess.run([uv, "pip", "install", "--python", str(venv / "bin" / "python"), str(wheel)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        pytest.skip(f"the wheel's dependencies could not be installed here: {proc.stderr[-500:]}")
+    home = tmp_path / "home"
+    home.mkdir()
+    check = subprocess.run([str(venv / "bin" / "repromatrix"), "check", "torch==2.4.1",
+                            "torch-tensorrt==2.4.0", "torchvision==0.19.1", "--format", "json"],
+                           cwd=home, env=env, capture_output=True, text=True, timeout=120)
+    assert check.returncode == 1, check.stderr
+    answer = json.loads(check.stdout)
+    assert answer["source"]["kind"] == "snapshot" and answer["source"]["cells"] > 20
+    assert "deform_conv2d_device" in answer["affected"]
+    package = Path(run([str(venv / "bin" / "python"), "-c", "import repromatrix, sys; "
+                        "sys.stdout.write(repromatrix.__file__)"], home, env)).parent
+    assert ROOT not in package.parents, f"the venv imports the checkout: {package}"
+    import jsonschema
+
+    schema = json.loads((package / "data" / "check.schema.json").read_text(encoding="utf-8"))
+    jsonschema.validate(answer, schema, cls=jsonschema.Draft202012Validator)

@@ -1,21 +1,26 @@
 """The records `repromatrix check` answers from, as verdict rows (``check.decide.row_of``).
 
 Flow: a store, a published ``results.json`` or the shipped snapshot -> **check.records**
--> check.decide. One row per cell: the record its page shows (``store.reader``'s rule: the
-latest, a real verdict over a stand-in one).
+-> check.decide. One row per cell whose shown record says yes or no (``pass``, ``fail``, a
+stand-in ``skip``: ``check.decide.decisive``): the record its page shows (``store.reader``'s
+rule: the latest, a real verdict over a stand-in one).
 
 - the snapshot (default): ``data/check-snapshot.json`` in the package, the rows of
   ``results/published`` made when the snapshot was last regenerated
   (``python -m repromatrix.check.records``; a test holds it equal to the records);
 - a store (``--results DIR``): through its index (``StoreIndex.shown``: each cell's shown
-  record without reading it), and one record line per stack for its versions;
+  record without reading it), and one record line per stack for its versions, kept in the
+  per-user cache (``StackCache``) by that line's digest;
 - a published page's ``results.json`` (``--from FILE|URL``): every record in it, settled
   per cell here.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
 import sys
 import urllib.error
 import urllib.request
@@ -24,16 +29,19 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from repromatrix import paths
 from repromatrix.config.validate import read_regular
 from repromatrix.errors import ConfigError, InfraError, UsageError
 from repromatrix.store.reader import dumps, entry, loads, record_data, settle_cell
 from repromatrix.textsafe import bounded
 
-from .decide import row_of
+from .decide import decisive, row_of
 
 SNAPSHOT = "data/check-snapshot.json"
 SNAPSHOT_FORMAT = 1
 PUBLISHED = Path("results") / "published"  # what the snapshot is made from, in a checkout
+# the records that say yes or no (check.decide.decisive), in SQL over a record ``r``
+DECISIVE_SQL = "WHERE r.status IN ('pass', 'fail') OR (r.status = 'skip' AND r.evidence = 'standin')"
 FETCH_TIMEOUT = 30.0
 FETCH_LIMIT = 512 * 1024 * 1024
 
@@ -57,27 +65,77 @@ def make_snapshot(store: Path) -> str:
 
 
 def store_rows(root: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Each cell's shown record in the store ``root``, as rows (through its index)."""
+    """Each cell's shown record in the store ``root`` that says yes or no, as rows (through
+    its index: the cells' key fields, and each stack's versions from one of its records,
+    kept in the per-user cache by that record's digest)."""
     from repromatrix.store.index import StoreIndex
+    from repromatrix.store.index_histories import ShownKey
 
     if not root.is_dir():
         raise UsageError(f"--results {root}: not a results folder (a store `repromatrix run` "
                          f"writes)")
     with StoreIndex.open(root) as index:
-        shown = index.shown()
-        one = {}
+        shown = index.shown(DECISIVE_SQL)
+        first: dict[str, ShownKey] = {}  # each stack's first cell: its line gives the versions
         for key in shown:
-            one.setdefault(key.stack_id, key)
-        stacks = {sid: record_data(raw) for sid, raw in
-                  index.read_lines((sid, key.where) for sid, key in one.items())}
-    made = {sid: row_of({"stack": data.get("stack"), "env": data.get("env")})
-            for sid, data in stacks.items()}  # a stack's part of its cells' rows
-    rows = [{**made[key.stack_id], "cell": key.cell, "repro": key.repro, "status": key.status,
-             "evidence": key.evidence or "", "workaround": key.workaround, "run_id": key.run_id,
-             "finished_at": key.finished_at,
+            if key.stack_id not in first or key.cell < first[key.stack_id].cell:
+                first[key.stack_id] = key
+        cache = StackCache(root)
+        wanted = [(sid, key.where) for sid, key in first.items() if not cache.has(sid, key.digest)]
+        for sid, raw in index.read_lines(wanted):
+            data = record_data(raw)
+            cache.put(sid, first[sid].digest, row_of({"stack": data.get("stack"),
+                                                      "env": data.get("env")}))
+        cache.save()
+    parts = {sid: cache.part(sid) for sid in first}
+    rows = [{**parts[key.stack_id], "cell": key.cell, "repro": key.repro,
+             "status": key.status, "evidence": key.evidence or "", "workaround": key.workaround,
+             "run_id": key.run_id, "finished_at": key.finished_at,
              "host": key.path.split("/", 1)[0] if "/" in key.path else ""} for key in shown]
     return rows, {"kind": "store", "where": str(root), "cells": len(rows),
                   "newest": max((r["finished_at"] for r in rows), default="")}
+
+
+class StackCache:
+    """Each stack's part of its rows (versions, kind, GPU), by the digest of the record line
+    it was read from: ``<cache>/check/<store>.json``. A store whose stack's record changed is
+    read again; a cache that cannot be read or written is only slower."""
+
+    AXES = ("torch", "torchvision", "torch_tensorrt", "ngc", "python")
+
+    def __init__(self, root: Path) -> None:
+        name = hashlib.sha1(str(root.resolve()).encode("utf-8", "surrogateescape")).hexdigest()
+        self.path = paths.cache_dir() / "check" / f"{name[:16]}.json"
+        self.changed = False
+        try:
+            data = loads(self.path.read_bytes())
+            self.stacks = data["stacks"] if data.get("format") == SNAPSHOT_FORMAT else {}
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            self.stacks = {}
+
+    def has(self, stack: str, digest: str) -> bool:
+        """Whether ``stack``'s part was read from the line of ``digest``."""
+        entry = self.stacks.get(stack)
+        return isinstance(entry, list) and len(entry) == 4 + len(self.AXES) and entry[0] == digest
+
+    def put(self, stack: str, digest: str, row: Mapping[str, Any]) -> None:
+        self.stacks[stack] = [digest, row["stack"], row["kind"], row["gpu"],
+                              *(row["versions"][a] for a in self.AXES)]
+        self.changed = True
+
+    def part(self, stack: str) -> dict[str, Any]:
+        _, sid, kind, gpu, *versions = self.stacks[stack]
+        return {"stack": sid, "kind": kind, "gpu": gpu,
+                "versions": dict(zip(self.AXES, versions, strict=True))}
+
+    def save(self) -> None:
+        if not self.changed:
+            return
+        with contextlib.suppress(OSError):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(dumps({"format": SNAPSHOT_FORMAT, "stacks": self.stacks}))
+            os.replace(tmp, self.path)
 
 
 def results_json_rows(where: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -91,8 +149,8 @@ def results_json_rows(where: str) -> tuple[list[dict[str, Any]], dict[str, Any]]
     if not isinstance(records, list):
         raise UsageError(f"--from {bounded(where, 300)}: not a page's results.json (a JSON object with "
                          f"\"records\": [...], as `repromatrix report` writes)")
-    rows = settled_rows(r for r in records if isinstance(r, dict))
-    if records and not rows:
+    rows = [r for r in settled_rows(r for r in records if isinstance(r, dict)) if decisive(r)]
+    if records and not any(isinstance(r, dict) and isinstance(r.get("cell"), str) for r in records):
         raise UsageError(f"--from {bounded(where, 300)}: holds no usable results record")
     return rows, {"kind": "results.json", "where": where, "cells": len(rows),
                   "newest": max((r["finished_at"] for r in rows), default="")}

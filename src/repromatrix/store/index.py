@@ -49,6 +49,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import index_histories
 from .index_db import FORMAT, INDEX_NAME, connect, remove_db, transaction
 from .index_files import (
     file_rows,
@@ -59,7 +60,7 @@ from .index_files import (
     tail_hash,
     update_cells,
 )
-from .index_histories import Settled, ShownKey, root_of, settle, settled_rows, shown_keys
+from .index_histories import Settled, ShownKey, root_of, settle, settled_rows
 from .index_rows import Block, CellKey, FileRow, Where
 from .lines import Skipped, digest, parse_line, parse_upgraded, walk_jsonl
 from .reader import Entry
@@ -263,9 +264,9 @@ class StoreIndex:
         rows.sort(key=lambda s: (rank[s.first[0]], s.first[1]))
         yield from rows
 
-    def shown(self) -> list[ShownKey]:
-        """Each cell's shown record (as its settled history says), key fields only."""
-        return shown_keys(self._execute)
+    def shown(self, where: str = "") -> list[ShownKey]:
+        """Each cell's shown record whose record ``r`` meets ``where`` (SQL), key fields only."""
+        return index_histories.shown_keys(self._execute, where)
 
     def history_mark(self) -> tuple[str, int, int]:
         """(the index's epoch, its ``seq``, how many cells it holds): what a reader notes to

@@ -190,8 +190,8 @@ def root_of(path: os.PathLike[str] | str) -> str:
 
 
 class ShownKey(NamedTuple):
-    """A cell's shown record (``StoreIndex.shown``): its key fields, its file (by the store's
-    path) and where its line is; nothing read from the files."""
+    """A cell's shown record (``StoreIndex.shown``): its key fields, its file (by the
+    store's path) and where its line is (``where``); nothing read from the files."""
 
     cell: str
     stack_id: str
@@ -202,7 +202,16 @@ class ShownKey(NamedTuple):
     run_id: str
     finished_at: str
     path: str
-    where: Where
+    file: int
+    offset: int
+    length: int
+    line: int
+    digest: str
+    upgraded: int
+
+    @property
+    def where(self) -> Where:
+        return Where(self.file, self.offset, self.length, self.line, self.digest, bool(self.upgraded))
 
 
 _SHOWN_KEYS = ("SELECT h.cell, r.stack_id, r.repro, r.status, r.evidence, r.workaround, r.run_id, "
@@ -210,7 +219,7 @@ _SHOWN_KEYS = ("SELECT h.cell, r.stack_id, r.repro, r.status, r.evidence, r.work
                "FROM histories h JOIN records r ON r.id = h.record JOIN files f ON f.id = r.file")
 
 
-def shown_keys(execute: Callable[..., sqlite3.Cursor]) -> list[ShownKey]:
-    """Every cell's shown record, key fields only (``execute``: the index's read)."""
-    return [ShownKey(*row[:9], Where(row[9], row[10], row[11], row[12], row[13], bool(row[14])))
-            for row in execute(_SHOWN_KEYS).fetchall()]
+def shown_keys(execute: Callable[..., sqlite3.Cursor], where: str = "") -> list[ShownKey]:
+    """Each cell's shown record whose record ``r`` meets ``where`` (SQL; "": every cell), key
+    fields only (``execute``: the index's read)."""
+    return list(map(ShownKey._make, execute(f"{_SHOWN_KEYS} {where}").fetchall()))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from importlib import resources
 
@@ -67,10 +68,31 @@ def test_an_interpreter_is_probed_in_a_child_process():
     python = os.environ.get("REPROMATRIX_TEST_PY_T214")
     if not python:
         pytest.skip("no torch interpreter: set REPROMATRIX_TEST_PY_T214")
-    proc = repromatrix("check", "--python", python, "--format", "json")
-    data = valid(proc.stdout)
+    proc = subprocess.run([sys.executable, "-m", "repromatrix.cli", "check", "--python", python,
+                           "--format", "json"], capture_output=True, text=True, timeout=300)
+    data = valid(proc.stdout)  # (no memory cap: importing torch maps more than 1 GiB)
     assert data["environment"]["versions"]["torch"].startswith("2.14.1")
     assert proc.returncode == data["exit"]
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_run_checks_by_running_the_catalog_now(tmp_path):
+    """--run runs every repro on the interpreter with the local engine, records them, and
+    sets each beside the records' verdict."""
+    python = os.environ.get("REPROMATRIX_TEST_PY_T214")
+    if not python:
+        pytest.skip("no torch interpreter: set REPROMATRIX_TEST_PY_T214")
+    results = tmp_path / "results"
+    proc = subprocess.run([sys.executable, "-m", "repromatrix.cli", "check", "--python", python,
+                           "--run", "--run-results", str(results), "--format", "json"],
+                          capture_output=True, text=True, timeout=1200)
+    data = valid(proc.stdout)
+    assert proc.returncode == data["exit"], proc.stderr[-2000:]
+    assert data["run"]["ran"] == 5 and all(b["run"] for b in data["bugs"])
+    for bug in data["bugs"]:  # each beside the records: a disagreement is listed
+        assert (bug["run"]["agrees"] is False) == (bug["id"] in data["run"]["disagree"])
+    assert len(list(results.rglob("*.jsonl"))) == 1, "the run's records are kept"
 
 
 @pytest.mark.parametrize("args, needle", [
@@ -87,6 +109,7 @@ def test_an_interpreter_is_probed_in_a_child_process():
     (("torch==2.4.1", "--results", "/no/such/store"), "not a results folder"),
     (("torch==2.4.1", "--ignore", "deform_conv2d"), 'did you mean "deform_conv2d_device"'),
     (("torch==2.4.1", "--ngc", "25.01"), "give one environment"),
+    (("torch==2.4.1", "--run"), "--run runs an interpreter (--python), not pins"),
 ])
 def test_bad_input_exits_2_with_a_message(args, needle):
     proc = repromatrix("check", *args)

@@ -250,3 +250,27 @@ def smallest_upgrade(bugs: Mapping[str, Mapping[str, Any]], found: list[dict[str
     return {"found": True, "versions": dict(c["versions"]), "changes": list(c["changes"]),
             "install": c["install"], "avoids": fixable, "basis": basis, "still_affected": left,
             "brings": brings, "why": ""}
+
+
+def compare_run(result: Mapping[str, Any], run_rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """``result`` with what a run on the environment found now beside each bug (``run``), the
+    bugs where it disagrees with the records, and a bug the run found failing counted as
+    affected (the upgrade stays the records')."""
+    by_repro = {r["repro"]: r for r in run_rows}
+    bugs, disagree = [], []
+    for bug in result["bugs"]:
+        row = by_repro.get(bug["id"])
+        now = None
+        if row is not None:
+            said = (AFFECTED if row["status"] == "fail" else NOT_AFFECTED) if decisive(row) \
+                else CANNOT_TELL
+            agrees = None if CANNOT_TELL in (said, bug["verdict"]) else said == bug["verdict"]
+            now = {"status": row["status"], "verdict": said, "agrees": agrees, "cell": row["cell"],
+                   "run_id": row["run_id"], "level": evidence_words(row) if decisive(row) else ""}
+            if agrees is False:
+                disagree.append(bug["id"])
+        bugs.append({**bug, "run": now})
+    affected = sorted({*result["affected"], *(b["id"] for b in bugs if b["run"] and not b["ignored"]
+                                              and b["run"]["verdict"] == AFFECTED)})
+    return {**result, "bugs": bugs, "affected": affected, "exit": 1 if affected else 0,
+            "run": {"ran": len(by_repro), "disagree": disagree}}

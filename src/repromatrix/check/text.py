@@ -31,13 +31,19 @@ def render(result: Mapping[str, Any]) -> str:
         lines += _wrapped(f"{bug['verdict']}: {bug['why']}")
         if bug["rule"] and bug["rule"]["note"]:
             lines += _wrapped(f"rule's note: {bug['rule']['note']}")
+        if bug.get("run"):
+            run = bug["run"]
+            level = f", {run['level']}" if run["level"] else ""
+            said = {True: "agrees", False: "DISAGREES with the records", None: "cannot compare"}
+            lines += _wrapped(f"run now: {run['status']} ({run['verdict']}{level}): "
+                              f"{said[run['agrees']]}")
         if bug["verdict"] == AFFECTED:
             record = bug["record"]
             if record and record["workaround"]:
                 lines += _wrapped(f"workaround stage on that record: {record['workaround']}")
             lines += _wrapped(f"workaround: {bug['workaround'] or 'none documented'}")
             lines += _wrapped(f"fixed in: {bug['fixed_in'] or 'no release known to fix it'}")
-    lines += ["", *_upgrade(result), "", _summary(result)]
+    lines += ["", *_upgrade(result), "", *_run(result), _summary(result)]
     return printable("\n".join(lines), newlines=True) + "\n"
 
 
@@ -70,6 +76,16 @@ def _upgrade(result: Mapping[str, Any]) -> list[str]:
         lines.append(f"  brings: {', '.join(up['brings'])} (not affected now)")
     lines.append(f"  {up['install']}")
     return lines
+
+
+def _run(result: Mapping[str, Any]) -> list[str]:
+    run = result.get("run")
+    if not run:
+        return []
+    if not run["disagree"]:
+        return [f"run now: {run['ran']} repro(s) run; none disagrees with the records"]
+    return [f"run now: {run['ran']} repro(s) run; disagreeing with the records: "
+            f"{', '.join(run['disagree'])}"]
 
 
 def _summary(result: Mapping[str, Any]) -> str:

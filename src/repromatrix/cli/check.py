@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from repromatrix.config.options import DEFAULT_RESULTS
 from repromatrix.errors import Exit, UsageError, did_you_mean
 
 HELP = "which known bugs an environment has, and the smallest upgrade that avoids them"
@@ -44,6 +45,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                          help="answer from a published page's results.json")
     p.add_argument("--ignore", action="append", default=[], metavar="BUG",
                    help="a bug (repro id) that does not count (repeatable)")
+    p.add_argument("--run", action="store_true",
+                   help="also run the catalog now on the interpreter (--python; the local engine) "
+                        "and say where the run disagrees with the records")
+    p.add_argument("--run-results", type=Path, default=DEFAULT_RESULTS, metavar="DIR",
+                   help=f"where --run records its results (default: {DEFAULT_RESULTS}/)")
     p.add_argument("--format", choices=FORMATS, default="text",
                    help="text, or json (its schema: repromatrix/data/check.schema.json)")
     return p
@@ -61,16 +67,20 @@ class CheckRequest:
     from_page: str | None = None
     ignore: tuple[str, ...] = ()
     format: str = "text"
+    run: bool = False
+    run_results: Path = DEFAULT_RESULTS
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> CheckRequest:
         request = cls(tuple(args.pins), args.python, args.requirement, args.ngc, args.results,
-                      args.from_page, tuple(args.ignore), args.format)
+                      args.from_page, tuple(args.ignore), args.format, args.run, args.run_results)
         inputs = [name for name, value in (("pins", request.pins), ("--python", request.python),
                                            ("-r", request.requirement), ("--ngc", request.ngc))
                   if value]
         if len(inputs) > 1:
             raise UsageError(f"give one environment: {' and '.join(inputs)} were both given")
+        if request.run and inputs and inputs != ["--python"]:
+            raise UsageError(f"--run runs an interpreter (--python), not {inputs[0]}")
         return request
 
 
@@ -91,6 +101,10 @@ def execute(request: CheckRequest) -> int:
     rows, source = records(request)
     result = answer(bugs, rows, env, upgrade_candidates(env), request.ignore)
     result["source"] = source
+    if request.run:
+        from repromatrix.check.decide import compare_run
+
+        result = compare_run(result, run_now(request))
     if request.format == "json":
         sys.stdout.write(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     else:
@@ -140,3 +154,34 @@ def upgrade_candidates(env: dict[str, Any]) -> list[dict[str, Any]]:
     from repromatrix.config.compat import load_table
 
     return candidates(load_table(), env)
+
+
+def run_now(request: CheckRequest) -> list[dict[str, Any]]:
+    """Run every repro of the catalog on the interpreter through `run`'s own ``execute``
+    (the local engine; recorded in ``run_results``), its progress on stderr; the rows of
+    what it recorded."""
+    import contextlib
+
+    from repromatrix.check.decide import row_of
+    from repromatrix.config.matrix import load_matrix
+    from repromatrix.config.options import writable_folder
+    from repromatrix.config.resolve import run_options
+    from repromatrix.engines.interpreter import resolve_python
+    from repromatrix.store.index import recorded_latest
+
+    from . import run as run_command
+    from .common import Selection
+
+    python = resolve_python(request.python or DEFAULT_PYTHON)
+    results = writable_folder(request.run_results, "--run-results")
+    folder = results / ".work" / "check"
+    folder.mkdir(parents=True, exist_ok=True)
+    matrix_file = folder / "matrix.yaml"
+    matrix_file.write_text(f"stacks: [{{kind: local, id: local, interpreter: {json.dumps(python)}, "
+                           f"tags: [default]}}]\n", encoding="utf-8")
+    matrix = load_matrix(matrix_file)
+    options = run_options(matrix, {"backend": "local", "python": python, "results": results})
+    with contextlib.redirect_stdout(sys.stderr):
+        run_command.execute(run_command.RunRequest(Selection("run"), matrix, options))
+    cells = [f"local--{r}" for r in matrix.repros]
+    return [row_of(r.to_dict()) for r in recorded_latest(results, cells).values()]

@@ -19,6 +19,7 @@ anything else cannot tell.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -59,7 +60,9 @@ def row_of(record: Mapping[str, Any]) -> dict[str, Any]:
             "finished_at": str(record.get("finished_at", "")), "host": str(record.get("host", ""))}
 
 
+@functools.lru_cache(maxsize=4096)
 def _key(version: Any) -> Any:
+    """The version to compare (``report.expect.normalize_version``), parsed once per text."""
     return normalize_version(version)
 
 

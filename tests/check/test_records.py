@@ -77,3 +77,45 @@ def test_the_snapshot_is_json_with_one_row_a_line():
     text = (ROOT / "src" / "repromatrix" / SNAPSHOT).read_text(encoding="utf-8")
     data = json.loads(text)
     assert text.count("\n") == len(data["rows"]) + 2 and data["made_from"] == "results/published"
+
+
+def test_a_store_read_again_reuses_the_stack_cache_and_follows_new_records(tmp_path, monkeypatch):
+    """The per-user cache keeps each stack's versions by its record's digest: a store whose
+    records changed is read as a store read without any cache."""
+    store = tmp_path / "store"
+    (store / "vm").mkdir(parents=True)
+    runs = sorted((PUBLISHED / "vm").glob("*.jsonl"))
+    first_day = [p for p in runs if p.name.startswith("20261124")]
+    assert first_day and len(first_day) < len(runs)
+    for path in first_day:
+        shutil.copy(path, store / "vm" / path.name)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    before, _ = store_rows(store)
+    assert list((tmp_path / "cache" / "repromatrix" / "check").glob("*.json"))
+    assert by_cell(store_rows(store)[0]) == by_cell(before)
+    for path in runs:
+        shutil.copy(path, store / "vm" / path.name)
+    after, _ = store_rows(store)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "no-cache"))
+    assert by_cell(after) == by_cell(store_rows(store)[0]) == by_cell(snapshot_rows()[0])
+
+
+def test_a_results_json_is_fetched_from_a_url(published, tmp_path):
+    import functools
+    import http.server
+    import threading
+
+    from repromatrix.report.render import render_site
+
+    render_site([published], tmp_path / "site")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path / "site"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        rows, source = results_json_rows(f"{base}/results.json")
+        assert by_cell(rows) == by_cell(snapshot_rows()[0]) and source["where"].startswith(base)
+        with pytest.raises(UsageError, match="answered 404"):
+            results_json_rows(f"{base}/absent.json")
+    finally:
+        server.shutdown()

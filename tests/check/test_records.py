@@ -119,3 +119,15 @@ def test_a_results_json_is_fetched_from_a_url(published, tmp_path):
             results_json_rows(f"{base}/absent.json")
     finally:
         server.shutdown()
+
+
+def test_a_results_json_with_differing_copies_of_one_record_is_settled(published, tmp_path):
+    """Two different lines for one (run, cell, attempt) in results.json: the conflict rule
+    compares them from the page's own lines (they are in no store file)."""
+    line = next(iter((published / "vm").glob("*.jsonl"))).read_text().splitlines()[0]
+    record = json.loads(line)
+    other = {**record, "message": record.get("message", "") + " (written again)"}
+    page = tmp_path / "results.json"
+    page.write_text(json.dumps({"records": [record, other, {**record}]}))
+    rows, source = results_json_rows(str(page))
+    assert [r["cell"] for r in rows] == [record["cell"]] and source["cells"] == 1

@@ -32,7 +32,7 @@ from typing import Any
 from repromatrix import paths
 from repromatrix.config.validate import read_regular
 from repromatrix.errors import ConfigError, InfraError, UsageError
-from repromatrix.store.reader import dumps, entry, loads, record_data, settle_cell
+from repromatrix.store.reader import canonical, dumps, entry, loads, record_data, settle_cell
 from repromatrix.textsafe import bounded
 
 from .decide import decisive, row_of
@@ -159,14 +159,16 @@ def results_json_rows(where: str) -> tuple[list[dict[str, Any]], dict[str, Any]]
 def settled_rows(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Each cell's shown record among ``records``, by the store's one rule, as rows."""
     by_cell: dict[str, list[tuple[Any, Mapping[str, Any]]]] = {}
+    lines: dict[str, bytes] = {}  # each record's line by its source, for the conflict rule
     for n, rec in enumerate(records):
         if not all(isinstance(rec.get(k), str) and rec.get(k) for k in
                    ("run_id", "cell", "repro", "status")):
             continue
-        by_cell.setdefault(rec["cell"], []).append((entry(dict(rec), dumps(rec), f"#{n}"), rec))
+        lines[f"#{n}"] = dumps(rec)
+        by_cell.setdefault(rec["cell"], []).append((entry(dict(rec), lines[f"#{n}"], f"#{n}"), rec))
     out = []
-    for pairs in by_cell.values():
-        shown = settle_cell(e for e, _ in pairs).shown
+    for pairs in by_cell.values():  # (sources are not file:line: the lines come from here)
+        shown = settle_cell((e for e, _ in pairs), lambda e: canonical(lines[e.source])).shown
         out.append(row_of(next(r for e, r in pairs if e.source == shown.source)))
     return out
 

@@ -253,8 +253,8 @@ def test_hostile_strings_are_text_not_markup(tmp_path):
         page = parse(path)
         assert page.find_all("img") == [], path
         scripts = page.find_all("script")
-        assert all(s.attrs.get("src") == "static/report.js" or s.attrs.get("type") == "application/json"
-                   for s in scripts), path
+        assert all(s.attrs.get("src") in ("static/report.js", "static/check.js")
+                   or s.attrs.get("type") == "application/json" for s in scripts), path
         assert not any(k.startswith("on") for n in page.iter() for k in n.attrs), path
     repro_page = parse(out / page_name("deform_conv2d_device"))
     text = repro_page.text()
@@ -268,6 +268,8 @@ def test_hostile_strings_are_text_not_markup(tmp_path):
     for chunk in (out / "data").glob("c*.js"):   # a chunk is one call with one script-safe literal
         text = chunk.read_text(encoding="utf-8")
         assert re.fullmatch(r"repromatrixChunk\(\d+,\{.*\}\);\n", text, re.S) and "<" not in text
+    verdicts = (out / "data" / "verdicts.js").read_text(encoding="utf-8")  # the check box's data
+    assert re.fullmatch(r"repromatrixVerdicts\(\{.*\}\);\n", verdicts, re.S) and "<" not in verdicts
     # a hostile repro id gets a hashed file name
     odd = "<img src=x onerror=window.__pwned=1>"
     assert page_name(odd).startswith("repro-x") and (out / page_name(odd)).is_file()

@@ -24,7 +24,6 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from repromatrix.config.catalog import NOT_PACKAGES, package_name
 from repromatrix.report.expect import normalize_version, probe_version, when_holds
 from repromatrix.store.record import REAL, STANDIN, evidence_level
 
@@ -136,6 +135,9 @@ def missing_packages(bug: Mapping[str, Any], env: Mapping[str, Any]) -> list[str
     """What the bug's repro requires that a complete environment does not have."""
     if not env.get("complete"):
         return []
+    # (imported here: the report writes the page's check data without the config package)
+    from repromatrix.config.catalog import NOT_PACKAGES, package_name
+
     have = {package_name(k) for k, v in (env.get("packages") or {}).items() if v}
     have |= {package_name(k) for k, v in env["versions"].items() if v}
     wanted = (package_name(r) for r in bug.get("requires") or ())

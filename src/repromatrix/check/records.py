@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from repromatrix import paths
-from repromatrix.config.validate import read_regular
 from repromatrix.errors import ConfigError, InfraError, UsageError
 from repromatrix.store.reader import canonical, dumps, entry, loads, record_data, settle_cell
 from repromatrix.textsafe import bounded
@@ -141,6 +140,11 @@ class StackCache:
 def results_json_rows(where: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The rows of a published page's ``results.json`` (a file, or an http(s) URL)."""
     raw = _fetch(where) if where.startswith(("http://", "https://")) else _read(where)
+    return results_rows(raw, where)
+
+
+def results_rows(raw: bytes, where: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """``results_json_rows`` of the bytes of a ``results.json`` read from ``where``."""
     try:
         data = loads(raw)
     except (ValueError, RecursionError):
@@ -174,6 +178,8 @@ def settled_rows(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _read(where: str) -> bytes:
+    from repromatrix.config.validate import read_regular
+
     try:
         return read_regular(Path(where), "give a page's results.json")
     except ConfigError as exc:

@@ -47,6 +47,7 @@ from .pages import (
     write_pages,
 )
 from .pieces import CellPieces
+from .verdicts import write_verdicts
 from .written import RenderState
 
 _FROM_VIEW = ("status", "previous", "contradicted", "expected", "expected_when", "workaround",
@@ -279,6 +280,7 @@ class _Patch:
             start=len(CSV_HEAD), lengths=[len(line) for line in lines])
         write_feed(out / "changes.atom", title, now.isoformat(timespec="seconds"),
                    status_changes(self.feed, FEED_ENTRIES), state)
+        write_verdicts(out, self.repros, state)
         copy_static(out, state)
         state.save()
         self._keep(views, pages)

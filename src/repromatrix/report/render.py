@@ -63,6 +63,7 @@ from .pages import (
 from .patch import render_patched
 from .pieces import CellPieces
 from .stacks import StackBook, layout_key, matrix_rows, pivot
+from .verdicts import write_verdicts
 from .written import RenderState
 
 __all__ = ["STATUS_INFO", "ReportSummary", "fragment", "page_name", "render_site",
@@ -137,6 +138,7 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
     feed = {c: reduced.timeline(c) for c in reduced.feed_cells(shown.__contains__, FEED_ENTRIES)}
     write_feed(out / "changes.atom", title, now.isoformat(timespec="seconds"),
                status_changes(feed, FEED_ENTRIES), state)
+    write_verdicts(out, repros, state)
     copy_static(out, state)
     state.save()
     if reduced.mark is not None and len(reduced.settled) == len(reduced.latest):

@@ -6,7 +6,6 @@ open tab is also captured when a test fails. Timings are measured in benchmarks/
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from pathlib import Path
@@ -21,9 +20,6 @@ from repromatrix.store.results import ResultStore
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = os.environ.get("REPROMATRIX_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"
 CATALOG = {"deform_conv2d_device": Repro(
     id="deform_conv2d_device", path="repros/deform_conv2d_device.py", title="deform_conv2d device mismatch",
@@ -32,25 +28,6 @@ CATALOG = {"deform_conv2d_device": Repro(
             {"when": {"torch_tensorrt": ">=2.5"}, "status": "pass"}))}
 VISIBLE_CELLS = "#matrix td.cell[data-cell] a:visible"
 STATUSES = [s.value for s in Status]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="Playwright's Python package is not installed")
-    if not Path(CHROMIUM).is_file():
-        pytest.skip(f"chromium not found at {CHROMIUM} (apt-get install chromium)")
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def artifacts(tmp_path) -> Path:
-    root = Path(os.environ.get("REPROMATRIX_TEST_ARTIFACTS") or tmp_path / "artifacts")
-    root.mkdir(parents=True, exist_ok=True)
-    return root
 
 
 class Tab:

@@ -280,7 +280,7 @@ class _Patch:
             start=len(CSV_HEAD), lengths=[len(line) for line in lines])
         write_feed(out / "changes.atom", title, now.isoformat(timespec="seconds"),
                    status_changes(self.feed, FEED_ENTRIES), state)
-        write_verdicts(out, self.repros, state)
+        write_verdicts(out, [self.index.root], self.repros, state)
         copy_static(out, state)
         state.save()
         self._keep(views, pages)

@@ -138,7 +138,7 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
     feed = {c: reduced.timeline(c) for c in reduced.feed_cells(shown.__contains__, FEED_ENTRIES)}
     write_feed(out / "changes.atom", title, now.isoformat(timespec="seconds"),
                status_changes(feed, FEED_ENTRIES), state)
-    write_verdicts(out, repros, state)
+    write_verdicts(out, paths, repros, state)
     copy_static(out, state)
     state.save()
     if reduced.mark is not None and len(reduced.settled) == len(reduced.latest):

@@ -4,7 +4,7 @@ Flow: out/results.json (written by then) + the catalog -> **report.verdicts** ->
 out/data/verdicts.js; the compatibility table -> out/data/upgrades.js. Both are loaded by
 ``static/check.js`` when the box is first used (scripts, so file:// works; index.html
 carries none of it). The rows are what ``repromatrix check --from out/results.json`` reads
-(``check.records.results_rows``), so the box and the command answer alike. Each file is
+(``_rows``), so the box and the command answer alike. Each file is
 made only when its inputs changed (``RenderState.kept``): a render that left results.json
 as it was does not read it again, and one that did not change the table does not import
 its reader (a patched render never needs it).
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +35,10 @@ def catalog_bugs(repros: Mapping[str, Repro]) -> dict[str, dict[str, Any]]:
             for r in repros.values()}
 
 
-def write_verdicts(out: Path, repros: Mapping[str, Repro], state: RenderState) -> None:
+def write_verdicts(out: Path, paths: Sequence[Path], repros: Mapping[str, Repro],
+                   state: RenderState) -> None:
     """Write data/verdicts.js and data/upgrades.js where their inputs changed since the last
-    render into ``out``."""
+    render into ``out`` of ``paths``."""
     from repromatrix.check.page import page_bugs, page_data, table_digest
 
     folder = out / DATA_DIR
@@ -47,13 +48,8 @@ def write_verdicts(out: Path, repros: Mapping[str, Repro], state: RenderState) -
                                      sort_keys=True, default=str).encode("utf-8", "surrogatepass")
                           ).hexdigest()
     if not state.kept(folder / VERDICTS, source):
-        path = out / "results.json"
-        try:
-            rows = _rows(path.read_bytes(), str(path))
-        except OSError:
-            rows = []
         state.write_made(folder / VERDICTS, source,
-                         f"repromatrixVerdicts({script_json(page_data(bugs, rows))});\n")
+                         f"repromatrixVerdicts({script_json(page_data(bugs, _rows(out, paths)))});\n")
     if not state.kept(folder / UPGRADES, table_digest()):
         from repromatrix.check.page import upgrade_data
         from repromatrix.config.compat import load_table
@@ -62,10 +58,16 @@ def write_verdicts(out: Path, repros: Mapping[str, Repro], state: RenderState) -
                          f"repromatrixUpgrades({script_json(upgrade_data(load_table()))});\n")
 
 
-def _rows(raw: bytes, where: str) -> list[dict[str, Any]]:
-    from repromatrix.check.records import results_rows
+def _rows(out: Path, paths: Sequence[Path]) -> list[dict[str, Any]]:
+    """The rows ``check --from out/results.json`` reads: of one store folder through its index
+    (``check.records.store_rows``, the rows ``check --results`` reads: the same records,
+    settled by the same rule, without parsing results.json again), else of results.json."""
+    from repromatrix.check.records import results_rows, store_rows
 
     try:
-        return results_rows(raw, where)[0]
-    except UsageError:  # no usable record in it: the command answers nothing from it either
+        if len(paths) == 1 and Path(paths[0]).is_dir():
+            return store_rows(Path(paths[0]))[0]
+        path = out / "results.json"
+        return results_rows(path.read_bytes(), str(path))[0]
+    except UsageError:  # no usable record: the command answers nothing from it either
         return []

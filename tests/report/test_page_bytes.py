@@ -3,7 +3,9 @@ render of the same sets wrote before the house moved (tests/data/golden_site).
 
 Each set is rendered from a relative path with a fixed clock, so nothing but the harness
 decides the bytes. The static assets are copied as they ship, so they are compared with
-the shipped files (``report/static``) rather than kept four times.
+the shipped files (``report/static``) rather than kept four times; so is the check box's
+``data/upgrades.js``, made from the shipped compatibility table alone (it changes with
+the table's weekly update, not with the page), compared with what the table makes now.
 ``REPROMATRIX_WRITE_GOLDEN=1`` rewrites the kept files: do that only in
 a commit that says which change of the page it records.
 """
@@ -20,6 +22,7 @@ import pytest
 from repromatrix.model import Repro
 from repromatrix.paths import report_dir
 from repromatrix.report.render import render_site
+from repromatrix.report.verdicts import UPGRADES, upgrades_script
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 GOLDEN = DATA / "golden_site"
@@ -33,6 +36,7 @@ CATALOG = {"deform_conv2d_device": Repro(
     description="deform_conv2d inside a compiled graph mixes devices.",
 )}
 # name -> the golden result sets it renders together
+TABLE_MADE = f"data/{UPGRADES}"  # made from the shipped table alone
 SITES = {
     "every_status": ("every_status",),
     "hostile": ("hostile",),
@@ -45,6 +49,7 @@ def site_files(out: Path) -> dict[str, bytes]:
     """Every file a render made, but its own caches (dot files) and the copied assets."""
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
             if p.is_file() and p.relative_to(out).parts[0] != "static"
+            and p.relative_to(out).as_posix() != TABLE_MADE
             and not any(part.startswith(".") for part in p.relative_to(out).parts)}
 
 
@@ -69,3 +74,4 @@ def test_the_page_is_byte_for_byte_what_it_was(name: str, tmp_path: Path, monkey
     shipped = {p.name: p.read_bytes() for p in (report_dir() / "static").iterdir() if p.is_file()}
     copied = {p.name: p.read_bytes() for p in (tmp_path / "site" / "static").iterdir()}
     assert copied == shipped
+    assert (tmp_path / "site" / TABLE_MADE).read_text(encoding="utf-8") == upgrades_script()

@@ -51,11 +51,15 @@ def write_verdicts(out: Path, paths: Sequence[Path], repros: Mapping[str, Repro]
         state.write_made(folder / VERDICTS, source,
                          f"repromatrixVerdicts({script_json(page_data(bugs, _rows(out, paths)))});\n")
     if not state.kept(folder / UPGRADES, table_digest()):
-        from repromatrix.check.page import upgrade_data
-        from repromatrix.config.compat import load_table
+        state.write_made(folder / UPGRADES, table_digest(), upgrades_script())
 
-        state.write_made(folder / UPGRADES, table_digest(),
-                         f"repromatrixUpgrades({script_json(upgrade_data(load_table()))});\n")
+
+def upgrades_script() -> str:
+    """data/upgrades.js: the shipped table's upgrade paths (``check.page.upgrade_data``)."""
+    from repromatrix.check.page import upgrade_data
+    from repromatrix.config.compat import load_table
+
+    return f"repromatrixUpgrades({script_json(upgrade_data(load_table()))});\n"
 
 
 def _rows(out: Path, paths: Sequence[Path]) -> list[dict[str, Any]]:

@@ -1,5 +1,5 @@
 """The page's "Check your versions" box in a real browser against the real command: a site
-rendered from the published records, each combination typed into the box in chromium
+rendered from the published records (one store, or two), each combination typed into the box in chromium
 (file://), its answer compared with ``repromatrix check ... --from site/results.json
 --format json``: per bug, the smallest upgrade, what the box shows."""
 
@@ -31,11 +31,18 @@ COMBINATIONS = [  # (the box's fields, the command's environment arguments)
 ENV_KEYS = ("kind", "versions", "complete")
 
 
-@pytest.fixture(scope="module")
-def published_site(tmp_path_factory) -> Path:
+@pytest.fixture(scope="module", params=["one store", "two stores"])
+def published_site(request, tmp_path_factory) -> Path:
+    """A site of the published records: from their store (the box's rows come through its
+    index), or from the same records split into two stores (through results.json)."""
     root = tmp_path_factory.mktemp("box")
-    shutil.copytree(ROOT / "results" / "published", root / "store")
-    render_site([root / "store"], root / "site", load_catalog(repros_dir()))
+    files = sorted((ROOT / "results" / "published" / "vm").glob("*.jsonl"))
+    stores = [root / "a"] if request.param == "one store" else [root / "a", root / "b"]
+    for n, path in enumerate(files):
+        folder = stores[n % len(stores)] / "vm"
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, folder / path.name)
+    render_site(stores, root / "site", load_catalog(repros_dir()))
     return root / "site"
 
 

@@ -31,7 +31,8 @@ from typing import Any
 
 from repromatrix import paths
 from repromatrix.errors import ConfigError, InfraError, UsageError
-from repromatrix.store.reader import canonical, dumps, entry, loads, record_data, settle_cell
+from repromatrix.store.lines import canonical, dumps, loads, record_data
+from repromatrix.store.reader import entry, settle_cell
 from repromatrix.textsafe import bounded
 
 from .decide import decisive, row_of

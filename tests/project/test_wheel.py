@@ -118,8 +118,9 @@ def test_readme_quick_start_from_the_wheel_in_a_fresh_venv(tmp_path):
 
 @pytest.mark.slow
 def test_check_answers_offline_from_the_wheel_in_a_fresh_venv(wheel, tmp_path):
-    """`repromatrix check` from the installed wheel, in a folder outside the checkout: the
-    published records' snapshot and the JSON schema ship inside it."""
+    """`repromatrix check` from the installed wheel, in a folder outside the checkout, for each
+    kind of input (pins, a requirements file, an NGC release, a store, a page's results.json,
+    an interpreter): the published records' snapshot and the JSON schema ship inside it."""
     uv = shutil.which("uv")
     venv = tmp_path / "venv"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
@@ -130,13 +131,32 @@ def test_check_answers_offline_from_the_wheel_in_a_fresh_venv(wheel, tmp_path):
         pytest.skip(f"the wheel's dependencies could not be installed here: {proc.stderr[-500:]}")
     home = tmp_path / "home"
     home.mkdir()
-    check = subprocess.run([str(venv / "bin" / "repromatrix"), "check", "torch==2.4.1",
-                            "torch-tensorrt==2.4.0", "torchvision==0.19.1", "--format", "json"],
-                           cwd=home, env=env, capture_output=True, text=True, timeout=120)
-    assert check.returncode == 1, check.stderr
-    answer = json.loads(check.stdout)
+
+    def check(*args: str) -> tuple[int, dict]:
+        proc = subprocess.run([str(venv / "bin" / "repromatrix"), "check", *args, "--format", "json"],
+                              cwd=home, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode in (0, 1), (args, proc.stderr[-2000:])
+        return proc.returncode, json.loads(proc.stdout)
+
+    pins = ("torch==2.4.1", "torch-tensorrt==2.4.0", "torchvision==0.19.1")
+    code, answer = check(*pins)
+    assert code == 1 and "deform_conv2d_device" in answer["affected"]
     assert answer["source"]["kind"] == "snapshot" and answer["source"]["cells"] > 20
-    assert "deform_conv2d_device" in answer["affected"]
+    # every other kind of input, from the same installed wheel
+    (home / "requirements.txt").write_text("\n".join(pins) + "\n")
+    assert check("-r", "requirements.txt")[1]["affected"] == answer["affected"]
+    assert check("--ngc", "24.07")[1]["source"]["kind"] == "snapshot"
+    store = shutil.copytree(ROOT / "results" / "published", tmp_path / "store")
+    assert check(*pins, "--results", str(store))[1]["affected"] == answer["affected"]
+    site = tmp_path / "site"
+    run([str(venv / "bin" / "repromatrix"), "report", "--matrix", str(store / "matrix.yaml"),
+         "--results", str(store), "--out", str(site)],
+        home, env)
+    assert check(*pins, "--from", str(site / "results.json"))[1]["affected"] == answer["affected"]
+    python = os.environ.get("REPROMATRIX_TEST_PY_T213")  # a torch interpreter, probed
+    if python:
+        versions = check("--python", python)[1]["environment"]["versions"]
+        assert versions["torch"].startswith("2.13.0"), versions
     package = Path(run([str(venv / "bin" / "python"), "-c", "import repromatrix, sys; "
                         "sys.stdout.write(repromatrix.__file__)"], home, env)).parent
     assert ROOT not in package.parents, f"the venv imports the checkout: {package}"

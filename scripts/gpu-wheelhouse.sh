@@ -55,6 +55,11 @@ target=(--only-binary=:all: --python-version "$version" --implementation cp --ab
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+pip=(python3 -m pip)
+if ! python3 -m pip --version >/dev/null 2>&1; then  # a venv made without pip (uv's, nox's)
+  python3 -m venv "$tmp/pip" || { echo "gpu-wheelhouse: python3 has no pip and cannot make a venv with it" >&2; exit 2; }
+  pip=("$tmp/pip/bin/python" -m pip)
+fi
 rm -f "$dir"/*.whl "$dir/provided.txt" "$dir/python-version"
 
 echo "== the harness's wheel (from $root)"
@@ -68,12 +73,12 @@ if git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 else
   (cd "$root" && cp -r "${src[@]}" "$tmp/src/")
 fi
-python3 -m pip wheel --no-deps --quiet --wheel-dir "$tmp/harness" "$tmp/src"
+"${pip[@]}" wheel --no-deps --quiet --wheel-dir "$tmp/harness" "$tmp/src"
 cp "$tmp"/harness/repromatrix-*.whl "$dir/"
 wheel=$(echo "$dir"/repromatrix-*.whl)
 
 echo "== its dependencies for CPython $version ($platform and older)"
-python3 -m pip install --dry-run --ignore-installed --quiet --target "$tmp/none" \
+"${pip[@]}" install --dry-run --ignore-installed --quiet --target "$tmp/none" \
   --report "$tmp/resolved.json" "${target[@]}" "$wheel"
 python3 - "$tmp/resolved.json" "$left_out_re" "$tmp/pins.txt" "$dir/provided.txt" <<'EOF'
 import json, re, sys
@@ -88,7 +93,7 @@ open(pins, "w").write("".join(p + "\n" for p in keep))
 open(provided, "w").write("".join(p.split("==")[0] + "\n" for p in skip))
 print("left to the GPU machine's interpreter:", ", ".join(skip) or "nothing")
 EOF
-python3 -m pip download --no-deps --quiet --dest "$dir" "${target[@]}" -r "$tmp/pins.txt"
+"${pip[@]}" download --no-deps --quiet --dest "$dir" "${target[@]}" -r "$tmp/pins.txt"
 echo "$version" > "$dir/python-version"
 
 find "$dir" -maxdepth 1 -type f -printf '  %10s  %f\n' | sort -k2

@@ -14,7 +14,11 @@ import jsonschema
 import pytest
 from support.cli import repromatrix
 
+from repromatrix.config.catalog import repro_files
+from repromatrix.paths import repros_dir
+
 REPORTED = ("torch==2.4.1", "torch-tensorrt==2.4.0", "torchvision==0.19.1")
+CATALOG = [p.stem for p in repro_files(repros_dir())]  # the built-in bugs check answers for
 
 
 def schema() -> dict:
@@ -51,7 +55,7 @@ def test_the_json_answer_follows_the_shipped_schema(args):
     proc = repromatrix("check", *args, "--format", "json")
     data = valid(proc.stdout)
     assert proc.returncode == data["exit"]
-    assert len(data["bugs"]) == 5 and data["source"]["kind"] == "snapshot"
+    assert len(data["bugs"]) == len(CATALOG) and data["source"]["kind"] == "snapshot"
 
 
 def test_a_requirements_file_and_a_store(tmp_path):
@@ -90,7 +94,7 @@ def test_run_checks_by_running_the_catalog_now(tmp_path):
                           capture_output=True, text=True, timeout=1200)
     data = valid(proc.stdout)
     assert proc.returncode == data["exit"], proc.stderr[-2000:]
-    assert data["run"]["ran"] == 5 and all(b["run"] for b in data["bugs"])
+    assert data["run"]["ran"] == len(CATALOG) and all(b["run"] for b in data["bugs"])
     for bug in data["bugs"]:  # each beside the records: a disagreement is listed
         assert (bug["run"]["agrees"] is False) == (bug["id"] in data["run"]["disagree"])
     assert len(list(results.rglob("*.jsonl"))) == 1, "the run's records are kept"

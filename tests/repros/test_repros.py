@@ -1,16 +1,21 @@
-"""The five repros, run for real through the runner, and their signatures against real text.
+"""The repros, run for real through the runner, and their signatures against real text.
 
 Four real stacks: torch 2.14.1 + torchvision 0.29.1 and 2.12.1 + 0.27.1 and 2.9.1 + 0.24.1
-(CUDA builds, no GPU here), and torch 2.13.0+cpu (no torchvision). CPU stages run and are
-asserted on; GPU and TensorRT stages must come out `skip` with the right reason, never
-`pass`. When a GPU is present the GPU assertions are not made (the cell may then pass).
+(CUDA builds with onnx and onnxscript, no GPU here), and torch 2.13.0+cpu (no torchvision,
+no onnx). CPU stages run and are asserted on; GPU and TensorRT stages must come out `skip`
+with the right reason, never `pass`. When a GPU is present the GPU assertions are not made
+(the cell may then pass). The bugs decided on a CPU are asserted on both sides of their
+release boundary: `fail` with the signature on the last bad interpreter, `pass` with the
+check named on the first fixed one.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +30,8 @@ sys.path.insert(0, str(REPROS / "harness"))
 import protocol  # noqa: E402
 
 IDS = ["deform_conv2d_device", "dynamic_unet_shapes", "onnx_export_device", "torchscript_device_mix",
-       "ts_device_gpu_id"]
+       "ts_device_gpu_id", "onnx_ts_rshift_signed", "export_dynamic_shapes_var_kwargs",
+       "onnx_dynamic_axes_names_dropped", "onnx_export_fallback_removed"]
 INTERPRETERS = ("t214", "t213", "t212", "t29")
 _RUNS: dict[str, dict] = {}
 
@@ -72,12 +78,37 @@ def t213(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def t212(tmp_path_factory):
+    return results_on("t212", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
 def t29(tmp_path_factory):
     return results_on("t29", tmp_path_factory)
 
 
 def stages(result: dict) -> dict[str, dict]:
     return {s["name"]: s for s in result["stages"]}
+
+
+def meta(rid: str) -> dict:
+    """A repro's META, read as the host reads it (a literal, never imported)."""
+    tree = ast.parse((REPROS / f"{rid}.py").read_text())
+    return next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                and any(getattr(t, "id", None) == "META" for t in n.targets))
+
+
+def needs_gpu(rid: str) -> bool:
+    """Whether META says the verdict needs a CUDA device (``cuda`` or ``gpus...``)."""
+    return any(re.match(r"\s*(cuda|gpus)\b", req) for req in meta(rid)["requires"])
+
+
+def expected_status(rid: str, env: dict) -> str | None:
+    """The status of META's first ``expect`` rule that holds for the run's probed torch."""
+    for rule in meta(rid)["expect"]:
+        if protocol.when_matches(rule["when"], {"torch": env["torch"]}):
+            return rule["status"]
+    return None
 
 
 def assert_gpu_stages_skipped(result: dict, env: dict, names: list[str]) -> None:
@@ -107,7 +138,12 @@ def test_no_crash_or_error_on_a_cpu_host(name, tmp_path_factory):
                if s["status"] in ("crash", "error", "timeout")]
         assert res[rid]["status"] not in ("crash", "error", "timeout", "broken"), (rid, res[rid]["message"])
         assert not bad, (rid, bad)
-        assert res[rid]["status"] == "skip", (rid, res[rid]["message"])  # the verdict needs a GPU
+        if needs_gpu(rid):
+            assert res[rid]["status"] == "skip", (rid, res[rid]["message"])  # the verdict needs a GPU
+        elif res[rid]["status"] == "skip":  # decided on a CPU, unless the stack lacks a package
+            assert "is not installed" in res[rid]["message"], (rid, res[rid]["message"])
+        else:  # decided on a CPU: what META expects on this torch
+            assert res[rid]["status"] == expected_status(rid, res["env"]), (rid, res[rid]["message"])
     ran = [s for rid in IDS for s in res[rid]["stages"] if s["status"] in ("pass", "fail")]
     assert len(ran) >= 5  # CPU evidence was produced, not only skips
     assert res["left_in_tmp"] == [], "a repro left its temporary files behind"
@@ -249,7 +285,90 @@ def test_all_repros_on_213_cpu_build(t213):
     assert ts["trace_cpu_inspect"]["status"] == "pass"
     assert ts["frozen_dtype_standin"]["signature"] == "frozen_constants_do_not_move"
     for rid in IDS:
-        assert t213[rid]["status"] == "skip", (rid, t213[rid]["message"])
+        if needs_gpu(rid):
+            assert t213[rid]["status"] == "skip", (rid, t213[rid]["message"])
+    for rid in ("onnx_ts_rshift_signed", "onnx_dynamic_axes_names_dropped", "onnx_export_fallback_removed"):
+        assert t213[rid]["status"] == "skip" and "onnx is not installed" in t213[rid]["message"], rid
+
+
+# ------------------------- CPU-decided bugs: both sides of each release boundary
+
+def assert_fails_with(result: dict, stage: str, signature: str) -> dict:
+    """The cell fails on ``stage`` with ``signature`` (the known bug, not something new)."""
+    st = stages(result)[stage]
+    assert st["status"] == "fail" and st["signature"] == signature, st["message"]
+    assert result["status"] == "fail" and result["signature"] == signature, result["message"]
+    return st
+
+
+def assert_passes_checked(result: dict, stage: str, *checks: str) -> dict:
+    """The cell passes, and ``stage`` passed the checks named (a numeric one among them)."""
+    st = stages(result)[stage]
+    assert st["status"] == "pass", st["message"]
+    held = [c["what"] for c in st["checks"] if c["ok"]]
+    for what in checks:
+        assert any(h.startswith(what) for h in held), (what, held)
+    assert any(c["numeric"] and c["ok"] for c in st["checks"])
+    assert result["status"] == "pass", result["message"]
+    return st
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_onnx_rshift_fails_on_212_and_passes_on_214(t212, t214):
+    """Legacy ONNX export of a signed ``>>``: off by one on negatives up to 2.13, exact from 2.14."""
+    rid = "onnx_ts_rshift_signed"
+    bad = assert_fails_with(t212[rid], "legacy_export", "legacy_rshift_rounds_toward_zero")
+    assert "Div" in bad["evidence"]["onnx_ops"] and "Less" not in bad["evidence"]["onnx_ops"]
+    for got, want in zip(bad["evidence"]["onnx"], bad["evidence"]["eager"], strict=True):
+        diffs = [g - w for g, w in zip(got, want, strict=True)]
+        assert set(diffs) == {0, 1}  # rounded toward zero: one too large, never too small
+        assert all(w < 0 for w, d in zip(want, diffs, strict=True) if d)  # only where the result is negative
+    good = assert_passes_checked(t214[rid], "legacy_export", "legacy ONNX vs eager, signed >>")
+    assert {"Less", "Add", "Div", "Sub"} <= set(good["evidence"]["onnx_ops"])  # the sign fix-up
+    for res in (t212["onnx_ts_rshift_signed"], t214["onnx_ts_rshift_signed"]):
+        assert stages(res)["nonnegative_control"]["status"] == "pass"  # Div is right without negatives
+        assert res["workaround"] == "pass"
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_export_var_kwargs_fails_on_213_and_passes_on_214(t213, t214):
+    """Both spec styles for a ``forward(**kwargs)`` model: refused up to 2.13, dynamic from 2.14."""
+    bad = t213["export_dynamic_shapes_var_kwargs"]
+    assert_fails_with(bad, "export_call_style", "var_kwargs_top_level_keys")
+    sig_style = stages(bad)["export_signature_style"]
+    assert sig_style["status"] == "fail" and sig_style["signature"] == "var_kwargs_tree_name_assertion"
+    good = t214["export_dynamic_shapes_var_kwargs"]
+    for stage in ("export_call_style", "export_signature_style"):
+        assert_passes_checked(good, stage, "exported vs eager at batch 7 (example 4)")
+    assert bad["workaround"] == "pass" and good["workaround"] == "pass"
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_onnx_dynamic_axes_names_fail_on_29_and_pass_on_212(t29, t212):
+    """dynamo ONNX export: the dynamic_axes name is torch's symbol on 2.9, the given one on 2.12."""
+    bad = assert_fails_with(t29["onnx_dynamic_axes_names_dropped"], "dynamo_export", "dynamic_axes_name_lost")
+    assert any(c["numeric"] and c["ok"] for c in bad["checks"])  # still dynamic: only the name is lost
+    assert all(re.fullmatch(r"s\d+", dims[0]) for dims in bad["evidence"]["onnx_dims"].values())
+    good = assert_passes_checked(t212["onnx_dynamic_axes_names_dropped"], "dynamo_export",
+                                 "ONNX (onnx.reference) vs eager at batch 3",
+                                 "dim 0 of every input and output is named as in dynamic_axes")
+    assert {dims[0] for dims in good["evidence"]["onnx_dims"].values()} == {"b"}
+    for res in (t29["onnx_dynamic_axes_names_dropped"], t212["onnx_dynamic_axes_names_dropped"]):
+        assert res["workaround"] == "pass"  # the legacy exporter keeps the names
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_onnx_export_fallback_passes_on_29_and_fails_on_212(t29, t212):
+    """``fallback=True``: an exported, checked model on 2.9; refused by name from 2.11."""
+    rid = "onnx_export_fallback_removed"
+    assert_passes_checked(t29[rid], "export_with_fallback", "ONNX (dynamo=True, fallback=True) vs eager")
+    bad = assert_fails_with(t212[rid], "export_with_fallback", "fallback_keyword_removed")
+    assert "'fallback'" in bad["message"]
+    assert t29[rid]["workaround"] == "pass" and t212[rid]["workaround"] == "pass"
 
 
 # ------------------------------------- signatures against recorded dossier text
@@ -278,13 +397,9 @@ def test_gpu_id_signature_against_real_torch_text():
 
 
 def test_meta_is_a_literal_with_the_catalog_keys():
-    import ast
-
     for rid in IDS:
-        tree = ast.parse((REPROS / f"{rid}.py").read_text())
-        meta = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
-                    and any(getattr(t, "id", None) == "META" for t in n.targets))
-        assert meta["id"] == rid and meta["upstream"] and meta["expect"] and meta["requires"]
-        for exp in meta["expect"]:
+        m = meta(rid)
+        assert m["id"] == rid and m["upstream"] and m["expect"] and m["requires"]
+        for exp in m["expect"]:
             for spec in exp["when"].values():
                 protocol.version_matches("1.0", spec)  # parses

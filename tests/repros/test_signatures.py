@@ -21,7 +21,8 @@ sys.path.insert(0, str(REPROS / "harness"))
 import protocol  # noqa: E402
 
 IDS = ["deform_conv2d_device", "dynamic_unet_shapes", "onnx_export_device", "torchscript_device_mix",
-       "ts_device_gpu_id"]
+       "ts_device_gpu_id", "onnx_ts_rshift_signed", "export_dynamic_shapes_var_kwargs",
+       "onnx_dynamic_axes_names_dropped", "onnx_export_fallback_removed"]
 
 # recorded: deform_conv2d_device/emulated_trt240_decomposition (the FX node, then the user frame)
 _DEFORM_NODE = ("\n\nWhile executing %deform_conv2d : [num_users=1] = call_function[target=torch.ops."
@@ -153,6 +154,56 @@ CASES = [
      "builtins.RuntimeError: Expected all tensors to be on the same device, but got weight is on cuda:0, "
      "different from other tensors on cpu", "fake_export_conv_mixed", "2.13.0", "", None,
      "near miss: 2.13 does not check fake conv devices, so this text is not claimed there"),
+    # ---- onnx_ts_rshift_signed (the check's own text: the bug raises nothing)
+    ("onnx_ts_rshift_signed", ["CheckFailed", "AssertionError"],
+     "protocol.CheckFailed: check_close(legacy ONNX vs eager, signed >>): values differ beyond tolerance "
+     "(max abs diff 1, rtol 0, atol 0)", "legacy_export", "2.12.1", "", "legacy_rshift_rounds_toward_zero",
+     "recorded, torch 2.12.1 (2.9.1 the same)"),
+    ("onnx_ts_rshift_signed", ["CheckFailed", "AssertionError"],
+     "protocol.CheckFailed: check_close(legacy ONNX vs eager, signed >>): values differ beyond tolerance "
+     "(max abs diff 2, rtol 0, atol 0)", "legacy_export", "2.12.1", "", None,
+     "near miss: off by more than the rounding (another wrong lowering, not this one)"),
+    ("onnx_ts_rshift_signed", ["CheckFailed", "AssertionError"],
+     "protocol.CheckFailed: check_close(legacy ONNX vs eager, signed >>): shape (11,) != (1, 11) "
+     "(max abs diff 0, rtol 0, atol 0)", "legacy_export", "2.12.1", "", None,
+     "near miss: a shape difference is not the rounding"),
+    # ---- export_dynamic_shapes_var_kwargs
+    ("export_dynamic_shapes_var_kwargs", ["UserError", "RuntimeError"],
+     "torch._dynamo.exc.UserError: When `dynamic_shapes` is specified as a dict, its top-level keys must be "
+     "the arg names ['kwargs'] of `inputs`, but here they are ['x', 'y']. Since here `inputs` is a "
+     "list/tuple enclosing a single dict, maybe you just forgot to enclose `dynamic_shapes` in a list/tuple?",
+     "export_call_style", "2.13.0", "", "var_kwargs_top_level_keys",
+     "recorded, torch 2.13.0 (2.9.1 the same)"),
+    ("export_dynamic_shapes_var_kwargs", ["UserError", "RuntimeError"],
+     "torch._dynamo.exc.UserError: When `dynamic_shapes` is specified as a dict, its top-level keys must be "
+     "the arg names ['start', 'end'] of `inputs`, but here they are ['end'].", "export_call_style", "2.13.0",
+     "", None, "near miss, printed in pytorch #148564: a missing named argument, no **kwargs"),
+    ("export_dynamic_shapes_var_kwargs", ["AssertionError", "ValueError"],
+     "builtins.AssertionError: Must provide a tree_name when there might be a mismatch\n"
+     "builtins.ValueError: Node arity mismatch; expected 3, but got 1.", "export_signature_style", "2.13.0",
+     "", "var_kwargs_tree_name_assertion", "recorded, torch 2.13.0 (2.9.1: the same assertion, #150022)"),
+    ("export_dynamic_shapes_var_kwargs", ["AssertionError"],
+     "builtins.AssertionError: Must provide a tree_name when there might be a mismatch",
+     "export_signature_style", "2.14.1", "", None, "near miss: not claimed from 2.14, where it is fixed"),
+    # ---- onnx_dynamic_axes_names_dropped
+    ("onnx_dynamic_axes_names_dropped", ["CheckFailed", "AssertionError"],
+     "protocol.CheckFailed: check failed: dim 0 of every input and output is named as in dynamic_axes "
+     "found={'x': ['s31', 4], 'mask': ['s31', 2], 'y': ['s31', 2]}", "dynamo_export", "2.9.1", "",
+     "dynamic_axes_name_lost", "recorded, torch 2.9.1 + onnxscript 0.7.2"),
+    ("onnx_dynamic_axes_names_dropped", ["CheckFailed", "AssertionError"],
+     "protocol.CheckFailed: check failed: dim 0 of every input and output is named as in dynamic_axes "
+     "found={'x': [2, 4], 'mask': [2, 2], 'y': [2, 2]}", "dynamo_export", "2.9.1", "", None,
+     "near miss: a static batch (no dynamic axis at all) is another failure"),
+    # ---- onnx_export_fallback_removed
+    ("onnx_export_fallback_removed", ["TypeError"],
+     "builtins.TypeError: export() got an unexpected keyword argument 'fallback'", "export_with_fallback",
+     "2.12.1", "", "fallback_keyword_removed", "recorded, torch 2.12.1"),
+    ("onnx_export_fallback_removed", ["TypeError"],
+     "builtins.TypeError: export() got an unexpected keyword argument 'fallback'", "export_with_fallback",
+     "2.9.1", "", None, "near miss: 2.9 still has the parameter, so this text is not the removal there"),
+    ("onnx_export_fallback_removed", ["TypeError"],
+     "builtins.TypeError: export() got an unexpected keyword argument 'dynamo'", "export_with_fallback",
+     "2.4.1", "", None, "near miss: before 2.5 there is no dynamo= either (another keyword)"),
     # ---- torchscript_device_mix
     ("torchscript_device_mix", ["torch.jit.Error", "RuntimeError"],
      _TS + "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "

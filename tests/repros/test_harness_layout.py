@@ -20,6 +20,8 @@ from repromatrix.run.staging import stage_catalog
 BUILT_IN = ("deform_conv2d_device", "dynamic_unet_shapes", "export_dynamic_shapes_var_kwargs",
             "onnx_dynamic_axes_names_dropped", "onnx_export_device", "onnx_export_fallback_removed",
             "onnx_ts_rshift_signed",
+BUILT_IN = ("deform_conv2d_device", "dynamic_unet_shapes", "dynamo_global_partitioner_module_children",
+            "dynamo_trace_mixed_static_dynamic_inputs", "onnx_export_device",
             "torchscript_device_mix", "ts_device_gpu_id")
 USER_REPRO = '''"""A user's repro: the harness's protocol and its own helper."""
 import protocol

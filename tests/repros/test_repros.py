@@ -32,6 +32,9 @@ import protocol  # noqa: E402
 IDS = ["deform_conv2d_device", "dynamic_unet_shapes", "onnx_export_device", "torchscript_device_mix",
        "ts_device_gpu_id", "onnx_ts_rshift_signed", "export_dynamic_shapes_var_kwargs",
        "onnx_dynamic_axes_names_dropped", "onnx_export_fallback_removed"]
+IDS = ["deform_conv2d_device", "dynamic_unet_shapes", "dynamo_global_partitioner_module_children",
+       "dynamo_trace_mixed_static_dynamic_inputs", "onnx_export_device", "torchscript_device_mix",
+       "ts_device_gpu_id"]
 INTERPRETERS = ("t214", "t213", "t212", "t29")
 _RUNS: dict[str, dict] = {}
 
@@ -228,6 +231,18 @@ def test_torchscript_device_mix_on_214(t214):
 @pytest.mark.slow
 def test_ts_device_gpu_id_on_214(t214):
     res = t214["ts_device_gpu_id"]
+    assert_gpu_stages_skipped(res, t214["env"], [s["name"] for s in res["stages"]
+                                                 if not s["name"].endswith("_standin")])
+    assert_standin_stages_skipped(res)
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+@pytest.mark.parametrize("rid", ["dynamo_global_partitioner_module_children",
+                                 "dynamo_trace_mixed_static_dynamic_inputs"])
+def test_dynamo_trt_repros_on_214(t214, rid):
+    """Without torch-tensorrt both skip cleanly: the stand-in stage says what it needs."""
+    res = t214[rid]
     assert_gpu_stages_skipped(res, t214["env"], [s["name"] for s in res["stages"]
                                                  if not s["name"].endswith("_standin")])
     assert_standin_stages_skipped(res)

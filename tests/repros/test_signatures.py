@@ -23,7 +23,15 @@ import protocol  # noqa: E402
 IDS = ["deform_conv2d_device", "dynamic_unet_shapes", "onnx_export_device", "torchscript_device_mix",
        "ts_device_gpu_id", "onnx_ts_rshift_signed", "export_dynamic_shapes_var_kwargs",
        "onnx_dynamic_axes_names_dropped", "onnx_export_fallback_removed"]
+IDS = ["deform_conv2d_device", "dynamic_unet_shapes", "dynamo_global_partitioner_module_children",
+       "dynamo_trace_mixed_static_dynamic_inputs", "onnx_export_device", "torchscript_device_mix",
+       "ts_device_gpu_id"]
 
+# recorded with TensorRT stood in (repromatrix run --backend venv --standin tensorrt)
+_NO_GRAPH = "builtins.AttributeError: 'Module' object has no attribute 'graph'"
+_NODE_ARITY = "builtins.ValueError: Node arity mismatch; expected 2, but got 1."
+_TOO_FEW = ("torch._dynamo.exc.UserError: Expected ({0: <class 'torch_tensorrt.dynamo._tracer._0'>},) "
+            "to have 2 items")
 # recorded: deform_conv2d_device/emulated_trt240_decomposition (the FX node, then the user frame)
 _DEFORM_NODE = ("\n\nWhile executing %deform_conv2d : [num_users=1] = call_function[target=torch.ops."
                 "torchvision.deform_conv2d.default](args = (%x, %deform_conv_weight, %conv2d, %zeros, "
@@ -242,6 +250,12 @@ CASES = [
      "embed_engine_torch_device", "2.4.0", "", "torch_device_gpu_id", "MONAI #8017 traceback"),
     ("ts_device_gpu_id", ["AttributeError"], "AttributeError: module 'torch_tensorrt' has no attribute "
      "'set_device'", "embed_engine_torch_device", "2.4.0", "", None, "near miss: TRT #3084"),
+    # ---- dynamo_global_partitioner_module_children, dynamo_trace_mixed_static_dynamic_inputs:
+    # frame signatures only (FRAME_CASES below); without the frame the text alone is refused
+    ("dynamo_global_partitioner_module_children", ["AttributeError"], _NO_GRAPH,
+     "global_partitioner_standin", "2.4.1", "", None, "near miss: no torch-tensorrt frame"),
+    ("dynamo_trace_mixed_static_dynamic_inputs", ["ValueError"], _NODE_ARITY, "trace_mixed_standin",
+     "2.4.1", "", None, "near miss: no torch-tensorrt frame"),
 ]
 
 
@@ -268,6 +282,9 @@ _RUN_DECOMPOSITIONS = "torch_tensorrt/dynamo/_compiler.py:185 in compile: export
     "exported_program.run_decompositions("
 _GPU_ID = "builtins.AttributeError: 'torch.device' object has no attribute 'gpu_id'"
 _TS_DEVICE = "torch_tensorrt/ts/_Device.py:66 in _from: gpu_id=d.gpu_id,"
+_CHILDREN_240 = "torch_tensorrt/dynamo/_compiler.py:364 in compile_module: for node in submodule.graph.nodes"
+_TRACE_81 = ("torch_tensorrt/dynamo/_tracer.py:81 in trace: exp_program = export(mod, tuple(torch_inputs), "
+             "dynamic_shapes=tuple(dynamic_shapes))")
 
 # Stand-in stages (TensorRT stood in): the exception and the torch-tensorrt frame it was raised
 # in (``raised_in``), as recorded by `repromatrix run --backend venv --standin tensorrt`.
@@ -289,6 +306,31 @@ FRAME_CASES = [
     ("ts_device_gpu_id", ["AttributeError"], _GPU_ID, "ts_compile_torch_device_standin", "2.4.1",
      "torch_tensorrt/_Device.py:135 in _from: return cls(gpu_id=d.index)", None,
      "near miss: the dynamo frontend's Device._from, which accepts torch.device"),
+    ("dynamo_global_partitioner_module_children", ["AttributeError"], _NO_GRAPH,
+     "global_partitioner_standin", "2.4.1", _CHILDREN_240, "module_child_has_no_graph",
+     "recorded, torch-tensorrt 2.4.0 (torch 2.4.1)"),
+    ("dynamo_global_partitioner_module_children", ["AttributeError"], _NO_GRAPH,
+     "global_partitioner_standin", "2.3.1",
+     _CHILDREN_240.replace(":364 ", ":359 "), "module_child_has_no_graph",
+     "recorded, torch-tensorrt 2.3.0 (torch 2.3.1)"),
+    ("dynamo_global_partitioner_module_children", ["AttributeError"], _NO_GRAPH,
+     "global_partitioner_standin", "2.4.1",
+     "torch_tensorrt/dynamo/partitioning/common.py:40 in get_graph_converter_support: "
+     "for node in submodule.graph.nodes", None, "near miss: the same text from another function"),
+    ("dynamo_trace_mixed_static_dynamic_inputs", ["ValueError"], _NODE_ARITY, "trace_mixed_standin",
+     "2.4.1", _TRACE_81, "dynamic_shapes_node_arity", "recorded, torch-tensorrt 2.4.0 (torch 2.4.1)"),
+    ("dynamo_trace_mixed_static_dynamic_inputs", ["UserError"], _TOO_FEW, "trace_mixed_standin",
+     "2.3.1", _TRACE_81, "dynamic_shapes_too_few_items", "recorded, torch-tensorrt 2.3.0 (torch 2.3.1)"),
+    ("dynamo_trace_mixed_static_dynamic_inputs", ["AssertionError"],
+     "AssertionError: Expected a name for a dynamic input with shape {'min_shape': (1, 5), 'opt_shape': "
+     "(4, 5), 'max_shape': (8, 5)} but found none", "trace_mixed_standin", "2.2.2",
+     "torch_tensorrt/dynamo/_tracer.py:65 in trace: raise AssertionError(", "dynamic_input_needs_a_name",
+     "torch-tensorrt 2.2.0 (torch 2.2.2), TensorRT stood in: research probe e_mixed.py"),
+    ("dynamo_trace_mixed_static_dynamic_inputs", ["ValueError"], _NODE_ARITY, "trace_mixed_standin",
+     "2.4.1", "torch_tensorrt/dynamo/_compiler.py:200 in compile: exported_program = "
+     "exported_program.run_decompositions(", None, "near miss: the text from outside trace"),
+    ("dynamo_trace_mixed_static_dynamic_inputs", ["UserError"], _TOO_FEW, "trace_mixed_standin",
+     "2.4.1", _TRACE_81, None, "near miss: torch 2.4 words it as the Node arity ValueError"),
 ]
 
 

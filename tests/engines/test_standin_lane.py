@@ -39,7 +39,8 @@ defaults:
   python: "3.11"
   extra_index_urls: [https://pypi.nvidia.com]
   packages: []
-repros: [deform_conv2d_device, ts_device_gpu_id]
+repros: [deform_conv2d_device, ts_device_gpu_id, dynamo_global_partitioner_module_children,
+         dynamo_trace_mixed_static_dynamic_inputs]
 stacks:
   - {kind: pip, torch: "2.4", torch_tensorrt: "2.4.0", index: pypi, tags: [default]}
   - {kind: pip, torch: "2.5", torch_tensorrt: "2.5.0", index: pypi, tags: [default]}
@@ -99,8 +100,36 @@ def test_both_bugs_at_a_buggy_and_a_fixed_release(tmp_path, capsys) -> None:
     assert deform_24.stage("trt_table_without_empty_strided_standin").status == "pass"  # control
     assert deform_24.stage("trt_empty_strided_device_standin").evidence["returned_device"] == "cpu"
     assert deform_25.stage("trt_empty_strided_device_standin").evidence["returned_device"] == "cuda:0"
+    assert_the_dynamo_bugs_at_24_not_25(found)
     assert all(s.standins == () for r in found.values() for s in r.stages if "standin" not in s.name)
     assert REAL not in {r.evidence_level for r in found.values()}
+
+
+def assert_the_dynamo_bugs_at_24_not_25(found: dict[str, Result]) -> None:
+    """The global partitioner's module children and trace's mixed static/dynamic inputs:
+    each raised in torch-tensorrt's own frame at 2.4.0, got past it at 2.5.0."""
+    for rid, stage, frame, signature in (
+            ("dynamo_global_partitioner_module_children", "global_partitioner_standin",
+             "torch_tensorrt/dynamo/_compiler.py:364 in compile_module", "module_child_has_no_graph"),
+            ("dynamo_trace_mixed_static_dynamic_inputs", "trace_mixed_standin",
+             "torch_tensorrt/dynamo/_tracer.py:81 in trace", "dynamic_shapes_node_arity")):
+        bad = found[f"pip-torch2.4.1-trt2.4.0-pypi-py3.11--{rid}"]
+        assert bad.status == "fail" and bad.evidence_level == STANDIN, bad.message
+        decided = bad.stage(stage)
+        assert decided is not None and decided.status == "fail" and "tensorrt" in decided.standins
+        assert decided.signature == signature
+        assert str(decided.evidence["raised_in"]).startswith(frame)
+        assert bad.standin_note == STANDIN_BAD
+        fixed = found[f"pip-torch2.5.1-trt2.5.0-pypi-py3.11--{rid}"]
+        assert fixed.status == "skip" and fixed.evidence_level == STANDIN, fixed.message
+        cleared = fixed.stage(stage)
+        assert cleared is not None and "needs real TensorRT" in cleared.message
+        assert "tensorrt" in cleared.standins and "raised_in" not in cleared.evidence
+    partitioned = found["pip-torch2.5.1-trt2.5.0-pypi-py3.11--dynamo_global_partitioner_module_children"]
+    children = dict(partitioned.stage("global_partitioner_standin").evidence["partitioned_children"])
+    assert children == {"conv": "Module", "_run_on_acc_0": "GraphModule"}, children
+    traced = found["pip-torch2.5.1-trt2.5.0-pypi-py3.11--dynamo_trace_mixed_static_dynamic_inputs"]
+    assert traced.stage("trace_mixed_standin").evidence["placeholder_shapes"] == ["(2, 3)", "(s0, 5)"]
 
 
 @pytest.mark.slow

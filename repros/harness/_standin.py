@@ -32,7 +32,8 @@ skipped, ``torch.device(<int>)`` as ``cuda:<int>`` where torch refuses it withou
 a GPU, compute capability 8.0 where torch-tensorrt asks at import). ``stop_at``
 turns the first call into native TensorRT territory into a
 ``Reached`` exception, so a stage proves how far torch-tensorrt's code ran and
-ends ``skip`` ("needs real TensorRT") past that point, never ``pass``.
+ends ``skip`` ("needs real TensorRT") past that point, never ``pass``; it keeps what
+torch-tensorrt passed to that call (and what the real call returned), for a stage to decide on.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ import re
 import shutil
 import subprocess
 import sys
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 ENV = "REPROMATRIX_STANDINS"  # the stand-in folder of this environment (set by the engine)
 MANIFEST = "standins.json"
@@ -324,19 +325,26 @@ class Reached(Exception):
 
 
 @contextlib.contextmanager
-def stop_at(owner: Any, attribute: str, label: str = "",
-            run_first: bool = False) -> Iterator[Dict[str, Any]]:
+def stop_at(owner: Any, attribute: str, label: str = "", run_first: bool = False,
+            decide: Optional[Callable[[Dict[str, Any]], None]] = None) -> Iterator[Dict[str, Any]]:
     """Replace ``owner.attribute`` by a call that raises ``Reached`` while the block runs;
-    the yielded dict gets ``reached`` (the point) when the block was stopped there.
+    the yielded dict gets ``reached`` (the point) when the block was stopped there, and
+    ``args`` and ``kwargs``: what torch-tensorrt passed to that call.
     ``run_first``: the original runs first (its value kept as ``value``), then the stop:
-    the point is "after" that call."""
+    the point is "after" that call.
+    ``decide``: called with the dict inside the call, before the stop; what it raises goes
+    up through torch-tensorrt's caller, so a signature's ``frame`` names the call site
+    (a stage decides on what was passed or returned, not only on an exception)."""
     original = getattr(owner, attribute)
     point = label or "%s.%s" % (getattr(owner, "__name__", type(owner).__name__), attribute)
     state: Dict[str, Any] = {}
 
     def tripwire(*args: Any, **kwargs: Any) -> Any:
+        state["args"], state["kwargs"] = args, kwargs
         if run_first:
             state["value"] = original(*args, **kwargs)
+        if decide is not None:
+            decide(state)
         raise Reached(point)
 
     setattr(owner, attribute, tripwire)

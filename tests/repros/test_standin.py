@@ -183,6 +183,55 @@ def test_stop_at_ends_a_stage_as_skip_past_the_point_never_pass() -> None:
     assert s2.status == "error"  # a block that never reached its tripwire proves nothing
 
 
+def test_stop_at_keeps_what_was_passed_and_decides_at_the_call_site(tmp_path) -> None:
+    """The tripwire keeps the call's arguments and the real call's value; a check made on
+    them inside the call is raised through torch-tensorrt's call site, the frame a stand-in
+    stage's signature names."""
+    pkg = tmp_path / "torch_tensorrt" / "dynamo"
+    pkg.mkdir(parents=True)
+    code = ("def compile_module(partitioning, gm):\n"
+            "    return partitioning.fast_partition(gm, min_block_size=1)\n")
+    (pkg / "_compiler.py").write_text(code)
+    namespace: dict = {}
+    exec(compile(code, str(pkg / "_compiler.py"), "exec"), namespace)
+
+    class Partitioning:
+        @staticmethod
+        def fast_partition(gm, min_block_size=3):
+            return gm + ["_run_on_gpu_1"]
+
+    real = Partitioning.fast_partition
+    kept: dict = {}
+
+    def no_torch_segment(s, state):
+        kept.update(state)
+        s.check("_run_on_gpu_1" not in state["value"], "no PyTorch-run segment")
+
+    def stage(s, decide):
+        with _standin.stop_at(Partitioning, "fast_partition", "after fast_partition", run_first=True,
+                              decide=None if decide is None else lambda state: decide(s, state)) as state:
+            namespace["compile_module"](Partitioning, ["_run_on_acc_0"])
+        kept.update(state)
+        _standin.past(s, state, "the partition")
+
+    sig = protocol.Signature("hybrid", exc="CheckFailed", pattern="no PyTorch-run segment",
+                             frame=r"torch_tensorrt/dynamo/_compiler\.py:\d+ in compile_module: "
+                                   r".*fast_partition\(")
+    r = protocol.Repro("x", [sig], None)
+    decided = protocol.Stage("decided")
+    decided.standins = ["tensorrt"]
+    r.execute(decided, stage, (no_torch_segment,), {})
+    assert decided.status == "fail" and decided.signature == "hybrid", decided.message
+    assert decided.evidence["raised_in"].startswith("torch_tensorrt/dynamo/_compiler.py:2 in compile_module")
+    assert kept["args"] == (["_run_on_acc_0"],) and kept["kwargs"] == {"min_block_size": 1}
+    assert kept["value"] == ["_run_on_acc_0", "_run_on_gpu_1"] and "reached" not in kept
+    assert Partitioning.fast_partition is real  # put back, whatever the block raised
+    kept.clear()
+    r.execute(plain := protocol.Stage("kept"), stage, (None,), {})
+    assert plain.status == "skip" and plain.evidence["stopped_at"] == "after fast_partition"
+    assert kept["args"] == (["_run_on_acc_0"],) and kept["value"][-1] == "_run_on_gpu_1"
+
+
 # -- host side -----------------------------------------------------------------------------
 
 def _engine(tmp_path: Path, standins: tuple[str, ...]) -> VenvEngine:

@@ -41,6 +41,7 @@ defaults:
   packages: []
 repros: [deform_conv2d_device, ts_device_gpu_id, dynamo_global_partitioner_module_children,
          dynamo_trace_mixed_static_dynamic_inputs]
+repros: [deform_conv2d_device, ts_device_gpu_id, dynamo_require_full_compilation_ignored]
 stacks:
   - {kind: pip, torch: "2.4", torch_tensorrt: "2.4.0", index: pypi, tags: [default]}
   - {kind: pip, torch: "2.5", torch_tensorrt: "2.5.0", index: pypi, tags: [default]}
@@ -103,6 +104,33 @@ def test_both_bugs_at_a_buggy_and_a_fixed_release(tmp_path, capsys) -> None:
     assert_the_dynamo_bugs_at_24_not_25(found)
     assert all(s.standins == () for r in found.values() for s in r.stages if "standin" not in s.name)
     assert REAL not in {r.evidence_level for r in found.values()}
+    assert_full_compilation_boundary(found)
+
+
+def assert_full_compilation_boundary(found: dict[str, Result]) -> None:
+    """require_full_compilation: 2.4.0 hands back a PyTorch-run segment (decided inside
+    fast_partition, raised through compile_module's call of it); 2.5.0's partitioner refuses
+    the model itself, a cleared skip."""
+    bad = found["pip-torch2.4.1-trt2.4.0-pypi-py3.11--dynamo_require_full_compilation_ignored"]
+    good = found["pip-torch2.5.1-trt2.5.0-pypi-py3.11--dynamo_require_full_compilation_ignored"]
+    assert bad.status == "fail" and bad.signature == "standin_hybrid_despite_full_compilation"
+    assert bad.evidence_level == STANDIN and bad.standin_note == STANDIN_BAD
+    decided = bad.stage("full_compilation_standin")
+    assert decided is not None and "tensorrt" in decided.standins
+    assert str(decided.evidence["raised_in"]).startswith(
+        "torch_tensorrt/dynamo/_compiler.py:317 in compile_module: partitioned_module, supported_ops "
+        "= partitioning.fast_partition(")
+    assert "_run_on_gpu_1" in decided.evidence["partition"]
+    assert "require_full_compilation" not in decided.evidence["partition_kwargs"]
+    assert good.status == "skip" and good.evidence_level == STANDIN, good.message
+    cleared = good.stage("full_compilation_standin")
+    assert cleared is not None and cleared.status == "skip" and cleared.evidence["cleared"]
+    assert str(cleared.evidence["stopped_at"]).startswith(
+        "torch_tensorrt/dynamo/partitioning/_adjacency_partitioner.py:207 in partition_graph")
+    assert any(c["ok"] and "partitioner itself refuses" in c["what"] for c in cleared.checks)
+    for rec in (bad, good):  # the controls: a supported model is one TensorRT segment; flag off, hybrid
+        assert rec.stage("supported_model_standin").evidence["partition"] == ["_run_on_acc_0"]
+        assert "_run_on_gpu_1" in rec.stage("flag_off_standin").evidence["partition"]
 
 
 def assert_the_dynamo_bugs_at_24_not_25(found: dict[str, Result]) -> None:

@@ -224,3 +224,48 @@ def test_a_bisect_on_the_lane_names_the_release_of_the_deform_regression(tmp_pat
     assert len(report["probes"]) <= 2 + 2  # 3 candidates: ceil(log2 3) + 2
     assert {p["version"] for p in report["probes"]} == {"2.2.0", "2.3.0", "2.4.0"}
     assert all("stood in" in p["note"] for p in report["probes"]), report["probes"]
+
+
+# The bisect's own stacks (its --base index=pypi keeps the default NVIDIA index, and --with
+# torchvision pairs one): the environments it builds for 2.3.0 and 2.4.0, reused here.
+BISECT_STACKS = """
+defaults:
+  python: "3.11"
+  extra_index_urls: ["https://pypi.nvidia.com"]
+  packages: []
+repros: [ts_dla_memory_sizes_ignored]
+stacks:
+  - {kind: pip, torch: "2.3", torch_tensorrt: "2.3.0", index: pypi, tags: [default]}
+  - {kind: pip, torch: "2.4", torch_tensorrt: "2.4.0", index: pypi, tags: [default]}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+@pytest.mark.pypi
+def test_the_dla_sizes_are_dropped_at_2_3_and_kept_at_2_4(tmp_path, capsys) -> None:
+    """ts.compile's DLA memory sizes: 2.3.0 hands native code a spec with the defaults (the
+    check, made inside _C.compile_graph, is raised through ts/_compiler.py's call of it);
+    2.4.0 hands it the sizes passed, a cleared skip. convert_method_to_trt_engine drops them
+    on both."""
+    needs_the_lane_tools("uv", "cc")
+    (tmp_path / "matrix.yaml").write_text(textwrap.dedent(BISECT_STACKS))
+    code = cli_main(["run", "--matrix", str(tmp_path / "matrix.yaml"), "--backend", "venv",
+                     "--standin", "tensorrt", "--results", str(tmp_path / "results")])
+    assert code == 0, capsys.readouterr().out[-3000:]
+    found = records(tmp_path / "results")
+    bad = found["pip-torch2.3.1-trt2.3.0-pypi-py3.11--ts_dla_memory_sizes_ignored"]
+    good = found["pip-torch2.4.1-trt2.4.0-pypi-py3.11--ts_dla_memory_sizes_ignored"]
+    assert bad.status == "fail" and bad.signature == "dla_sizes_dropped", bad.message
+    assert bad.evidence_level == STANDIN and bad.standin_note == STANDIN_BAD
+    decided = bad.stage("ts_compile_dla_sizes_standin")
+    assert decided is not None and "tensorrt" in decided.standins
+    assert str(decided.evidence["raised_in"]).startswith(
+        "torch_tensorrt/ts/_compiler.py:151 in compile: compiled_cpp_mod = _C.compile_graph(")
+    assert decided.evidence["spec_carries"]["dla_local_dram_size"] == 1 << 30  # the default
+    assert good.status == "skip" and good.evidence_level == STANDIN, good.message
+    cleared = good.stage("ts_compile_dla_sizes_standin")
+    assert cleared is not None and cleared.evidence["stopped_at"] == "_C.compile_graph"
+    assert cleared.evidence["spec_carries"] == cleared.evidence["passed"]
+    for rec in (bad, good):  # never fixed in convert_method_to_trt_engine
+        assert rec.stage("convert_method_dla_sizes_standin").signature == "dla_sizes_dropped"

@@ -31,6 +31,8 @@ def test_the_seven_known_bugs_are_in_the_catalog():
                             "torchscript_device_mix", "onnx_export_device",
                             "dynamo_global_partitioner_module_children",
                             "dynamo_trace_mixed_static_dynamic_inputs"}
+                            "torchscript_device_mix", "onnx_export_device",
+                            "dynamo_require_full_compilation_ignored", "ts_dla_memory_sizes_ignored"}
 
 
 @pytest.mark.parametrize("repro", sorted(CATALOG))

@@ -35,6 +35,7 @@ IDS = ["deform_conv2d_device", "dynamic_unet_shapes", "onnx_export_device", "tor
 IDS = ["deform_conv2d_device", "dynamic_unet_shapes", "dynamo_global_partitioner_module_children",
        "dynamo_trace_mixed_static_dynamic_inputs", "onnx_export_device", "torchscript_device_mix",
        "ts_device_gpu_id"]
+       "ts_device_gpu_id", "dynamo_require_full_compilation_ignored", "ts_dla_memory_sizes_ignored"]
 INTERPRETERS = ("t214", "t213", "t212", "t29")
 _RUNS: dict[str, dict] = {}
 

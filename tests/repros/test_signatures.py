@@ -26,6 +26,7 @@ IDS = ["deform_conv2d_device", "dynamic_unet_shapes", "onnx_export_device", "tor
 IDS = ["deform_conv2d_device", "dynamic_unet_shapes", "dynamo_global_partitioner_module_children",
        "dynamo_trace_mixed_static_dynamic_inputs", "onnx_export_device", "torchscript_device_mix",
        "ts_device_gpu_id"]
+       "ts_device_gpu_id", "dynamo_require_full_compilation_ignored", "ts_dla_memory_sizes_ignored"]
 
 # recorded with TensorRT stood in (repromatrix run --backend venv --standin tensorrt)
 _NO_GRAPH = "builtins.AttributeError: 'Module' object has no attribute 'graph'"
@@ -51,6 +52,14 @@ _TS = ("torch.jit.Error: The following operation failed in the TorchScript inter
 _WILDCARD = ("ERROR: [Torch-TensorRT TorchScript Conversion Context] - 4: [shuffleNode.cpp::symbolicExecute]"
              " Error Code 4: Shape Error (reshape dimension with more than one -1 wildcard. Reshaping "
              "[21,3,(# 2 (SHAPE input_0)),(# 3 (SHAPE input_0))] to [1,21,3,-1,-1].)")
+
+# recorded by `repromatrix run --backend venv --standin tensorrt` (torch-tensorrt 2.4.0, 2.3.0)
+_HYBRID = ("protocol.CheckFailed: check failed: require_full_compilation=True leaves no PyTorch-run "
+           "segment pytorch_segments=['_run_on_gpu_1']")
+_DLA = ("protocol.CheckFailed: check failed: the compile spec carries the DLA memory sizes passed passed="
+        "{'dla_sram_size': 2097152, 'dla_local_dram_size': 2147483648, 'dla_global_dram_size': 1073741824}, "
+        "spec={'dla_sram_size': 1048576, 'dla_local_dram_size': 1073741824, "
+        "'dla_global_dram_size': 536870912}")
 
 # (repro, exception types, text, stage, torch version, log, expected signature or None, source)
 CASES = [
@@ -256,6 +265,15 @@ CASES = [
      "global_partitioner_standin", "2.4.1", "", None, "near miss: no torch-tensorrt frame"),
     ("dynamo_trace_mixed_static_dynamic_inputs", ["ValueError"], _NODE_ARITY, "trace_mixed_standin",
      "2.4.1", "", None, "near miss: no torch-tensorrt frame"),
+    # ---- dynamo_require_full_compilation_ignored, ts_dla_memory_sizes_ignored (stand-in texts below)
+    ("dynamo_require_full_compilation_ignored", ["CheckFailed", "AssertionError"], _HYBRID,
+     "trt_compile_full", "2.4.1", "", "hybrid_despite_full_compilation",
+     "the stand-in stage's recorded text: the GPU stage makes the same check on the module it gets"),
+    ("dynamo_require_full_compilation_ignored", ["CheckFailed", "AssertionError"],
+     _HYBRID.replace("leaves no", "leaves a"), "trt_compile_full", "2.4.1", "", None,
+     "near miss: another check's text"),
+    ("ts_dla_memory_sizes_ignored", ["CheckFailed", "AssertionError"], _DLA, "ts_compile_dla_sizes_standin",
+     "2.3.1", "", None, "near miss: the check failing with no torch-tensorrt frame (not at the native call)"),
 ]
 
 
@@ -285,6 +303,8 @@ _TS_DEVICE = "torch_tensorrt/ts/_Device.py:66 in _from: gpu_id=d.gpu_id,"
 _CHILDREN_240 = "torch_tensorrt/dynamo/_compiler.py:364 in compile_module: for node in submodule.graph.nodes"
 _TRACE_81 = ("torch_tensorrt/dynamo/_tracer.py:81 in trace: exp_program = export(mod, tuple(torch_inputs), "
              "dynamic_shapes=tuple(dynamic_shapes))")
+_FAST_PARTITION_CALL = ("torch_tensorrt/dynamo/_compiler.py:317 in compile_module: partitioned_module, "
+                        "supported_ops = partitioning.fast_partition(")
 
 # Stand-in stages (TensorRT stood in): the exception and the torch-tensorrt frame it was raised
 # in (``raised_in``), as recorded by `repromatrix run --backend venv --standin tensorrt`.
@@ -331,6 +351,19 @@ FRAME_CASES = [
      "exported_program.run_decompositions(", None, "near miss: the text from outside trace"),
     ("dynamo_trace_mixed_static_dynamic_inputs", ["UserError"], _TOO_FEW, "trace_mixed_standin",
      "2.4.1", _TRACE_81, None, "near miss: torch 2.4 words it as the Node arity ValueError"),
+    ("dynamo_require_full_compilation_ignored", ["CheckFailed", "AssertionError"], _HYBRID,
+     "full_compilation_standin", "2.4.1", _FAST_PARTITION_CALL, "standin_hybrid_despite_full_compilation",
+     "recorded, torch-tensorrt 2.4.0 (2.2.0: line 285, 2.3.0: line 313)"),
+    ("dynamo_require_full_compilation_ignored", ["CheckFailed", "AssertionError"], _HYBRID,
+     "full_compilation_standin", "2.4.1",
+     "torch_tensorrt/dynamo/partitioning/_adjacency_partitioner.py:207 in partition_graph: "
+     "raise AssertionError(", None, "near miss: inside the partitioner, not compile_module's call of it"),
+    ("ts_dla_memory_sizes_ignored", ["CheckFailed", "AssertionError"], _DLA, "ts_compile_dla_sizes_standin",
+     "2.3.1", "torch_tensorrt/ts/_compiler.py:151 in compile: compiled_cpp_mod = _C.compile_graph("
+     "module._c, _parse_compile_spec(spec))", "dla_sizes_dropped", "recorded, torch-tensorrt 2.3.0"),
+    ("ts_dla_memory_sizes_ignored", ["CheckFailed", "AssertionError"], _DLA, "ts_compile_dla_sizes_standin",
+     "2.3.1", "torch_tensorrt/ts/_compile_spec.py:320 in _parse_compile_spec: info = _C.CompileSpec()",
+     None, "near miss: a frame in the spec parser, not the native call"),
 ]
 
 

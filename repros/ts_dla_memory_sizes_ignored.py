@@ -6,7 +6,8 @@ pool sizes as parameters, but up to 2.3.0 never put them into the compile spec i
 to native code, so the engine is built with the defaults (1 MiB / 1 GiB / 512 MiB): on a
 Jetson's DLA, too little local DRAM for large layers. No error is raised. Fixed in 2.4.0
 (PR #2749, commit b76024d9a5). ``ts.convert_method_to_trt_engine`` has the same three
-parameters and still drops them (v2.13.0: not in its ``compile_spec``).
+parameters and still drops them (v2.13.0 ``py/torch_tensorrt/ts/_compiler.py``: its
+``compile_spec`` at 261-274 has no ``dla_*`` key).
 
 The sizes are stored in the spec whatever the device, so no DLA is needed to see it: the
 spec is read where torch-tensorrt hands it to native code (``_C.compile_graph``).

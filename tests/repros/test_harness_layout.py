@@ -23,6 +23,9 @@ BUILT_IN = ("deform_conv2d_device", "dynamic_unet_shapes", "export_dynamic_shape
 BUILT_IN = ("deform_conv2d_device", "dynamic_unet_shapes", "dynamo_global_partitioner_module_children",
             "dynamo_trace_mixed_static_dynamic_inputs", "onnx_export_device",
             "torchscript_device_mix", "ts_device_gpu_id")
+BUILT_IN = ("deform_conv2d_device", "dynamic_unet_shapes", "dynamo_require_full_compilation_ignored",
+            "onnx_export_device", "torchscript_device_mix", "ts_device_gpu_id",
+            "ts_dla_memory_sizes_ignored")
 USER_REPRO = '''"""A user's repro: the harness's protocol and its own helper."""
 import protocol
 from protocol import Signature

@@ -143,6 +143,8 @@ def test_plan_shards_json_is_stable_and_complete(capsys, monkeypatch):
     assert sorted(cells) == sorted(every) and len(every) == stacks * len(load_catalog(paths.repros_dir()))
     # two stacks, every built-in repro on each
     assert sorted(cells) == sorted(every) and len(every) == 2 * len(load_catalog(paths.repros_dir()))
+    catalog = load_catalog(PROJECT_ROOT / "repros")
+    assert sorted(cells) == sorted(every) and len(every) == 2 * len(catalog)  # two CPU stacks
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -40,8 +41,7 @@ defaults:
   extra_index_urls: [https://pypi.nvidia.com]
   packages: []
 repros: [deform_conv2d_device, ts_device_gpu_id, dynamo_global_partitioner_module_children,
-         dynamo_trace_mixed_static_dynamic_inputs]
-repros: [deform_conv2d_device, ts_device_gpu_id, dynamo_require_full_compilation_ignored]
+         dynamo_trace_mixed_static_dynamic_inputs, dynamo_require_full_compilation_ignored]
 stacks:
   - {kind: pip, torch: "2.4", torch_tensorrt: "2.4.0", index: pypi, tags: [default]}
   - {kind: pip, torch: "2.5", torch_tensorrt: "2.5.0", index: pypi, tags: [default]}
@@ -173,6 +173,8 @@ def test_the_docker_engine_builds_the_lane_too(tmp_path, capsys, docker_client, 
     matrix = textwrap.dedent(MATRIX).replace(
         '  - {kind: pip, torch: "2.5", torch_tensorrt: "2.5.0", index: pypi, tags: [default]}\n', "")
     matrix = matrix.replace(NVIDIA_INDEX, "  extra_index_urls: []\n")  # a build needs every index
+    matrix = re.sub(r"^repros: \[.*?\]\n", "repros: [deform_conv2d_device, ts_device_gpu_id]\n", matrix,
+                    flags=re.S | re.M)  # the engine is under test here; the bugs, in the test above
     matrix = matrix.replace("defaults:\n", f"defaults:\n  base_images: {{'python:3.11-slim': "
                                            f"'{local_base_image}'}}\n")
     if test_ca_bundle:

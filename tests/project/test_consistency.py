@@ -22,17 +22,21 @@ STATUSES = {"pass", "fail", "error", "crash", "timeout", "skip", "broken"}
 
 
 def test_the_known_bugs_are_in_the_catalog():
-    assert set(CATALOG) == {"deform_conv2d_device", "ts_device_gpu_id", "dynamic_unet_shapes",
-                            "torchscript_device_mix", "onnx_export_device", "onnx_ts_rshift_signed",
-                            "export_dynamic_shapes_var_kwargs", "onnx_dynamic_axes_names_dropped",
-                            "onnx_export_fallback_removed"}
-def test_the_seven_known_bugs_are_in_the_catalog():
-    assert set(CATALOG) == {"deform_conv2d_device", "ts_device_gpu_id", "dynamic_unet_shapes",
-                            "torchscript_device_mix", "onnx_export_device",
-                            "dynamo_global_partitioner_module_children",
-                            "dynamo_trace_mixed_static_dynamic_inputs"}
-                            "torchscript_device_mix", "onnx_export_device",
-                            "dynamo_require_full_compilation_ignored", "ts_dla_memory_sizes_ignored"}
+    assert set(CATALOG) == {
+        "deform_conv2d_device",
+        "dynamic_unet_shapes",
+        "onnx_export_device",
+        "torchscript_device_mix",
+        "ts_device_gpu_id",
+        "onnx_ts_rshift_signed",
+        "export_dynamic_shapes_var_kwargs",
+        "onnx_dynamic_axes_names_dropped",
+        "onnx_export_fallback_removed",
+        "dynamo_global_partitioner_module_children",
+        "dynamo_trace_mixed_static_dynamic_inputs",
+        "dynamo_require_full_compilation_ignored",
+        "ts_dla_memory_sizes_ignored",
+    }
 
 
 @pytest.mark.parametrize("repro", sorted(CATALOG))

@@ -17,15 +17,21 @@ from repromatrix import paths
 from repromatrix.config.catalog import catalog_hashes, harness_files, load_catalog
 from repromatrix.run.staging import stage_catalog
 
-BUILT_IN = ("deform_conv2d_device", "dynamic_unet_shapes", "export_dynamic_shapes_var_kwargs",
-            "onnx_dynamic_axes_names_dropped", "onnx_export_device", "onnx_export_fallback_removed",
-            "onnx_ts_rshift_signed",
-BUILT_IN = ("deform_conv2d_device", "dynamic_unet_shapes", "dynamo_global_partitioner_module_children",
-            "dynamo_trace_mixed_static_dynamic_inputs", "onnx_export_device",
-            "torchscript_device_mix", "ts_device_gpu_id")
-BUILT_IN = ("deform_conv2d_device", "dynamic_unet_shapes", "dynamo_require_full_compilation_ignored",
-            "onnx_export_device", "torchscript_device_mix", "ts_device_gpu_id",
-            "ts_dla_memory_sizes_ignored")
+BUILT_IN = (
+    "deform_conv2d_device",
+    "dynamic_unet_shapes",
+    "dynamo_global_partitioner_module_children",
+    "dynamo_require_full_compilation_ignored",
+    "dynamo_trace_mixed_static_dynamic_inputs",
+    "export_dynamic_shapes_var_kwargs",
+    "onnx_dynamic_axes_names_dropped",
+    "onnx_export_device",
+    "onnx_export_fallback_removed",
+    "onnx_ts_rshift_signed",
+    "torchscript_device_mix",
+    "ts_device_gpu_id",
+    "ts_dla_memory_sizes_ignored",
+)
 USER_REPRO = '''"""A user's repro: the harness's protocol and its own helper."""
 import protocol
 from protocol import Signature

@@ -20,13 +20,9 @@ sys.path.insert(0, str(REPROS / "harness"))
 
 import protocol  # noqa: E402
 
-IDS = ["deform_conv2d_device", "dynamic_unet_shapes", "onnx_export_device", "torchscript_device_mix",
-       "ts_device_gpu_id", "onnx_ts_rshift_signed", "export_dynamic_shapes_var_kwargs",
-       "onnx_dynamic_axes_names_dropped", "onnx_export_fallback_removed"]
-IDS = ["deform_conv2d_device", "dynamic_unet_shapes", "dynamo_global_partitioner_module_children",
-       "dynamo_trace_mixed_static_dynamic_inputs", "onnx_export_device", "torchscript_device_mix",
-       "ts_device_gpu_id"]
-       "ts_device_gpu_id", "dynamo_require_full_compilation_ignored", "ts_dla_memory_sizes_ignored"]
+from repromatrix.config.catalog import load_catalog  # noqa: E402
+
+IDS = list(load_catalog(REPROS))  # every repro of the catalog, as the host finds them
 
 # recorded with TensorRT stood in (repromatrix run --backend venv --standin tensorrt)
 _NO_GRAPH = "builtins.AttributeError: 'Module' object has no attribute 'graph'"

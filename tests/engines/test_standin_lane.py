@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import re
+import shutil
 import textwrap
 from pathlib import Path
 from typing import Any

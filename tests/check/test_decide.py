@@ -37,7 +37,10 @@ def test_the_reported_stack_has_the_deform_bug_on_its_own_record_and_an_upgrade_
     assert bugs["onnx_export_device"]["basis"] == "requirements"
     assert bugs["dynamic_unet_shapes"]["inference"] and bugs["dynamic_unet_shapes"]["basis"] == "expect rules"
     up = result["upgrade"]
-    assert up["found"] and up["avoids"] == ["deform_conv2d_device"]
+    # torch-tensorrt 2.5.0 fixed the deform bug and the three dynamo bugs of 2.4.0
+    assert up["found"] and up["avoids"] == ["deform_conv2d_device", "dynamo_global_partitioner_module_children",
+                                            "dynamo_require_full_compilation_ignored",
+                                            "dynamo_trace_mixed_static_dynamic_inputs"]
     assert up["versions"]["torch_tensorrt"] == "2.5.0"
     assert up["changes"] == ["torch", "torchvision", "torch_tensorrt"]
     assert up["install"] == "pip install torch==2.5.0 torchvision==0.20.0 torch-tensorrt==2.5.0"
@@ -71,8 +74,11 @@ def test_an_ngc_release_is_judged_by_the_rules_its_branch_was_read_for():
     result = answer(catalog(), rows, env, candidates(load_table(), env))
     deform = by_id(result)["deform_conv2d_device"]
     assert deform["verdict"] == AFFECTED and deform["rule"]["when"] == "ngc ==24.07"
-    assert result["upgrade"]["versions"]["ngc"] == "24.08"
-    assert result["upgrade"]["install"] == "docker pull nvcr.io/nvidia/pytorch:24.08-py3"
+    # 24.08 fixes the deform bug; 25.01 also require_full_compilation (ngc >=24.04,<25.01)
+    assert result["upgrade"]["versions"]["ngc"] == "25.01"
+    assert "deform_conv2d_device" in result["upgrade"]["avoids"]
+    assert "dynamo_require_full_compilation_ignored" in result["upgrade"]["avoids"]
+    assert result["upgrade"]["install"] == "docker pull nvcr.io/nvidia/pytorch:25.01-py3"
 
 
 def test_no_record_and_no_rule_cannot_tell():

@@ -154,6 +154,7 @@
     field(dl, "duration", c.duration);
     field(dl, "exit", c.exit);
     field(dl, "image", c.image);
+    field(dl, "built", c.built);
     field(dl, "run", (c.run_id || "") + " on " + (c.host || "?") + " (" + (c.backend || "?") + "), " +
           (c.started_at || "?") + " → " + (c.finished_at || "?"));
     if (c.flaky) { field(dl, "flaky", "the run's attempts disagree (" + c.flaky + "): cannot tell", "contra"); }

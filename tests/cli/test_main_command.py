@@ -3,9 +3,9 @@ one: no GPU, no registry, no TensorRT, PyPI reachable.
 
 It runs in a copy of the checkout (what `git clone` gives) with an empty per-user cache,
 so no environment exists yet. It must end with exit 0 and a page: the stacks docker
-cannot make here fall back to uv venvs, torch-tensorrt's cells are decided by its own
-code with TensorRT stood in, and every cell this machine cannot decide says why, as does
-the closing summary.
+cannot make here fall back to uv venvs (a CUDA index it cannot reach to PyPI's build of the
+same releases), torch-tensorrt's cells are decided by its own code with TensorRT stood in,
+and every cell this machine cannot decide says why, as does the closing summary.
 """
 
 from __future__ import annotations
@@ -82,6 +82,13 @@ def check_main_command(repo: Path, env: dict[str, str]) -> None:
         if r["status"] in UNDECIDED:
             assert r["message"], f"{r['cell']}: undecided without a reason"
         assert r["backend_reason"], f"{r['cell']}: the engine choice is recorded"
+    # the default stack of the reported bug pins cu124, which this machine cannot reach: made
+    # from PyPI's build of the same releases on the lane, said by each record, and decided
+    on_pypi = {r["repro"]: r for r in records if r["stack"].get("pinned_index") == "cu124"}
+    assert on_pypi, "the cu124 stack is made from PyPI's build, not skipped"
+    assert all(r["backend"] == "venv" and "same releases" in r["backend_reason"]
+               for r in on_pypi.values())
+    assert on_pypi["deform_conv2d_device"]["status"] == "fail", on_pypi["deform_conv2d_device"]["message"]
     ngc = [r for r in records if r["stack"]["kind"] == "ngc"]
     assert ngc and all(r["status"] == "skip" and "cannot be made here" in r["message"] for r in ngc)
     assert "decided here:" in out and "a GPU machine" in out, out[-3000:]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from repromatrix import paths
 from repromatrix.config import compat
 from repromatrix.config.matrix import load_matrix
 from repromatrix.config.options import RunOptions
@@ -77,6 +78,32 @@ def test_pypi_stands_in_only_for_the_same_cuda_build():
     assert compat.pypi_same_build("2.14.1", "cu126") == ""  # PyPI's 2.14.1 is the 13.0 build
     assert compat.pypi_same_build("2.4.1", "cu124") == ""  # PyPI's 2.4.1 is the 12.1 build
     assert compat.pypi_same_build("9.9.9", "cu130") == ""  # unknown: never assumed
+
+
+def test_on_the_lane_pypi_s_build_of_the_same_releases_takes_the_place_of_an_unreachable_index():
+    """The shipped default stack of the reported bug (torch 2.4.1, torch-tensorrt 2.4.0, cu124):
+    PyPI's 2.4.1 is another CUDA build, so only the stand-in lane (torch-tensorrt's own code)
+    may take it, and then it is the environment of the matrix's own 2.4.0 lane stack."""
+    from repromatrix.engines.choice import pypi_instead
+    from repromatrix.engines.venv import install_spec, spec_key
+
+    matrix = load_matrix()
+    by_id = {s.id: s for s in matrix.stacks}
+    pinned = by_id["pip-torch2.4.1-trt2.4.0-cu124-py3.11"]
+    assert pypi_instead(pinned, ()) is None, "without the lane: not the same build, not made"
+    made, why = pypi_instead(pinned, ("tensorrt",))
+    assert (made.id, made.index, made.cuda, made.torch_tensorrt) == (pinned.id, "pypi", "12.1", "2.4.0")
+    assert "same releases" in why and "CUDA 12.1" in why and "cu124's CUDA 12.4" in why
+    lane_stack = by_id["pip-torch2.4.1-trt2.4.0-pypi-py3.11"]  # matrix.yaml's published lane stack
+    harness = paths.harness_dir()
+    assert spec_key(install_spec(made, matrix.settings, ("tensorrt",), harness)) == \
+        spec_key(install_spec(lane_stack, matrix.settings, ("tensorrt",), harness)), \
+        "the same environment as the lane's own stack: nothing else is built"
+    same, why = pypi_instead(replace(pinned, torch="2.14.1", index="cu130", cuda="13.0"), ())
+    assert same.cuda == "13.0" and "the same as cu130" in why  # the same build needs no lane
+    for index in ("pypi", "cpu", None, "https://mirror.example/whl"):
+        assert pypi_instead(replace(pinned, index=index), ("tensorrt",)) is None
+    assert pypi_instead(replace(pinned, torch_tensorrt=None), ("tensorrt",)) is None
 
 
 @pytest.mark.docker
@@ -142,8 +169,11 @@ def test_no_daemon_passes_docker_over_for_every_stack(empty_wheelhouse, tmp_path
 def test_an_unreachable_cuda_index_falls_back_to_pypi_only_for_the_same_build(tmp_path, monkeypatch):
     """The PyTorch index does not answer (a closed loopback port stands for it): a cu130 pin
     takes PyPI's torch 2.14.1 (the same CUDA 13.0 build, per the table) and says so; a
-    cu126 pin is not the same build and cannot be made here."""
+    cu126 pin is not the same build and cannot be made here, unless it is on the stand-in
+    lane (torch-tensorrt 2.4.0 on cu124: PyPI's build of the same releases, said)."""
     needs_uv()
+    if not shutil.which("cc"):
+        pytest.skip("the stand-in lane compiles its native stand-ins with cc")
     from repromatrix.engines import images, indexes
     from repromatrix.run.cells import engines_for
 
@@ -157,15 +187,23 @@ def test_an_unreachable_cuda_index_falls_back_to_pypi_only_for_the_same_build(tm
         pytest.skip(f"PyPI is not reachable here: {str(exc).splitlines()[1]}")
     same = Stack(id="s130", kind="pip", python="3.11", torch="2.14.1", index="cu130", cuda="13.0")
     other = Stack(id="s126", kind="pip", python="3.11", torch="2.14.1", index="cu126", cuda="12.6")
-    engines = engines_for(matrix_with(Settings()), RunOptions(backend="docker|venv",
+    lane = Stack(id="s124", kind="pip", python="3.11", torch="2.4.1", torchvision="0.19.1",
+                 torch_tensorrt="2.4.0", tensorrt="10.1.0", index="cu124", cuda="12.4")
+    engines = engines_for(matrix_with(Settings()), RunOptions(backend="docker|venv", standins=("tensorrt",),
                                                              results=tmp_path / "r"), "r1", print)
     groups = engines.choose([StackGroup(same, ("onnx_export_device",)),
-                             StackGroup(other, ("onnx_export_device",))])
+                             StackGroup(other, ("onnx_export_device",)),
+                             StackGroup(lane, ("deform_conv2d_device",))])
     made = engines.choices["s130"]
     assert made.engine_name == "venv" and made.stack.index == "pypi" and made.stack.id == "s130"
     assert "cu130 unreachable" in made.reason and "the same as cu130" in made.reason
     assert groups[0].stack.index == "pypi", "the run makes the PyPI build it chose"
+    assert made.pinned_index == "cu130"
     skipped = engines.choices["s126"]
     assert skipped.engine is None and "127.0.0.1" in skipped.reason
+    on_lane = engines.choices["s124"]
+    assert on_lane.engine_name == "venv" and (on_lane.stack.index, on_lane.stack.cuda) == ("pypi", "12.1")
+    assert "cu124 unreachable" in on_lane.reason and "same releases" in on_lane.reason
+    assert on_lane.pinned_index == "cu124" and groups[2].stack.id == "s124"
     assert not (tmp_path / "venvs").exists() or not any((tmp_path / "venvs").iterdir()), \
         "choosing builds nothing"

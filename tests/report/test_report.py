@@ -337,3 +337,20 @@ def test_hundred_stacks_by_twenty_repros(tmp_path):
     assert rows[:3] == ["pip-t2.0.0", "pip-t2.1.0", "pip-t2.2.0"] and rows[-1] == "pip-t2.99.0"
     assert summary.records == 4000 and summary.cells == 2000
     assert sum(len(v) for v in summary.changes.values()) > 0
+
+
+def test_a_cell_made_from_pypi_s_build_instead_of_its_pinned_index_says_so(tmp_path):
+    """A stack whose CUDA index could not be reached, made from PyPI's build (the run records the
+    index it stood for as the stack's ``pinned_index``): the drawer's data says so; a cell made
+    as pinned gets no such field."""
+    store = tmp_path / "store"
+    stack = {"id": "pip-torch2.4.1-trt2.4.0-cu124-py3.11", "kind": "pip", "torch": "2.4.1",
+             "index": "pypi", "cuda": "12.1", "pinned_index": "cu124"}
+    ResultStore(store).append(_result(cell=f"{stack['id']}--r", stack=stack))
+    ResultStore(store).append(_result(cell="s--r"))
+    render_site([store], tmp_path / "site", CATALOG)
+    cells = chunk_data(tmp_path / "site")["cells"]
+    note = cells[f"{stack['id']}--r"]["built"]
+    assert "PyPI's build (CUDA 12.1)" in note and "cu124" in note
+    assert "built" not in cells["s--r"]
+    assert _result(stack=stack).built_note == note and _result().built_note == ""

@@ -262,6 +262,12 @@ def pypi_same_build(torch: str, index: str) -> str:
     return f"PyPI's torch {torch} is the CUDA {cuda} build, the same as {index}, per the compat table"
 
 
+def pypi_cuda(torch: str) -> str:
+    """The CUDA build of PyPI's wheel of ``torch`` per the table ("" when unknown)."""
+    rel = load_table().torch.get(torch)
+    return rel.pypi_cuda if rel is not None else ""
+
+
 def resolve_pip(fields: dict[str, Any], python_default: str) -> dict[str, Any]:
     """Complete and check the pins of a `pip` stack; raise CompatError naming the key.
 

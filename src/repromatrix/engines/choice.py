@@ -8,8 +8,10 @@ fallback chain such as ``docker|venv`` (nox's ``uv|virtualenv``):
 - a chain gives each stack the first engine whose preflight passes *for that
   stack* (an engine that cannot work here at all, ``EngineUnavailable``, is
   passed over for every stack at once). A stack whose CUDA wheel index cannot
-  be reached may use PyPI's wheel instead, but only where the compat table
-  says PyPI's wheel is the same CUDA build, and the choice says so. A stack no
+  be reached may use PyPI's wheel instead (``pypi_instead``): where the compat
+  table says PyPI's wheel is the same CUDA build, or, on the stand-in lane,
+  PyPI's build of the same releases; the choice says so, and so does each
+  record (``backend_reason``, the stack's ``pinned_index``). A stack no
   engine can make is not run: its cells are recorded ``skip`` with every
   engine's reason (a machine without docker or a registry is not a broken
   environment).
@@ -28,7 +30,7 @@ from repromatrix.errors import EngineUnavailable, HarnessError, UsageError
 from repromatrix.model import Stack, StackGroup
 from repromatrix.textsafe import first_line, listed
 
-from . import Engine, EngineContext, engine_class, load_engine, parse_backend
+from . import Engine, EngineContext, engine_class, load_engine, parse_backend, standins
 
 UNAVAILABLE_PREFIX = "unavailable:"  # the fingerprint of a stack no engine can make here
 
@@ -36,11 +38,12 @@ UNAVAILABLE_PREFIX = "unavailable:"  # the fingerprint of a stack no engine can 
 @dataclass(frozen=True)
 class Choice:
     """One stack's engine (None: no engine of the chain can make it here), the stack as
-    that engine makes it (its index may be PyPI's), and why."""
+    that engine makes it (its index may be PyPI's: ``pypi_instead``), and why."""
 
     stack: Stack
     engine: Engine | None
     reason: str = ""
+    pinned_index: str = ""  # the CUDA index the matrix pins, when the stack is made from PyPI instead
 
     @property
     def engine_name(self) -> str:
@@ -119,15 +122,14 @@ class Engines:
                 why_not.append(f"{name}: {self._down[name]}")
                 continue
             ok, why = self._try(name, stack)
-            if ok is None and stack.index not in (None, compat.PYPI_INDEX, "cpu"):
-                same = compat.pypi_same_build(stack.torch or "", stack.index or "")
-                if same:
-                    pypi = replace(stack, index=compat.PYPI_INDEX)
-                    ok, _ = self._try(name, pypi)
-                    if ok is not None:
-                        return Choice(ok, self.engine(name), _said(
-                            name, why_not, f"{stack.index} unreachable: {first_line(why, past_intro=True)}; "
-                                           f"torch from PyPI instead ({same})"))
+            instead = pypi_instead(stack, getattr(self.engine(name), "lane", ())) \
+                if ok is None and name not in self._down else None
+            if instead is not None:
+                ok, _ = self._try(name, instead[0])
+                if ok is not None:
+                    return Choice(ok, self.engine(name), _said(
+                        name, why_not, f"{stack.index} unreachable: {first_line(why, past_intro=True)}; "
+                                       f"{instead[1]}"), pinned_index=stack.index or "")
             if ok is not None:
                 return Choice(ok, self.engine(name), _said(name, why_not))
             why_not.append(f"{name}: {first_line(why, past_intro=True)}")
@@ -156,6 +158,27 @@ class Engines:
                 by_reason.setdefault((choice.engine_name, choice.reason), []).append(sid)
         for (name, reason), sids in by_reason.items():
             log(f"engine {name or 'none'} for {listed(sids, 4)}: {reason}")
+
+
+def pypi_instead(stack: Stack, lane: tuple[str, ...]) -> tuple[Stack, str] | None:
+    """PyPI's build of a stack pinned to a CUDA wheel index that cannot be reached, and why it
+    may take the pinned build's place: the compat table says it is the same CUDA build; or
+    the stack is on the stand-in lane (``lane``: the engine's stand-ins), whose verdicts are
+    about torch-tensorrt's own Python code, the same in PyPI's build of the same releases.
+    None when neither holds. Pure: the table only, nothing built or probed."""
+    index, torch = stack.index or "", stack.torch or ""
+    if not index.startswith("cu"):
+        return None
+    same = compat.pypi_same_build(torch, index)
+    if same:
+        return replace(stack, index=compat.PYPI_INDEX), f"torch from PyPI instead ({same})"
+    cuda = compat.pypi_cuda(torch)
+    if not cuda or not standins.applies(stack, lane):
+        return None
+    return (replace(stack, index=compat.PYPI_INDEX, cuda=cuda),
+            f"PyPI's build of the same releases instead (torch {torch} there is the CUDA {cuda} "
+            f"build, not {index}'s CUDA {stack.cuda or '?'}): the stand-in lane's verdicts come "
+            f"from torch-tensorrt's own code, which both builds carry")
 
 
 def _said(name: str, why_not: list[str], extra: str = "") -> str:

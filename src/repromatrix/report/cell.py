@@ -111,6 +111,7 @@ def record_summary(rec: Result) -> dict[str, Any]:
         "started_at": _text(rec.started_at), "finished_at": _text(rec.finished_at),
         "evidence": skip_evidence(rec.status, rec.stages),
         "standin": rec.standin_note,  # the verdict's evidence level when TensorRT was stood in
+        "built": rec.built_note,  # PyPI's build made instead of the pinned index's
     }
     facts = [rec.cell, rec.repro, rec.status, rec.run_id, rec.stack_id, dict(rec.stack),
              rec.env, rec.finished_at, rec.backend, list(rec.reproduce)]

@@ -208,6 +208,8 @@ def _stack_work(group: StackGroup, choice: Choice, hashes: dict[str, str], run_i
     fp = engine.fingerprint(group.stack) if engine is not None \
         else UNAVAILABLE_PREFIX + "|".join(chain)
     spec = {**group.stack.spec(), "tags": list(group.stack.tags)}  # the page files bisect probes apart
+    if choice.pinned_index:  # made from PyPI's build: the record says which index it stood for
+        spec["pinned_index"] = choice.pinned_index
     cells = {r: CellRun(run_id=run_id, stack=spec, repro=r, repro_sha256=hashes.get(r, ""),
                         cache_key=cache_key(fp, hashes.get(r, "")), backend=choice.engine_name,
                         backend_reason=choice.reason,

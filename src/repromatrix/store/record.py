@@ -174,6 +174,17 @@ class Result:
         """The stand-in evidence level in words ("" when stand-ins did not decide it)."""
         return {"bad": STANDIN_BAD, "good": STANDIN_GOOD}.get(self.standin_verdict or "", "")
 
+    @property
+    def built_note(self) -> str:
+        """How the environment differs from the stack's pins, in words ("" when made as
+        pinned): PyPI's build taken where the pinned CUDA index could not be reached
+        (``engines.choice.pypi_instead``; ``backend_reason`` says why)."""
+        pinned = self.stack.get("pinned_index")
+        if not pinned:
+            return ""
+        return (f"made from PyPI's build (CUDA {self.stack.get('cuda') or '?'}), not from the "
+                f"{pinned} index the stack pins, which could not be reached")
+
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         out["stack"] = dict(self.stack)

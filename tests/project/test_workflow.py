@@ -47,7 +47,8 @@ def test_plan_run_publish_shape():
     assert "schedule" in on and "workflow_dispatch" in on
     jobs = wf["jobs"]
     assert jobs["run"]["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.matrix) }}"
-    assert "REPROMATRIX_GPU_RUNNER" in jobs["run"]["runs-on"]
+    assert jobs["run"]["runs-on"] == "${{ needs.plan.outputs.runner }}"  # GPU runners, else hosted
+    assert "REPROMATRIX_GPU_RUNNER" in wf["env"]["GPU_RUNNER"]
     assert jobs["run"]["strategy"]["fail-fast"] is False
     assert any("upload-artifact" in s.get("uses", "") for s in jobs["run"]["steps"])
     publish = jobs["publish"]
@@ -79,17 +80,47 @@ def run_step(script: str, tmp_path: Path, **env: str) -> dict[str, str]:
     return {k: p.read_text() if p.exists() else "" for k, p in files.items()}
 
 
+def outputs(text: str) -> dict[str, str]:
+    """A step's $GITHUB_OUTPUT as a runner reads it (a later line wins)."""
+    return dict(line.partition("=")[::2] for line in text.strip().splitlines())
+
+
 def test_plan_step_emits_the_shard_matrix(tmp_path):
     shutil.copy(ROOT / "matrix.yaml", tmp_path / "matrix.yaml")
-    out = run_step(step_script("plan", "assign stacks to shards"), tmp_path, SHARDS="3", SELECT="")
-    key, _, value = out["GITHUB_OUTPUT"].strip().partition("=")
-    assert key == "matrix" and json.loads(value) == {"shard": ["1/3", "2/3", "3/3"]}
+    out = run_step(step_script("plan", "assign stacks to shards"), tmp_path, SHARDS="3", SELECT="",
+                   GPU_RUNNER="gpu")
+    said = outputs(out["GITHUB_OUTPUT"])
+    assert json.loads(said["matrix"]) == {"shard": ["1/3", "2/3", "3/3"]}
+    assert (said["runner"], said["cpu"]) == ("gpu", "false")
     assert "stacks on 3 shards" in out["GITHUB_STEP_SUMMARY"]
     # a selection with fewer stacks than shards: empty shards get no job
     out = run_step(step_script("plan", "assign stacks to shards"), tmp_path, SHARDS="5",
-                   SELECT="ngc-24.05 or ngc-24.08")
-    last = out["GITHUB_OUTPUT"].strip().splitlines()[-1]  # appended, as on a runner
-    assert json.loads(last.partition("=")[2]) == {"shard": ["1/5", "2/5"]}
+                   SELECT="ngc-24.05 or ngc-24.08", GPU_RUNNER="gpu")
+    assert json.loads(outputs(out["GITHUB_OUTPUT"])["matrix"]) == {"shard": ["1/5", "2/5"]}
+
+
+def test_without_gpu_runners_the_plan_takes_hosted_runners_and_the_cpu_decidable_cells(tmp_path):
+    """No runner label (REPROMATRIX_GPU_RUNNER unset, no input): hosted runners, and the shards
+    of the published stand-in matrix (every torch-tensorrt release on PyPI, the lane's repros),
+    not of matrix.yaml's GPU and NGC stacks; the run step then runs that matrix on the lane."""
+    shutil.copy(ROOT / "matrix.yaml", tmp_path / "matrix.yaml")
+    cpu_matrix = workflow()["env"]["CPU_MATRIX"]
+    (tmp_path / cpu_matrix).parent.mkdir(parents=True)
+    shutil.copy(ROOT / cpu_matrix, tmp_path / cpu_matrix)
+    out = run_step(step_script("plan", "assign stacks to shards"), tmp_path, SHARDS="2", SELECT="",
+                   GPU_RUNNER="", CPU_MATRIX=cpu_matrix)
+    said = outputs(out["GITHUB_OUTPUT"])
+    assert (said["runner"], said["cpu"]) == ("ubuntu-latest", "true")
+    assert json.loads(said["matrix"]) == {"shard": ["1/2", "2/2"]}
+    assert "no GPU runner configured" in out["GITHUB_STEP_SUMMARY"]
+    planned = json.loads((tmp_path / "shards.json").read_text())
+    stacks = [s for shard in planned["shards"] for s in shard["stacks"]]
+    assert len(stacks) == 15 and all("-pypi-" in s for s in stacks), stacks  # no cu*/NGC stack
+    out = run_step(step_script("plan", "assign stacks to shards"), tmp_path, SHARDS="2",
+                   SELECT="trt2.4.0", GPU_RUNNER="", CPU_MATRIX=cpu_matrix)  # -k narrows it
+    assert json.loads(outputs(out["GITHUB_OUTPUT"])["matrix"]) == {"shard": ["1/2"]}
+    script = step_script("run", "run shard ${{ matrix.shard }}")
+    assert '--matrix "$CPU_MATRIX" --backend venv --standin tensorrt' in script
 
 
 def test_publish_merges_every_downloaded_store(tmp_path):
@@ -282,3 +313,32 @@ def test_the_check_example_workflow_passes_actionlint_and_is_the_readme_s():
     steps = workflow(example)["jobs"]["check"]["steps"]
     command = next(s["run"] for s in steps if "repromatrix check" in s.get("run", ""))
     assert command.strip() in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_a_gpu_week_s_record_outranks_a_later_cpu_week_s_standin_one_on_the_page(tmp_path):
+    """Week 1 ran on GPU runners (a record from real TensorRT for a cell); week 2 had none, so
+    hosted runners ran the stand-in lane and published a newer record of the same cell: the
+    page keeps showing the GPU's, and the branch keeps both (store.reader.outranks)."""
+    from support.records import make_record
+    from support.sites import chunk_data
+
+    published = ROOT / "results" / "published" / "vm" / "20261125T062427Z-c1dcac.jsonl"
+    cell = "pip-torch2.4.1-trt2.4.0-pypi-py3.11--deform_conv2d_device"
+    [lane_line] = [line for line in published.read_text().splitlines() if json.loads(line)["cell"] == cell]
+    gpu = make_record(stack=cell.split("--")[0], repro="deform_conv2d_device", run_id="gpu-week",
+                      host="gpu-box", stages=[{"name": "trt_compile", "role": "main", "status": "fail"}],
+                      started_at="2026-11-18T04:00:00+00:00", finished_at="2026-11-18T04:01:00+00:00")
+    weeks = {"gpu-week": json.dumps(gpu), json.loads(lane_line)["run_id"]: lane_line}
+    shown = []
+    for i, (run_id, line) in enumerate(weeks.items()):
+        work = checkout_with_remote(tmp_path, f"week{i + 1}")
+        host = "gpu-box" if run_id == "gpu-week" else "vm"   # as the run job uploads its store
+        (tmp_path / "upload" / host).mkdir(parents=True, exist_ok=True)
+        records = tmp_path / "upload" / host / f"{run_id}.jsonl"
+        records.write_text(line + "\n")
+        download(work, records)
+        publish_job(work)
+        shown.append(chunk_data(work / "site")["cells"][cell])
+    assert shown[0]["run_id"] == "gpu-week" and not shown[0].get("standin")
+    assert shown[1]["run_id"] == "gpu-week", "the newer stand-in record does not replace the GPU's"
+    assert len(branch_records(work)) == 2, "both weeks are kept"

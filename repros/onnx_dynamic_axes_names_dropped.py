@@ -21,7 +21,8 @@ Stages (CPU; onnx's reference evaluator runs the model):
 
 from __future__ import annotations
 
-import io
+import os
+import tempfile
 
 import protocol
 from protocol import Signature
@@ -102,9 +103,10 @@ def stage_export(s, dynamo):
     example = (torch.randn(EXAMPLE_BATCH, 4), torch.ones(EXAMPLE_BATCH, 2))
     kwargs, dropped = _torchutil.supported_kwargs(torch.onnx.export, dict(EXPORT_KWARGS, dynamo=dynamo))
     s.note("dropped_kwargs", dropped)
-    buf = io.BytesIO()
-    torch.onnx.export(model, example, buf, **kwargs)
-    proto = onnx.load_from_string(buf.getvalue())
+    with tempfile.TemporaryDirectory(prefix="onnx_dynamic_axes-") as tmp:  # 2.5-2.8's dynamo
+        path = os.path.join(tmp, "model.onnx")  # export takes a path, not a buffer
+        torch.onnx.export(model, example, path, **kwargs)
+        proto = onnx.load(path)
     found = dims(list(proto.graph.input) + list(proto.graph.output))
     s.note("onnx_dims", found)
     x, mask = torch.randn(OTHER_BATCH, 4), torch.ones(OTHER_BATCH, 2)

@@ -45,8 +45,9 @@ META = {
     "expect": [
         {"when": {"torch": ">=2.11"}, "status": "fail",
          "note": "the 2.12.1 docstring dates the removal to 2.11; run on 2.12.1 and 2.14.1"},
-        {"when": {"torch": ">=2.9,<2.11"}, "status": "pass",
-         "note": "run on 2.9.1 (onnxscript 0.7.2); 2.10 inferred from the 2.11 removal note"},
+        {"when": {"torch": ">=2.5,<2.11"}, "status": "pass",
+         "note": "run on 2.9.1 (onnxscript 0.7.2) and 2.5.1 (results/published); 2.10 inferred from "
+                 "the 2.11 removal note"},
     ],
 }
 

@@ -47,8 +47,8 @@ META = {
         {"when": {"torchvision": ">=0.26"}, "status": "pass",
          "note": "PR #9357 in the 0.26.0 wheel (read); run on 0.27.1 (torch 2.12.1)"},
         {"when": {"torchvision": "<0.26"}, "status": "fail",
-         "note": "run on 0.24.1 (torch 2.9.1), 0.25.0 read; older releases have the same loop "
-                 "(the issue: 0.22.0 and up), inferred"},
+         "note": "run on 0.19.1, 0.20.1 and 0.24.1 (torch 2.4.1, 2.5.1, 2.9.1), 0.25.0 read; the "
+                 "other releases before 0.26 have the same loop, inferred"},
     ],
 }
 

@@ -28,9 +28,11 @@ BUILT_IN = (
     "onnx_export_device",
     "onnx_export_fallback_removed",
     "onnx_ts_rshift_signed",
+    "pt2e_quant_removed",
     "torchscript_device_mix",
     "ts_device_gpu_id",
     "ts_dla_memory_sizes_ignored",
+    "tv_masks_to_boxes_empty",
 )
 USER_REPRO = '''"""A user's repro: the harness's protocol and its own helper."""
 import protocol

@@ -104,9 +104,11 @@ def needs_gpu(rid: str) -> bool:
 
 
 def expected_status(rid: str, env: dict) -> str | None:
-    """The status of META's first ``expect`` rule that holds for the run's probed torch."""
+    """The status of META's first ``expect`` rule that holds for the run's probed torch and
+    torchvision (None where the stack has no torchvision)."""
+    probed = {"torch": env["torch"], "torchvision": env.get("torchvision")}
     for rule in meta(rid)["expect"]:
-        if protocol.when_matches(rule["when"], {"torch": env["torch"]}):
+        if protocol.when_matches(rule["when"], probed):
             return rule["status"]
     return None
 
@@ -381,6 +383,38 @@ def test_onnx_export_fallback_passes_on_29_and_fails_on_212(t29, t212):
     bad = assert_fails_with(t212[rid], "export_with_fallback", "fallback_keyword_removed")
     assert "'fallback'" in bad["message"]
     assert t29[rid]["workaround"] == "pass" and t212[rid]["workaround"] == "pass"
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_masks_to_boxes_fails_on_29_and_passes_on_212(t29, t212):
+    """An all-zero mask: torch's min() refusal on torchvision 0.24.1, zeros on 0.27.1."""
+    rid = "tv_masks_to_boxes_empty"
+    bad = assert_fails_with(t29[rid], "masks_to_boxes", "empty_mask_min_without_dim")
+    assert bad["evidence"]["torchvision"].startswith("0.24.") and "numel() == 0" in bad["message"]
+    good = assert_passes_checked(t212[rid], "masks_to_boxes", "boxes of the written masks",
+                                 "boxes of a random batch vs a loop over its non-empty masks")
+    assert good["evidence"]["torchvision"].startswith("0.27.")
+    assert good["evidence"]["boxes"][1] == [0.0, 0.0, 0.0, 0.0] and good["evidence"]["boxes"][0] != [0.0] * 4
+    assert good["evidence"]["random_masks_empty"] == [1, 4]
+    for res in (t29[rid], t212[rid]):
+        assert res["workaround"] == "pass"  # the non-empty masks alone: every release
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_pt2e_quant_passes_on_29_and_fails_on_212(t29, t212):
+    """The PT2E flow: an int8 graph close to eager on 2.9, its module gone from 2.11."""
+    rid = "pt2e_quant_removed"
+    good = assert_passes_checked(t29[rid], "pt2e_quantize",
+                                 "the converted graph quantizes", "int8 PT2E (XNNPACK quantizer) vs eager")
+    assert good["evidence"]["quantize_dequantize_nodes"] >= 4
+    assert any("will be removed in 2.10" in w for w in good["evidence"]["deprecations"])
+    diff = next(c["max_abs_diff"] for c in good["checks"] if c["numeric"])
+    assert 0 < diff < 0.03  # quantized: not eager's own numbers, within the quantization error
+    bad = assert_fails_with(t212[rid], "pt2e_quantize", "quantize_pt2e_module_removed")
+    assert "torch.ao.quantization.quantize_pt2e" in bad["message"]
+    assert t29[rid]["workaround"] is None and t212[rid]["workaround"] is None  # no stage: torchao
 
 
 # ------------------------------------- signatures against recorded dossier text

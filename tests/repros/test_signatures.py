@@ -57,6 +57,12 @@ _DLA = ("protocol.CheckFailed: check failed: the compile spec carries the DLA me
         "spec={'dla_sram_size': 1048576, 'dla_local_dram_size': 1073741824, "
         "'dla_global_dram_size': 536870912}")
 
+# recorded on a CPU host: pt2e_quant_removed/pt2e_quantize (torch 2.12.1),
+# tv_masks_to_boxes_empty/masks_to_boxes (torchvision 0.24.1)
+_NO_PT2E = "builtins.ModuleNotFoundError: No module named 'torch.ao.quantization.quantize_pt2e'"
+_MIN_NO_DIM = ("builtins.RuntimeError: min(): Expected reduction dim to be specified for input.numel() == 0. "
+               "Specify the reduction dim with the 'dim' argument.")
+
 # (repro, exception types, text, stage, torch version, log, expected signature or None, source)
 CASES = [
     # ---- deform_conv2d_device
@@ -217,6 +223,23 @@ CASES = [
     ("onnx_export_fallback_removed", ["TypeError"],
      "builtins.TypeError: export() got an unexpected keyword argument 'dynamo'", "export_with_fallback",
      "2.4.1", "", None, "near miss: before 2.5 there is no dynamo= either (another keyword)"),
+    # ---- pt2e_quant_removed
+    ("pt2e_quant_removed", ["ModuleNotFoundError", "ImportError"], _NO_PT2E, "pt2e_quantize", "2.12.1", "",
+     "quantize_pt2e_module_removed", "recorded, torch 2.12.1 (2.13.0 and 2.14.1 the same)"),
+    ("pt2e_quant_removed", ["ModuleNotFoundError", "ImportError"], _NO_PT2E, "pt2e_quantize", "2.9.1", "",
+     None, "near miss: 2.9 ships the module, so this text is a broken install there, not the removal"),
+    ("pt2e_quant_removed", ["ModuleNotFoundError", "ImportError"],
+     "builtins.ModuleNotFoundError: No module named 'torchao'", "pt2e_quantize", "2.12.1", "", None,
+     "near miss: the replacement (torchao) absent is not torch's removal"),
+    # ---- tv_masks_to_boxes_empty
+    ("tv_masks_to_boxes_empty", ["RuntimeError"], _MIN_NO_DIM, "masks_to_boxes", "2.9.1", "",
+     "empty_mask_min_without_dim", "recorded, torchvision 0.24.1 (0.19.1, 0.20.1 the same; torch's text)"),
+    ("tv_masks_to_boxes_empty", ["RuntimeError"], _MIN_NO_DIM, "workaround_nonempty_only", "2.9.1", "",
+     None, "near miss: the same text from the workaround's stage, which never passes an empty mask"),
+    ("tv_masks_to_boxes_empty", ["ValueError"],
+     "builtins.ValueError: not enough values to unpack (expected 2, got 1)", "masks_to_boxes", "2.9.1", "",
+     None,
+     "near miss, recorded on torchvision 0.24.1: one mask without its batch dimension (invalid input)"),
     # ---- torchscript_device_mix
     ("torchscript_device_mix", ["torch.jit.Error", "RuntimeError"],
      _TS + "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "

@@ -33,7 +33,8 @@ def valid(stdout: str) -> dict:
 
 
 def test_a_stack_with_a_known_bug_exits_1_and_says_the_upgrade():
-    proc = repromatrix("check", *REPORTED)
+    # without the torchvision bug (fixed only with torch 2.11: tests/check/test_decide.py)
+    proc = repromatrix("check", *REPORTED, "--ignore", "tv_masks_to_boxes_empty")
     assert proc.returncode == 1, proc.stderr
     out = " ".join(proc.stdout.split(" "))  # lines are wrapped at 100 columns
     assert "AFFECTED  deform_conv2d_device" in out and "fixed in: torch-tensorrt 2.5.0" in out

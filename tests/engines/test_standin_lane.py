@@ -271,3 +271,66 @@ def test_the_dla_sizes_are_dropped_at_2_3_and_kept_at_2_4(tmp_path, capsys) -> N
     assert cleared.evidence["spec_carries"] == cleared.evidence["passed"]
     for rec in (bad, good):  # never fixed in convert_method_to_trt_engine
         assert rec.stage("convert_method_dla_sizes_standin").signature == "dla_sizes_dropped"
+
+
+# A user's own deployment check as a plain script (no protocol, no stand-in opt-in): MONAI <=
+# 1.3.2's TensorRT export calls torch_tensorrt.set_device, which is gone from 2.3.0
+# (pytorch/TensorRT#3084). torch-tensorrt itself loads only with TensorRT stood in.
+SET_DEVICE_SCRIPT = '''\
+import sys
+
+import torch_tensorrt
+
+print("torch_tensorrt", torch_tensorrt.__version__)
+if not callable(getattr(torch_tensorrt, "set_device", None)):
+    sys.exit("BUG: torch_tensorrt.set_device is gone")
+'''
+# The same check where torch-tensorrt cannot load: it hides the stand-in tensorrt module, as
+# a process without the stand-ins has none, and would exit 1 ("bad") on the import error.
+UNLOADABLE_SCRIPT = '''\
+import sys
+
+sys.path[:] = [p for p in sys.path if "repromatrix-standins" not in p]
+import torch_tensorrt  # noqa: E402
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+@pytest.mark.pypi
+def test_a_plain_script_bisects_on_the_lane_and_an_unloadable_torch_tensorrt_cannot_tell(
+        tmp_path, capsys) -> None:
+    """A plain script over the bisect's own environments above (2.2.0, 2.3.0, 2.4.0): it runs
+    with TensorRT stood in, its records say so, and it names 2.3.0; a script whose
+    torch-tensorrt does not load gives error (cannot tell), never bad, even with --bad-if error."""
+    needs_the_lane_tools("uv", "cc")
+    bisect = ["--axis", "torch_tensorrt", "--good", "2.2.0", "--bad", "2.4.0", "--base", "index=pypi",
+              "--with", "torchvision", "--backend", "venv", "--standin", "tensorrt",
+              "--results", str(tmp_path / "results"), "--json"]
+    (tmp_path / "set_device.py").write_text(SET_DEVICE_SCRIPT)
+    code = cli_main(["bisect", "--script", str(tmp_path / "set_device.py"), *bisect])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["result"] == "found", report.get("message")
+    assert report["first_bad"]["version"] == "2.3.0" and report["last_good"]["version"] == "2.2.0"
+    assert {p["version"]: p["status"] for p in report["probes"]} == {
+        "2.2.0": "pass", "2.3.0": "fail", "2.4.0": "fail"}
+    assert all("stood in" in p["note"] for p in report["probes"]), report["probes"]
+    found = records(tmp_path / "results")
+    for probe in report["probes"]:
+        rec = found[probe["cell"]]
+        assert rec.evidence_level == STANDIN and rec.standin_note, rec.message
+        assert "tensorrt" in rec.stage("script").standins
+    missing = found[report["first_bad"]["cell"]].stage("script").standins
+    assert "libtorchtrt-missing-symbols" in missing  # 2.3.0's wheel loads only with them
+
+    (tmp_path / "unloadable.py").write_text(UNLOADABLE_SCRIPT)
+    code = cli_main(["bisect", "--script", str(tmp_path / "unloadable.py"), *bisect,
+                     "--bad-if", "fail,error"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 2 and report["result"] == "wrong-bound", report
+    assert "is not good" not in report["message"] and "cannot be verified" in report["message"]
+    for probe in report["probes"]:
+        assert probe["status"] == "error" and probe["verdict"] == "cannot tell", probe
+        assert "torch-tensorrt did not load on the TensorRT stand-ins" in probe["note"]
+        rec = records(tmp_path / "results")[probe["cell"]]
+        assert "No module named 'tensorrt'" in rec.stage("script").evidence["torch_tensorrt_not_loaded"]

@@ -14,12 +14,13 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from support.standins import fake_torch_tensorrt
 
-from repromatrix.bisect.command import standin_status
+from repromatrix.bisect.command import classify, standin_status
+from repromatrix.bisect.search import Verdict
 from repromatrix.cli import main as cli_main
 from repromatrix.config.flags import reproduce_args
 from repromatrix.config.matrix import parse_settings
@@ -28,6 +29,7 @@ from repromatrix.engines import EngineContext
 from repromatrix.engines.venv import VenvEngine, install_spec
 from repromatrix.errors import ConfigError
 from repromatrix.model import Settings, Stack
+from repromatrix.onefile.plain import NOT_LOADED
 from repromatrix.paths import harness_dir, repros_dir
 from repromatrix.report.feed import shown
 from repromatrix.report.load import reduce_records
@@ -46,33 +48,9 @@ CC = shutil.which("cc")
 
 # -- native stand-ins, made and loaded for real --------------------------------------------
 
-def fake_torch_tensorrt(root: Path) -> Path:
-    """A package named torch_tensorrt whose libtorchtrt.so links against TensorRT 10 and
-    calls it, as the real wheel's does (built with the stand-in library to link against)."""
-    pkg = root / "site" / "torch_tensorrt"
-    (pkg / "lib").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "_version.py").write_text('__version__ = "2.4.0"\n__tensorrt_version__ = "10.1.0"\n')
-    (pkg / "_Device.py").write_text("import torch\n")
-    link = root / "link"
-    link.mkdir()
-    for name in ("libnvinfer.so.10", "libnvinfer_plugin.so.10"):
-        _standin._compile(CC, _standin.source(_standin.NVINFER_C), str(link / name), name, [])
-    src = root / "trt.c"
-    src.write_text(textwrap.dedent("""
-        void *getPluginRegistry(void);
-        int initLibNvInferPlugins(void *, const char *);
-        int uses_tensorrt(void) { return getPluginRegistry() != 0 && initLibNvInferPlugins(0, ""); }
-    """))
-    subprocess.run([CC, "-shared", "-fPIC", "-Wl,--no-as-needed", "-o",
-                    str(pkg / "lib" / "libtorchtrt.so"), str(src), str(link / "libnvinfer.so.10"),
-                    str(link / "libnvinfer_plugin.so.10")], check=True)
-    return pkg
-
-
 @pytest.mark.skipif(CC is None, reason="needs a C compiler (cc)")
 def test_make_compiles_what_libtorchtrt_needs_and_it_loads(tmp_path) -> None:
-    pkg = fake_torch_tensorrt(tmp_path)
+    pkg = fake_torch_tensorrt(tmp_path, CC)
     dest = tmp_path / "standins"
     env = dict(os.environ, PYTHONPATH=str(pkg.parent))
     subprocess.run([sys.executable, str(REPROS / "_standin.py"), "make", str(dest), CC],
@@ -295,6 +273,9 @@ def test_evidence_levels() -> None:
     assert Result.from_dict(record("skip", [unclear])).evidence_level == ""
     info = dict(STOOD_IN_FAIL, role="info")
     assert Result.from_dict(record("skip", [info])).evidence_level == ""
+    script_passed = {"name": "script", "status": "pass", "role": "main", "standins": ["tensorrt"]}
+    assert Result.from_dict(record("pass", [script_passed])).standin_note == STANDIN_GOOD
+    assert Result.from_dict(record("pass", [dict(script_passed, standins=[])])).evidence_level == "real"
 
 
 def test_old_records_stood_nothing_in() -> None:
@@ -324,6 +305,10 @@ def test_bisect_reads_a_standin_record_only_on_the_lane() -> None:
     assert standin_status(failed, "fail", ("tensorrt",), None) == "fail"
     assert standin_status(cleared, "skip", (), None) == "skip"
     assert standin_status(cleared, "skip", ("tensorrt",), "a") == "skip"
+    not_loaded = Result.from_dict(record("error", [dict(STOOD_IN_FAIL, status="error", evidence={
+        NOT_LOADED: "ModuleNotFoundError: No module named 'tensorrt'"})]))
+    assert standin_status(not_loaded, "error", ("tensorrt",), None) == "skip"  # never bad: cannot tell
+    assert classify(standin_status(not_loaded, "error", (), None), ("fail", "error"), False) is Verdict.SKIP
 
 
 def test_the_feed_says_when_tensorrt_was_stood_in() -> None:

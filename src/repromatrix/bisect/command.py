@@ -30,7 +30,7 @@ from repromatrix.config.matrix import Matrix
 from repromatrix.config.options import RunOptions
 from repromatrix.errors import InfraError, UsageError, did_you_mean
 from repromatrix.model import Plan, StackGroup, Status, cell_id
-from repromatrix.onefile.plain import read_wrapper
+from repromatrix.onefile.plain import NOT_LOADED, read_wrapper
 from repromatrix.onefile.standalone import export
 from repromatrix.store.index import recorded_latest
 from repromatrix.store.record import Result, shorten
@@ -100,7 +100,11 @@ def standin_status(record: Result, status: str, standins: Sequence[str], stage: 
     """The status a probe's verdict is read from. On the stand-in lane (``--standin``) a
     record that stand-in stages decided reads as ``fail`` (the bug raised in torch-tensorrt's
     code) or ``pass`` (its code ran clean past the bug's point, so the cell is a ``skip`` that
-    needs real TensorRT beyond it); every other record reads as its own status."""
+    needs real TensorRT beyond it); a plain script whose torch-tensorrt did not load on the
+    stand-ins reads as ``skip`` (cannot tell, whatever ``--bad-if`` names); every other
+    record reads as its own status."""
+    if status != "flaky" and any(s.evidence.get(NOT_LOADED) for s in record.stages):
+        return Status.SKIP.value
     if not standins or stage or status == "flaky" or not record.standin_verdict:
         return status
     return Status.FAIL.value if record.standin_verdict == "bad" else Status.PASS.value

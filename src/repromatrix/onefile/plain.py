@@ -3,7 +3,9 @@
 Exit 0 is good (``pass``), 125 is "cannot tell" (``skip``, like ``git bisect
 run``), any other exit is bad (``fail``); ``--bad-if-output REGEX`` makes a
 match in the output bad instead (then a non-zero exit without a match is
-``error``: a different failure); a death by signal is a ``crash``.
+``error``: a different failure); a death by signal is a ``crash``. On the stand-in lane
+the script runs with TensorRT stood in (its record says so), and a run in which
+torch-tensorrt did not import is ``error`` (cannot tell), never bad (``_wrapper.py``).
 
 The script becomes a generated protocol-shaped repro (``<id>.py``, the script
 embedded in it) written to ``<results>/scripts/``, so it flows through the same
@@ -31,6 +33,8 @@ MARK = "# repromatrix: generated from a plain script"
 WRAPPER = Path(__file__).with_name("_wrapper.py")  # container side: the generated repro's body
 SETTINGS = ("# <settings>\n", "# </settings>\n")
 RULE = ("exit 0 is good, 125 cannot tell, any other exit is bad, a signal is a crash")
+NOT_LOADED = "torch_tensorrt_not_loaded"  # the wrapper's stage evidence on the stand-in lane:
+# torch-tensorrt did not import there, so the script could not tell (_wrapper.NOT_LOADED)
 
 
 @dataclass(frozen=True)

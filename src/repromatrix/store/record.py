@@ -157,8 +157,9 @@ class Result:
     @property
     def evidence_level(self) -> str:
         """What decided this record: ``real`` (a fail or pass on the real stack),
-        ``standin`` (a fail raised in torch-tensorrt's code, or every main stand-in stage
-        cleared the bug's point, with TensorRT stood in), or "" (no verdict)."""
+        ``standin`` (a fail raised in torch-tensorrt's code, every main stand-in stage
+        cleared the bug's point, or a plain script passed, with TensorRT stood in), or ""
+        (no verdict)."""
         return evidence_level(self.status, [{"role": s.role, "status": s.status, "standins": s.standins,
                                              "evidence": s.evidence} for s in self.stages])
 
@@ -220,8 +221,8 @@ def evidence_level(status: str, stages: Iterable[Any]) -> str:
     if status == "fail":
         first = next((s for s in main if s.get("status") == "fail"), None)
         return STANDIN if first is not None and first.get("standins") else REAL
-    if status == "pass":
-        return REAL
+    if status == "pass":  # a plain script's own check can pass on the stand-ins (onefile/_wrapper.py)
+        return STANDIN if any(s.get("standins") for s in main) else REAL
     stood_in = [s for s in main if s.get("standins")]
     if status == "skip" and stood_in and all(_cleared(s) for s in stood_in):
         return STANDIN

@@ -18,7 +18,7 @@ import dataclasses
 import json
 import math
 import socket
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
@@ -26,6 +26,8 @@ from typing import Any
 from repromatrix import __version__
 from repromatrix.model import TRACEBACK_LIMIT, Status, cell_id
 from repromatrix.textsafe import bounded
+
+from .record_versions import migrate
 
 SCHEMA_VERSION = 3
 STATUSES = frozenset(s.value for s in Status)
@@ -234,38 +236,6 @@ def _cleared(stage: Mapping[str, Any]) -> bool:
     evidence = stage.get("evidence")
     return stage.get("status") == "skip" and isinstance(evidence, Mapping) \
         and bool(evidence.get("cleared"))
-
-
-# -- reading older records -----------------------------------------------------------------
-
-def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
-    """v2 added ``attempt`` (repeated runs of one cell) and made every stage carry a role."""
-    data["attempt"] = 1
-    for stage in data.get("stages") or []:
-        if isinstance(stage, dict):
-            stage.setdefault("role", "main")
-    return data
-
-
-def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
-    """v3 made every stage list what was stood in while it ran: nothing, before the lane."""
-    for stage in data.get("stages") or []:
-        if isinstance(stage, dict):
-            stage.setdefault("standins", [])
-    return data
-
-
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
-
-
-def migrate(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """``raw`` upgraded to SCHEMA_VERSION (a copy); unknown versions are left for _problem."""
-    data = dict(raw)
-    version = data.get("schema_version")
-    while isinstance(version, int) and not isinstance(version, bool) and version in MIGRATIONS:
-        data = MIGRATIONS[version](data)
-        version = data["schema_version"] = version + 1
-    return data
 
 
 def _problem(data: Mapping[str, Any]) -> str | None:

@@ -86,8 +86,9 @@ def repro_answers(entries: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[
     statuses = [e["cell"]["status"] for e in entries]
     reproduces = statuses.count("fail")
     passes = statuses.count("pass")
-    tried = [e for e in entries if e["cell"]["status"] == "fail" and e["cell"]["workaround"]]
-    works = sum(e["cell"]["workaround"] == "pass" for e in tried)
+    tried = [e["cell"]["workaround"] for e in entries
+             if e["cell"]["status"] == "fail" and e["cell"]["workaround"]]
+    workaround, works, decided = workaround_answer(tried)
     axes = [a for a in (axis_answer(entries, k, label) for k, label in AXES) if a]
     plural = "" if len(entries) == 1 else "s"
     parts = [f"reproduces on {reproduces} of {len(entries)} stack{plural}"]
@@ -100,15 +101,29 @@ def repro_answers(entries: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[
     said = [a for a in axes if a["axis"] != "torch" or not any(b["axis"] == "torch_tensorrt" for b in axes)]
     parts += [a["text"] for a in said]
     if tried:
-        parts.append(f"workaround works on {works} of {len(tried)}")
+        parts.append(workaround)
     return {
         "reproduces": reproduces, "passes": passes, "stacks": len(entries), "undecided": undecided,
-        "workaround_works": works, "workaround_tried": len(tried), "axes": axes,
+        "workaround_works": works, "workaround_tried": decided, "axes": axes,
         "summary": " · ".join(parts),
         "short": f"cannot tell on {len(entries)}" if entries and undecided == len(entries)
         else f"{reproduces}/{len(entries)}",
         "rules": rule_rows(entries, rules),
     }
+
+
+def workaround_answer(tried: Sequence[str]) -> tuple[str, int, int]:
+    """How the workaround did where the bug reproduced (``tried``: its stage's status on each
+    such stack), as text, the stacks where it works and those where its stage decided: a
+    stage that could not run (skip, error) is "cannot tell", never a failed workaround."""
+    decided = [w for w in tried if w in ("pass", "fail")]
+    works = decided.count("pass")
+    undecided = len(tried) - len(decided)
+    if not decided:
+        ran = ", ".join(sorted(set(tried)))
+        return f"workaround: cannot tell on {undecided} (its stage ended {ran}, no verdict)", 0, 0
+    text = f"workaround works on {works} of {len(decided)}"
+    return text + (f" ({undecided} cannot tell)" if undecided else ""), works, len(decided)
 
 
 def rule_rows(entries: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[str, str]]

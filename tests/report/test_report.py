@@ -9,6 +9,7 @@ import re
 import shutil
 from pathlib import Path
 
+from support import ROOT
 from support.sites import (
     CATALOG,
     DATA,
@@ -354,3 +355,21 @@ def test_a_cell_made_from_pypi_s_build_instead_of_its_pinned_index_says_so(tmp_p
     assert "PyPI's build (CUDA 12.1)" in note and "cu124" in note
     assert "built" not in cells["s--r"]
     assert _result(stack=stack).built_note == note and _result().built_note == ""
+
+
+def test_a_cell_whose_torch_tensorrt_needed_symbols_stood_in_says_it_is_not_installable(tmp_path):
+    """torch-tensorrt 2.3.0's PyPI wheel needs torch symbols no PyPI torch 2.3.x has; the lane
+    stands them in (``env.standins.missing_symbols``). A published record of it: the drawer's
+    data and the record's note say the verdict is about its code, not a stack to install."""
+    published = ROOT / "results" / "published" / "vm"
+    line = next(line for f in sorted(published.glob("*.jsonl")) for line in f.read_text().splitlines()
+                if '"pip-torch2.3.1-trt2.3.0-pypi-py3.11--ts_device_gpu_id"' in line)
+    record = Result.from_dict(json.loads(line))
+    assert len(record.env["standins"]["missing_symbols"]) == 4
+    note = record.built_note
+    assert note.startswith("not installable as published: torch-tensorrt 2.3.0's wheel needs 4 symbol(s) "
+                           "torch 2.3.1+cu121 lacks, stood in here")
+    store = tmp_path / "store"
+    ResultStore(store).append(record)
+    render_site([store], tmp_path / "site", CATALOG)
+    assert chunk_data(tmp_path / "site")["cells"][record.cell]["built"] == note

@@ -210,6 +210,8 @@ class Bisect:
                            self.setup.bad_if, a.find_fix)
         if verdict is not Verdict.SKIP and record.standin_note and status != "flaky":
             note = f"{record.standin_note}; {note}"
+        if record.built_note:
+            note = f"{note}; {record.built_note}"
         self.probes[index] = Probe(index, cand, record, status, note, verdict, reused=not mine)
         return verdict
 

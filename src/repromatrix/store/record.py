@@ -181,12 +181,20 @@ class Result:
     def built_note(self) -> str:
         """How the environment differs from the stack's pins, in words ("" when made as
         pinned): PyPI's build taken where the pinned CUDA index could not be reached
-        (``engines.choice.pypi_instead``; ``backend_reason`` says why)."""
+        (``engines.choice.pypi_instead``; ``backend_reason`` says why), and torch symbols
+        a torch-tensorrt wheel needs that its torch lacks, stood in (``env.standins``)."""
+        notes = []
         pinned = self.stack.get("pinned_index")
-        if not pinned:
-            return ""
-        return (f"made from PyPI's build (CUDA {self.stack.get('cuda') or '?'}), not from the "
-                f"{pinned} index the stack pins, which could not be reached")
+        if pinned:
+            notes.append(f"made from PyPI's build (CUDA {self.stack.get('cuda') or '?'}), not from "
+                         f"the {pinned} index the stack pins, which could not be reached")
+        standins = self.env.get("standins")
+        missing = standins.get("missing_symbols") if isinstance(standins, Mapping) else None
+        if missing:
+            notes.append(f"not installable as published: torch-tensorrt {self.env.get('torch_tensorrt')}'s "
+                         f"wheel needs {len(missing)} symbol(s) torch {self.env.get('torch')} lacks, "
+                         "stood in here, so the verdict is about its code, not a stack to install")
+        return "; ".join(notes)
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

@@ -99,10 +99,20 @@ SIGNATURES = [
                 r"different from other tensors on cpu",
         note="fake convolution checks devices from torch 2.14 (<= 2.13 it silently exports)"),
     Signature(
-        "legacy_eager_device_mismatch", exc="RuntimeError", stage="legacy_export",
+        "legacy_eager_device_mismatch", exc="RuntimeError", stage="legacy_export", when={"torch": "<2.8"},
         pattern=_SEED_TEXT + _INDEX_SELECT,
         note="the seed's text: the legacy exporter runs the model eagerly and the first op, "
              "index_select, checks self (the CPU input) before index (CUDA); pytorch #102947"),
+    Signature(
+        "legacy_eager_index_on_other_device", exc="RuntimeError", stage="legacy_export",
+        when={"torch": ">=2.8"},
+        pattern=r"Expected all tensors to be on the same device, but got index is on cuda:\d+, different "
+                r"from other tensors on cpu \(when checking argument in method "
+                r"wrapper_(?:CUDA_)?_index_select\)",
+        note="the same refusal as the seed's, in the per-argument wording torch uses from 2.8.0: "
+             "libtorch_cpu.so of 2.7.1 (git e2d141db) has only 'when checking argument for "
+             "argument', 2.8.0 (a1cb3cc0), 2.9.1, 2.12.1, 2.13.0 and 2.14.1 only 'but got ... is on "
+             "..., different from other tensors on ... (when checking argument in method'"),
     Signature(
         "first_op_fake_mismatch", exc="RuntimeError", stage="fake_first_op", when={"torch": ">=2.13"},
         pattern=_SEED_TEXT,

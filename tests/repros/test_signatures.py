@@ -114,6 +114,20 @@ CASES = [
      "legacy_export", "2.0.0", "", "legacy_eager_device_mismatch",
      "printed in pytorch #102947 (torch 2.0.0+cu118, legacy exporter): index_select, CPU self first"),
     ("onnx_export_device", ["RuntimeError"],
+     "RuntimeError: Expected all tensors to be on the same device, but got index is on cuda:0, different "
+     "from other tensors on cpu (when checking argument in method wrapper_CUDA__index_select)",
+     "legacy_export", "2.14.1", "", "legacy_eager_index_on_other_device",
+     "torch 2.14.1's per-argument check (its libtorch_cpu.so format, filled for index_select)"),
+    ("onnx_export_device", ["RuntimeError"],
+     "RuntimeError: Expected all tensors to be on the same device, but got mat1 is on cuda:0, different "
+     "from other tensors on cpu (when checking argument in method wrapper_CUDA_addmm)",
+     "legacy_export", "2.14.1", "", None, "near miss: another op's argument, not index_select's index"),
+    ("onnx_export_device", ["RuntimeError"],
+     "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cpu and "
+     "cuda:0! (when checking argument for argument index in method wrapper_CUDA__index_select)",
+     "legacy_export", "2.14.1", "", None, "near miss: the seed's wording is not claimed from 2.8, "
+     "where torch no longer has it"),
+    ("onnx_export_device", ["RuntimeError"],
      "Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cpu! "
      "(when checking argument for argument index in method wrapper_CUDA__index_select)",
      "legacy_export", "2.6.0", "", None,

@@ -105,6 +105,8 @@ def repro_answers(entries: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[
     return {
         "reproduces": reproduces, "passes": passes, "stacks": len(entries), "undecided": undecided,
         "workaround_works": works, "workaround_tried": decided, "axes": axes,
+        "workaround": workaround if tried else "",  # in words (workaround_answer)
+        "workaround_undecided": len(tried) - decided,  # its stage could not run (skip, error)
         "summary": " · ".join(parts),
         "short": f"cannot tell on {len(entries)}" if entries and undecided == len(entries)
         else f"{reproduces}/{len(entries)}",

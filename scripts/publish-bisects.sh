@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Bisect each bounded bug of the catalog from one good and one bad release, over the
+# published records (results/published), and write each report to results/published/bisect/.
+# torch-tensorrt bugs bisect over its releases on the stand-in lane, every probe a published
+# cell; torch and torchvision bugs bisect over torch releases (torchvision paired), the
+# probes the published stacks lack being run and recorded there too.
+# Usage: scripts/publish-bisects.sh [REPRO-GLOB...]   (REPROMATRIX_VENV_DIR: where probes'
+# environments are made, each ~4 GB; PUBLISH_RESULTS: another results folder for the probes'
+# records, e.g. while results/published is being written: merge it in with `repromatrix store merge`)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=results/published/bisect
+results=${PUBLISH_RESULTS:-results/published}
+lane=(--axis torch_tensorrt --standin tensorrt --with torchvision --base index=pypi)
+cpu=(--axis torch --base index=pypi --base torch_tensorrt=none)
+# repro, report name, bisect arguments (one line a bisect). The good bound is a release whose
+# published record decides: 2.5.0 for the torch-tensorrt fixes of that release (for
+# require_full_compilation the lane cannot tell from 2.8.0, its lowering meeting two fake modes)
+bisects=(
+  "ts_device_gpu_id|regression|${lane[*]} --good 2.2.0 --bad 2.14.0"
+  "deform_conv2d_device|regression|${lane[*]} --good 2.3.0 --bad 2.4.0"
+  "deform_conv2d_device|fix|${lane[*]} --find-fix --bad 2.4.0 --good 2.6.1"
+  "dynamo_global_partitioner_module_children|fix|${lane[*]} --find-fix --bad 2.3.0 --good 2.5.0"
+  "dynamo_trace_mixed_static_dynamic_inputs|fix|${lane[*]} --find-fix --bad 2.2.0 --good 2.5.0"
+  "dynamo_require_full_compilation_ignored|fix|${lane[*]} --find-fix --bad 2.2.0 --good 2.5.0"
+  "ts_dla_memory_sizes_ignored|fix|${lane[*]} --find-fix --bad 2.2.0 --good 2.5.0"
+  "onnx_ts_rshift_signed|fix|${cpu[*]} --base torchvision=none --find-fix --bad 2.13.0 --good 2.14.1"
+  "export_dynamic_shapes_var_kwargs|fix|${cpu[*]} --base torchvision=none --find-fix --bad 2.13.0 --good 2.14.1"
+  "onnx_dynamic_axes_names_dropped|fix|${cpu[*]} --base torchvision=none --find-fix --bad 2.9.1 --good 2.12.1"
+  "onnx_export_fallback_removed|regression|${cpu[*]} --base torchvision=none --good 2.9.1 --bad 2.12.1"
+  "pt2e_quant_removed|regression|${cpu[*]} --base torchvision=none --good 2.9.1 --bad 2.12.1"
+  "tv_masks_to_boxes_empty|fix|${cpu[*]} --with torchvision --find-fix --bad 2.9.1 --good 2.12.1"
+)
+status=0
+for line in "${bisects[@]}"; do
+  IFS='|' read -r repro name args <<<"$line"
+  if [ $# -gt 0 ]; then
+    keep=0; for glob in "$@"; do [[ $repro == $glob ]] && keep=1; done
+    [ $keep = 1 ] || continue
+  fi
+  echo "== $repro ($name) $(date -u +%H:%M:%S)"
+  # shellcheck disable=SC2086  # $args is a list of words
+  if ! repromatrix bisect --repro "$repro" $args --backend venv --results "$results" \
+      >"$out/$repro-$name.txt" 2>&1; then
+    echo "!! $repro: bisect exited $? (see $out/$repro-$name.txt)"; status=1
+  fi
+  grep -E '^- (first|last) (bad|good):' "$out/$repro-$name.txt" | cut -c1-60
+done
+exit $status

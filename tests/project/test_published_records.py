@@ -1,0 +1,117 @@
+"""The committed records in results/published agree with the catalog's release boundaries.
+
+Each repro's META ``expect`` says where its bug is (``fail``) and where it is not
+(``pass``), per release. The published records were made on real environments of those
+releases (README, "Published records"); here every decisive one is held to the rule that
+applies to its probed versions (a record of a release no rule covers is evidence beyond
+what META claims, and is not held to anything), and every bug whose rules draw a boundary on a package
+(not an NGC release) has a record on each side of it: a ``fail``, and a ``pass`` or a
+stand-in ``skip`` that got past the bug's place. The bisect reports beside them name the
+release each boundary cites.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from repromatrix import paths
+from repromatrix.config.catalog import load_catalog
+from repromatrix.report.expect import evaluate, when_holds
+from repromatrix.store.record import Result
+from repromatrix.store.results import latest_by_cell, load_records
+
+ROOT = Path(__file__).resolve().parents[2]
+PUBLISHED = ROOT / "results" / "published"
+BISECTS = PUBLISHED / "bisect"
+CATALOG = load_catalog(paths.repros_dir())
+
+
+def bounded(rid: str) -> bool:
+    """Whether META's rules draw a release boundary on a package: a fail and a pass rule."""
+    rules = [r for r in CATALOG[rid].expect if "ngc" not in r.get("when", {})]
+    return {"fail", "pass"} <= {r.get("status") for r in rules}
+
+
+BOUNDED = sorted(r for r in CATALOG if bounded(r))
+
+
+@pytest.fixture(scope="module")
+def shown() -> dict[str, Result]:
+    return latest_by_cell(load_records([PUBLISHED]).records)
+
+
+def side(record: Result) -> str | None:
+    """Which side of its bug's boundary a record is on: fail, clear (pass, or a stand-in skip
+    past the bug's place) or None when it cannot tell."""
+    if record.status == "fail":
+        return "fail"
+    if record.status == "pass" or (record.status == "skip" and record.evidence_level == "standin"):
+        return "clear"
+    return None
+
+
+def test_every_decisive_record_agrees_with_its_repro_s_expect(shown: dict[str, Result]) -> None:
+    checked = 0
+    for cell, record in shown.items():
+        if record.repro not in CATALOG or side(record) is None:
+            continue
+        expectation = evaluate(CATALOG[record.repro].expect, record)
+        if expectation is None:  # a release META makes no claim about: evidence beyond it
+            continue
+        want = "fail" if expectation.status == "fail" else "clear"
+        assert side(record) == want, (cell, record.status, record.message[:300], expectation)
+        checked += 1
+    assert checked >= 2 * len(BOUNDED)
+
+
+@pytest.mark.parametrize("rid", BOUNDED)
+def test_each_boundary_has_a_record_on_both_sides(rid: str, shown: dict[str, Result]) -> None:
+    sides = {side(r) for r in shown.values() if r.repro == rid}
+    assert {"fail", "clear"} <= sides, f"{rid}: published records on {sides - {None}} only"
+
+
+def expected_for(rid: str, versions: dict[str, str]) -> str | None:
+    """The status of META's first rule that holds for ``versions`` (None if none applies)."""
+    for rule in CATALOG[rid].expect:
+        when = rule.get("when", {})
+        if "ngc" not in when and when_holds(when, versions.get):
+            return str(rule.get("status"))
+    return None
+
+
+def probe_versions(line: str) -> dict[str, str]:
+    """A report's probe line's versions: ``(python 3.11.7, torch 2.4.1+cu121, ...)``."""
+    inside = line[line.rindex("(") + 1:line.rindex(")")]
+    return dict(part.strip().split(" ", 1) for part in inside.split(","))
+
+
+@pytest.mark.parametrize("rid", BOUNDED)
+def test_each_boundary_has_a_bisect_report_naming_its_release(rid: str) -> None:
+    """Every report names the first bad (or first good) release and the last one on the
+    other side; META claims the bad one's probed versions bad and never claims the good one's
+    bad (a release META has no rule for, read but not run, may be the good side): the bisect
+    found the boundary the citation gives."""
+    reports = sorted(BISECTS.glob(f"{rid}-*.txt"))
+    assert reports, f"no bisect report for {rid} in {BISECTS}"
+    for report in reports:
+        text = report.read_text(encoding="utf-8")
+        named = dict(re.findall(r"^- ((?:first|last) (?:bad|good)): (.*)$", text, re.M))
+        bad = named.get("first bad") or named.get("last bad")
+        good = named.get("last good") or named.get("first good")
+        assert bad and good and len(named) == 2, (report.name, text[-1500:])
+        assert expected_for(rid, probe_versions(bad)) == "fail", (report.name, bad)
+        assert expected_for(rid, probe_versions(good)) in ("pass", None), (report.name, good)
+
+
+def test_a_bisect_probe_of_torch_tensorrt_2_3_0_says_it_is_not_installable() -> None:
+    """torch-tensorrt 2.3.0 ran with torch symbols stood in: its probe line says the verdict
+    is about its code, not about a stack anyone can install."""
+    probes = [line for report in sorted(BISECTS.glob("*.txt"))
+              for line in report.read_text(encoding="utf-8").splitlines()
+              if line.startswith("- 2.3.0: ") and "torch_tensorrt axis" in report.read_text(encoding="utf-8")]
+    assert probes
+    for line in probes:
+        assert "not installable as published" in line, line

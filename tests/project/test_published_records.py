@@ -4,8 +4,8 @@ Each repro's META ``expect`` says where its bug is (``fail``) and where it is no
 (``pass``), per release. The published records were made on real environments of those
 releases (README, "Published records"); here every decisive one is held to the rule that
 applies to its probed versions (a record of a release no rule covers is evidence beyond
-what META claims, and is not held to anything), and every bug whose rules draw a boundary on a package
-(not an NGC release) has a record on each side of it: a ``fail``, and a ``pass`` or a
+what META claims, and is not held to anything), and every bug whose rules draw a boundary on
+a package (not an NGC release) has a record on each side of it: a ``fail``, and a ``pass`` or a
 stand-in ``skip`` that got past the bug's place. The bisect reports beside them name the
 release each boundary cites.
 """
@@ -109,9 +109,9 @@ def test_each_boundary_has_a_bisect_report_naming_its_release(rid: str) -> None:
 def test_a_bisect_probe_of_torch_tensorrt_2_3_0_says_it_is_not_installable() -> None:
     """torch-tensorrt 2.3.0 ran with torch symbols stood in: its probe line says the verdict
     is about its code, not about a stack anyone can install."""
-    probes = [line for report in sorted(BISECTS.glob("*.txt"))
-              for line in report.read_text(encoding="utf-8").splitlines()
-              if line.startswith("- 2.3.0: ") and "torch_tensorrt axis" in report.read_text(encoding="utf-8")]
+    texts = [report.read_text(encoding="utf-8") for report in sorted(BISECTS.glob("*.txt"))]
+    probes = [line for text in texts if "torch_tensorrt axis" in text
+              for line in text.splitlines() if line.startswith("- 2.3.0: ")]
     assert probes
     for line in probes:
         assert "not installable as published" in line, line

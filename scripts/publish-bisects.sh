@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Bisect each bounded bug of the catalog from one good and one bad release, over the
 # published records (results/published), and write each report to results/published/bisect/.
-# torch-tensorrt bugs bisect over its releases on the stand-in lane, every probe a published
-# cell; torch and torchvision bugs bisect over torch releases (torchvision paired), the
-# probes the published stacks lack being run and recorded there too.
+# torch-tensorrt bugs bisect over its releases on the stand-in lane: a probe is a published
+# cell made without onnx (another key), so its record goes to a throw-away folder, not beside
+# the published one it repeats (it would take that cell out of the page's published scope);
+# torch and torchvision bugs bisect over torch releases (torchvision paired) on stacks of
+# their own, recorded in results/published.
 # Usage: scripts/publish-bisects.sh [REPRO-GLOB...]   (REPROMATRIX_VENV_DIR: where probes'
-# environments are made, each ~4 GB; PUBLISH_RESULTS: another results folder for the probes'
-# records, e.g. while results/published is being written: merge it in with `repromatrix store merge`)
+# environments are made, each ~4 GB; PUBLISH_RESULTS: another results folder for the torch
+# probes' records, e.g. while results/published is being written: merge it in with
+# `repromatrix store merge`)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=results/published/bisect
 results=${PUBLISH_RESULTS:-results/published}
+lane_probes=$(mktemp -d /tmp/repromatrix-lane-probes.XXXXXX)
+trap 'rm -rf "$lane_probes"' EXIT
 lane=(--axis torch_tensorrt --standin tensorrt --with torchvision --base index=pypi)
 cpu=(--axis torch --base index=pypi --base torch_tensorrt=none)
 # repro, report name, bisect arguments (one line a bisect). The good bound is a release whose
@@ -39,8 +44,10 @@ for line in "${bisects[@]}"; do
     [ $keep = 1 ] || continue
   fi
   echo "== $repro ($name) $(date -u +%H:%M:%S)"
+  store=$results
+  [[ $args == *--standin* ]] && store=$lane_probes
   # shellcheck disable=SC2086  # $args is a list of words
-  if ! repromatrix bisect --repro "$repro" $args --backend venv --results "$results" \
+  if ! repromatrix bisect --repro "$repro" $args --backend venv --results "$store" \
       >"$out/$repro-$name.txt" 2>&1; then
     echo "!! $repro: bisect exited $? (see $out/$repro-$name.txt)"; status=1
   fi

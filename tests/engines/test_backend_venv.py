@@ -1,8 +1,12 @@
-"""The `venv` engine: fingerprints known before building, failed installs are `broken`."""
+"""The `venv` engine: fingerprints known before building, failed installs are `broken`,
+the runner keeps its bytecode in the environment."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -11,7 +15,7 @@ import pytest
 
 from repromatrix.config.options import RunOptions
 from repromatrix.engines import EngineContext
-from repromatrix.engines.venv import VenvEngine, _reachable, install_spec
+from repromatrix.engines.venv import PYCACHE, VenvEngine, _reachable, bytecode_env, install_spec
 from repromatrix.errors import UsageError
 from repromatrix.model import Plan, Settings, Stack, StackGroup
 from repromatrix.paths import harness_dir, repros_dir
@@ -42,6 +46,18 @@ def test_only_pip_stacks(tmp_path) -> None:
     ngc = Stack(id="ngc-26.08", kind="ngc", ngc="26.08")
     with pytest.raises(UsageError, match="builds pip stacks only"):
         engine(tmp_path).preflight([ngc])
+
+
+def test_the_runner_keeps_bytecode_in_the_environment_not_beside_the_sources(tmp_path) -> None:
+    """Where PYTHONDONTWRITEBYTECODE is set (CI machines, images), an import in the runner
+    still leaves its compiled module, under the environment, none beside the repro's file."""
+    sources, env_dir = tmp_path / "repros", tmp_path / "env"
+    sources.mkdir()
+    (sources / "stagemod.py").write_text("VALUE = 1\n")
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **bytecode_env(env_dir)}
+    subprocess.run([sys.executable, "-c", "import stagemod"], cwd=sources, env=env, check=True)
+    assert list((env_dir / PYCACHE).glob("**/stagemod.*.pyc"))
+    assert not (sources / "__pycache__").exists()
 
 
 def test_unreachable_extra_indexes_are_left_out() -> None:

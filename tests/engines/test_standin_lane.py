@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from repromatrix.cli import main as cli_main
+from repromatrix.engines.venv import PYCACHE
 from repromatrix.store.record import REAL, STANDIN, STANDIN_BAD, Result
 
 
@@ -102,6 +103,8 @@ def test_both_bugs_at_a_buggy_and_a_fixed_release(tmp_path, capsys) -> None:
     assert deform_24.stage("trt_empty_strided_device_standin").evidence["returned_device"] == "cpu"
     assert deform_25.stage("trt_empty_strided_device_standin").evidence["returned_device"] == "cuda:0"
     assert_the_dynamo_bugs_at_24_not_25(found)
+    env = Path(str(deform_24.image["id"])).parents[1]  # the bytecode of what the runs imported
+    assert list((env / PYCACHE).glob("**/site-packages/torch_tensorrt/_compile.*.pyc")), env
     assert all(s.standins == () for r in found.values() for s in r.stages if "standin" not in s.name)
     assert REAL not in {r.evidence_level for r in found.values()}
     assert_full_compilation_boundary(found)

@@ -98,7 +98,8 @@ def docker_client() -> Iterator[object]:
     except DockerUnavailable as exc:
         unavailable(f"no docker daemon: {str(exc).splitlines()[0]}")
     yield client
-    leftovers = [c for c in client.containers.list(all=True, filters={"label": f"{LABEL_MANAGED}=1"})
+    leftovers = [c for c in client.containers.list(all=True, filters={"label": f"{LABEL_MANAGED}=1"},
+                                                   ignore_removed=True)
                  if c.labels.get(LABEL_RUN, "").startswith(TEST_RUN_PREFIX)]
     for c in leftovers:
         c.remove(force=True)

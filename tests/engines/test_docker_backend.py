@@ -118,12 +118,13 @@ def drive(settings: Settings, repros_dir: Path, tmp: Path, groups: list[StackGro
 
 
 def run_containers(client: Any, run_id: str) -> list[Any]:
-    return client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})
+    return client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"},
+                                  ignore_removed=True)
 
 
 def managed_run_ids(client: Any) -> set[str]:
-    return {c.labels.get(LABEL_RUN, "") for c in client.containers.list(
-        all=True, filters={"label": "repromatrix.managed=1"})}
+    return {c.labels.get(LABEL_RUN, "") for c in client.containers.list(  # one may end meanwhile
+        all=True, filters={"label": "repromatrix.managed=1"}, ignore_removed=True)}
 
 
 @pytest.fixture(scope="module")
@@ -239,7 +240,7 @@ def test_overrunning_container_is_killed_and_removed(
         line = str(item)  # plain lines and typed stack events alike
         if line.startswith("  ") and ": " in line:  # one line per recorded cell
             live = [c for c in docker_client.containers.list(
-                filters={"label": "repromatrix.managed=1"}) if CPU.id in c.name]
+                filters={"label": "repromatrix.managed=1"}, ignore_removed=True) if CPU.id in c.name]
             seen_running.append(bool(live))
 
     group = StackGroup(CPU, ("rmtest_ok", "rmtest_sleep"))

@@ -93,7 +93,7 @@ def cleanup(client: docker.DockerClient, run_id: str | None = None) -> list[str]
     labels = [f"{LABEL_MANAGED}=1"] + ([f"{LABEL_RUN}={run_id}"] if run_id else [])
     removed = []
     with contextlib.suppress(*ENGINE_ERRORS):
-        for c in client.containers.list(all=True, filters={"label": labels}):
+        for c in client.containers.list(all=True, filters={"label": labels}, ignore_removed=True):
             if remove_container(c):
                 removed.append(c.name)
     return removed
@@ -125,7 +125,8 @@ def reap_orphans(client: docker.DockerClient) -> list[str]:
     with -9, say): a container must never outlive the run that started it."""
     removed = []
     with contextlib.suppress(*ENGINE_ERRORS):
-        for c in client.containers.list(all=True, filters={"label": f"{LABEL_MANAGED}=1"}):
+        for c in client.containers.list(all=True, filters={"label": f"{LABEL_MANAGED}=1"},
+                                           ignore_removed=True):
             owner = (c.labels or {}).get(LABEL_OWNER)
             if owner and not _owner_alive(owner) and remove_container(c):
                 removed.append(c.name)

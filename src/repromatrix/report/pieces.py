@@ -11,14 +11,15 @@ another render replaced meanwhile.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from repromatrix.model import Repro
 from repromatrix.store.reader import newest
 
 from . import cell as cell_mod
-from .cell import Head, record_summary
+from . import forked
+from .cell import Head, Pieces, record_summary
 from .load import Reduced
 from .stacks import known_pairings
 
@@ -82,26 +83,63 @@ class CellPieces:
 
     def make(self, cells: list[str], every: bool = False) -> dict[str, tuple[bytes, bytes]]:
         """Make the pieces of ``cells`` and hand them to the cache as they are made; the
-        details (detail, env) of those it did not take, or, with ``every``, of all."""
+        details (detail, env) of those it did not take, or, with ``every``, of all. Many
+        cells: the end of the list in a forked child, on another core (``report.forked``;
+        every line is read first, so that the child reads no index)."""
         reduced = self.reduced
         batch: dict[str, tuple[str, bytes, bytes, bytes, bytes]] = {}
         out: dict[str, tuple[bytes, bytes]] = {}
-        for cid, summary in reduced.summaries(cells, record_summary):
-            context = self._contexts.get(cid) or history_context(reduced, cid,
-                                                                 cid in self.conflicted)
-            pieces = cell_mod.make_pieces(summary, self.repros.get(summary["view"]["repro"]),
-                                          matrix=self.matrix, store=reduced.store(cid),
-                                          seen=self._shared, **context)
-            self.heads[cid] = pieces.head
+
+        def take(cid: str, head: Head, stored: tuple[bytes, bytes], detail: bytes,
+                 env: bytes) -> None:
+            self.heads[cid] = head
             if every:
-                out[cid] = (pieces.detail, pieces.env)
-            batch[cid] = (self.keys[cid], *cell_mod.stored_head(pieces.head), pieces.detail,
-                          pieces.env)
+                out[cid] = (detail, env)
+            batch[cid] = (self.keys[cid], *stored, detail, env)
             if len(batch) >= KEEP_BATCH:
                 out.update(reduced.keep(batch))
                 batch.clear()
+
+        if len(cells) >= forked.MIN_ITEMS:
+            reduced.read_latest(cells)
+        with forked.share(cells, self._stored) as (mine, child):
+            if child is not None:
+                reduced.let_go(cells[len(mine):])  # the child's copy is enough
+            for cid, pieces in self._made(mine):
+                take(cid, pieces.head, cell_mod.stored_head(pieces.head), pieces.detail,
+                     pieces.env)
+            rest = cells[len(mine):]
+            theirs = child.batches() if child is not None else None
+            for made in theirs or ():
+                for cid, data, markup, detail, env in made:
+                    take(cid, cell_mod.read_head(data, markup), (data, markup), detail, env)
+        if rest and theirs is None:  # (the child failed)
+            for cid, pieces in self._made(rest):
+                take(cid, pieces.head, cell_mod.stored_head(pieces.head), pieces.detail,
+                     pieces.env)
         out.update(reduced.keep(batch))
         return out
+
+    def _made(self, cells: Sequence[str]) -> Iterator[tuple[str, Pieces]]:
+        """Each of ``cells`` with its pieces, made from its record's summary."""
+        reduced = self.reduced
+        for cid, summary in reduced.summaries(cells, record_summary):
+            context = self._contexts.get(cid) or history_context(reduced, cid,
+                                                                 cid in self.conflicted)
+            yield cid, cell_mod.make_pieces(summary, self.repros.get(summary["view"]["repro"]),
+                                            matrix=self.matrix, store=reduced.store(cid),
+                                            seen=self._shared, **context)
+
+    def _stored(self, cells: Sequence[str]) -> Iterator[list[tuple[str, bytes, bytes, bytes, bytes]]]:
+        """The pieces of ``cells`` as the cache keeps them (cell, head, markup, detail, env),
+        ``KEEP_BATCH`` at a time (a forked child's work)."""
+        batch = []
+        for cid, pieces in self._made(cells):
+            batch.append((cid, *cell_mod.stored_head(pieces.head), pieces.detail, pieces.env))
+            if len(batch) >= KEEP_BATCH:
+                yield batch
+                batch = []
+        yield batch
 
     def details(self, wanted: list[str]) -> dict[str, tuple[bytes, bytes]]:
         """The detail and environment of each of ``wanted``: kept by the cache under its key,

@@ -1,0 +1,98 @@
+"""report.forked: a share of the cells' pieces made in a forked child, the rest in the
+parent; the same result whether the child ran, failed, or could not be forked."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator, Sequence
+
+import pytest
+from support.forks import fork_every_render
+
+from repromatrix.report import forked
+
+
+def squares(items: Sequence[int]) -> Iterator[list[tuple[int, int, int]]]:
+    """Batches of (item, its square, the process that made it)."""
+    batch = []
+    for n in items:
+        batch.append((n, n * n, os.getpid()))
+        if len(batch) == 3:
+            yield batch
+            batch = []
+    yield batch
+
+
+def shared(items: list[int], work=squares) -> tuple[list[tuple[int, int, int]], bool]:
+    """Every item's square, made as a render makes its pieces; and whether a child made some."""
+    made = []
+    with forked.share(items, work) as (mine, child):
+        made.extend(row for batch in squares(mine) for row in batch)
+        theirs = child.batches() if child is not None else None
+        made.extend(row for batch in theirs or () for row in batch)
+    rest = items[len(made):]
+    made.extend(row for batch in squares(rest) for row in batch)
+    return made, any(pid != os.getpid() for _, _, pid in made)
+
+
+def test_the_child_makes_the_end_of_the_list(monkeypatch) -> None:
+    forks = fork_every_render(monkeypatch)
+    items = list(range(20))
+    made, by_child = shared(items)
+    assert forks == [1] and by_child
+    assert [(n, sq) for n, sq, _ in made] == [(n, n * n) for n in items]
+    assert [n for n, _, pid in made if pid != os.getpid()] == items[-int(20 * forked.CHILD_SHARE):]
+
+
+def test_a_failed_child_leaves_its_share_to_the_parent(monkeypatch) -> None:
+    fork_every_render(monkeypatch)
+
+    def failing(items: Sequence[int]) -> Iterator[list[tuple[int, int, int]]]:
+        yield from squares(items[:2])
+        raise RuntimeError("the child's work failed")
+
+    items = list(range(20))
+    made, by_child = shared(items, failing)
+    assert not by_child
+    assert [(n, sq) for n, sq, _ in made] == [(n, n * n) for n in items]
+
+
+def test_no_fork_while_another_thread_is_alive(monkeypatch) -> None:
+    forks = fork_every_render(monkeypatch)
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert not forked.can_fork()
+        made, by_child = shared(list(range(20)))
+    finally:
+        stop.set()
+        thread.join()
+    assert forks == [] and not by_child
+    assert [(n, sq) for n, sq, _ in made] == [(n, n * n) for n in range(20)]
+
+
+def test_too_few_items_are_not_worth_a_fork(monkeypatch) -> None:
+    forks = fork_every_render(monkeypatch)
+    monkeypatch.setattr(forked, "MIN_ITEMS", 50)
+    made, by_child = shared(list(range(20)))
+    assert forks == [] and not by_child and len(made) == 20
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork here")
+def test_an_interrupted_parent_ends_its_child(monkeypatch) -> None:
+    fork_every_render(monkeypatch)
+    started = threading.Event()  # (never set in the child: it only sleeps)
+
+    def endless(items: Sequence[int]) -> Iterator[list[int]]:
+        started.wait()
+        yield []
+
+    with pytest.raises(KeyboardInterrupt):
+        with forked.share(list(range(20)), endless) as (_, child):
+            assert child is not None
+            pid = child.pid
+            raise KeyboardInterrupt
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # ended and reaped

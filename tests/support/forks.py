@@ -1,0 +1,27 @@
+"""A render's cells' pieces made with a forked child (``report.forked``) whatever their count."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from repromatrix.report import forked
+
+
+def fork_every_render(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Make every render fork for its cells' pieces, however few; the forks made (a list
+    that grows with each), or skip when this process may not fork (``forked.can_fork``:
+    off Linux, one core, another thread alive)."""
+    if not forked.can_fork():
+        pytest.skip("this process may not fork a worker (not Linux, one core, or threads alive)")
+    forks: list[int] = []
+    real_fork = os.fork
+
+    def counted_fork() -> int:
+        forks.append(1)
+        return real_fork()
+
+    monkeypatch.setattr(forked, "MIN_ITEMS", 1)
+    monkeypatch.setattr(forked.os, "fork", counted_fork)
+    return forks

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from repromatrix.store.index import INDEX_NAME, StaleIndex, StoreIndex, recorded_keys
+from repromatrix.store.index_db import RECORD_INDEXES
 from repromatrix.store.reader import Settler, Span, history
 from repromatrix.store.record import SCHEMA_VERSION, Result
 from repromatrix.store.results import ResultStore, latest_by_cell, load_records, previous_by_cell
@@ -123,6 +125,31 @@ def test_rebuilt_when_deleted_or_damaged(tmp_path):
     db.write_bytes(b"this is not an SQLite database" * 100)
     with StoreIndex.open(tmp_path) as index:
         assert index.keys() == keys
+
+
+def record_indexes(db: Path) -> set[str]:
+    with sqlite3.connect(db) as conn:
+        return {name for (name,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'records'"
+            " AND name NOT LIKE 'sqlite_%'")}
+
+
+def test_a_first_build_makes_the_record_indexes_after_its_rows(tmp_path):
+    store = ResultStore(tmp_path)
+    for cell in range(3):
+        append(store, cell=cell, run=1)
+    store.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{tmp_path / INDEX_NAME}{suffix}").unlink(missing_ok=True)
+    with StoreIndex.open(tmp_path) as index:  # a first build: an empty records table filled
+        assert len(index.keys()) == 3
+    assert record_indexes(tmp_path / INDEX_NAME) == set(RECORD_INDEXES)
+    with (tmp_path / "more.jsonl").open("w", encoding="utf-8") as fh:  # read into a full one
+        fh.write(json.dumps(record(cell=4, run=2)) + "\n")
+    with StoreIndex.open(tmp_path) as index:
+        assert len(index.keys()) == 4
+        assert_like_loader(tmp_path, index)
+    assert record_indexes(tmp_path / INDEX_NAME) == set(RECORD_INDEXES)
 
 
 def test_updated_on_append_without_reading_the_files_again(tmp_path):

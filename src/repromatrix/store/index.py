@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from . import index_histories
-from .index_db import FORMAT, INDEX_NAME, connect, remove_db, transaction
+from .index_db import FORMAT, INDEX_NAME, bulk_insert, connect, remove_db, transaction
 from .index_files import (
     file_rows,
     forget_rows,
@@ -175,10 +175,11 @@ class StoreIndex:
             for key in known.keys() - found.keys():
                 touched |= forget_rows(conn, known[key].id)
                 conn.execute("DELETE FROM files WHERE id = ?", (known[key].id,))
-            for key in (found if self._by_id else sorted(found)):
-                row, st = known.get(key), found[key]
-                if row is None or (row.size, row.mtime_ns) != (st.st_size, st.st_mtime_ns):
-                    read += read_file(conn, self.prefix, key, row, touched)
+            with bulk_insert(conn):
+                for key in (found if self._by_id else sorted(found)):
+                    row, st = known.get(key), found[key]
+                    if row is None or (row.size, row.mtime_ns) != (st.st_size, st.st_mtime_ns):
+                        read += read_file(conn, self.prefix, key, row, touched)
             self._settle(conn, touched)
         return read
 

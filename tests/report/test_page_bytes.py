@@ -7,7 +7,8 @@ the shipped files (``report/static``) rather than kept four times; so is the che
 ``data/upgrades.js``, made from the shipped compatibility table alone (it changes with
 the table's weekly update, not with the page), compared with what the table makes now.
 Each set is rendered twice: on one core, and with a forked child making the end of its
-cells' pieces (``report.forked``, which a render does only above a thousand cells).
+cells' pieces, and the index build with one reading the end of the files
+(``repromatrix.forked``, which a render does only above a thousand cells).
 ``REPROMATRIX_WRITE_GOLDEN=1`` rewrites the kept files: do that only in
 a commit that says which change of the page it records.
 """

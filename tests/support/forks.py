@@ -1,4 +1,5 @@
-"""A render's cells' pieces made with a forked child (``report.forked``) whatever their count."""
+"""Work shared with a forked child (``repromatrix.forked``) however little: a render's cells'
+pieces, an index build's files."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ import os
 
 import pytest
 
-from repromatrix.report import forked
+from repromatrix import forked
 
 
 def fork_every_render(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Make every render fork for its cells' pieces, however few; the forks made (a list
+    """Make every render and index build fork, however few its cells or bytes; the forks made (a list
     that grows with each), or skip when this process may not fork (``forked.can_fork``:
     off Linux, one core, another thread alive)."""
     if not forked.can_fork():
@@ -22,6 +23,7 @@ def fork_every_render(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         forks.append(1)
         return real_fork()
 
-    monkeypatch.setattr(forked, "MIN_ITEMS", 1)
+    monkeypatch.setattr(forked, "LEAST_CELLS", 1)
+    monkeypatch.setattr(forked, "LEAST_BYTES", 1)
     monkeypatch.setattr(forked.os, "fork", counted_fork)
     return forks

@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from repromatrix import forked
 from repromatrix.model import Repro
 from repromatrix.store.reader import newest
 
 from . import cell as cell_mod
-from . import forked
 from .cell import Head, Pieces, record_summary
 from .load import Reduced
 from .stacks import known_pairings
@@ -84,7 +84,7 @@ class CellPieces:
     def make(self, cells: list[str], every: bool = False) -> dict[str, tuple[bytes, bytes]]:
         """Make the pieces of ``cells`` and hand them to the cache as they are made; the
         details (detail, env) of those it did not take, or, with ``every``, of all. Many
-        cells: the end of the list in a forked child, on another core (``report.forked``;
+        cells: the end of the list in a forked child, on another core (``repromatrix.forked``;
         every line is read first, so that the child reads no index)."""
         reduced = self.reduced
         batch: dict[str, tuple[str, bytes, bytes, bytes, bytes]] = {}
@@ -100,9 +100,9 @@ class CellPieces:
                 out.update(reduced.keep(batch))
                 batch.clear()
 
-        if len(cells) >= forked.MIN_ITEMS:
+        if len(cells) >= forked.LEAST_CELLS:
             reduced.read_latest(cells)
-        with forked.share(cells, self._stored) as (mine, child):
+        with forked.share(cells, self._stored, least=forked.LEAST_CELLS) as (mine, child):
             if child is not None:
                 reduced.let_go(cells[len(mine):])  # the child's copy is enough
             for cid, pieces in self._made(mine):

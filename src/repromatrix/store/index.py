@@ -57,6 +57,7 @@ from .index_files import (
     insert_record,
     note_read,
     read_file,
+    read_files,
     tail_hash,
     update_cells,
 )
@@ -175,11 +176,12 @@ class StoreIndex:
             for key in known.keys() - found.keys():
                 touched |= forget_rows(conn, known[key].id)
                 conn.execute("DELETE FROM files WHERE id = ?", (known[key].id,))
+            changed = [key for key in (found if self._by_id else sorted(found))
+                       if key not in known or (known[key].size, known[key].mtime_ns)
+                       != (found[key].st_size, found[key].st_mtime_ns)]
             with bulk_insert(conn):
-                for key in (found if self._by_id else sorted(found)):
-                    row, st = known.get(key), found[key]
-                    if row is None or (row.size, row.mtime_ns) != (st.st_size, st.st_mtime_ns):
-                        read += read_file(conn, self.prefix, key, row, touched)
+                read = read_files(conn, self.prefix, changed, known,
+                                  {key: found[key].st_size for key in changed}, touched)
             self._settle(conn, touched)
         return read
 

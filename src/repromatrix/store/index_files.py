@@ -13,8 +13,11 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
+
+from repromatrix import forked
 
 from .index_rows import CellKey, FileRow, RecordRow
 from .lines import Overlong, Skipped, parse_upgraded, read_lines
@@ -23,6 +26,7 @@ from .reader import LATER_SQL, entry
 TAIL = 256  # bytes before the indexed offset that must be unchanged to read on from there
 _BATCH = 1000  # record rows inserted at once
 LATEST_ORDER = ", ".join("r." + c.strip() for c in LATER_SQL.split(",")) + ", r.file, r.offset"
+_CELL = RecordRow._fields.index("cell")
 _INSERT_RECORD = (f"INSERT INTO records ({RecordRow.cols()}) "
                   f"VALUES ({', '.join('?' * len(RecordRow._fields))})")
 
@@ -34,56 +38,153 @@ def file_rows(conn: sqlite3.Connection, where: str = "", args: tuple[Any, ...] =
         f"SELECT {FileRow.cols()} FROM files {where}", args))}
 
 
+class Skip(NamedTuple):
+    """A line of a file the index skips (``skipped``): its number and why."""
+
+    line: int
+    reason: str
+
+
+class Scanned(NamedTuple):
+    """The end of a file's scan (``scan``): what ``note_read`` notes, and the lines read."""
+
+    offset: int
+    lines: int
+    size: int
+    mtime_ns: int
+    tail: str
+    read: int
+
+
 def read_file(conn: sqlite3.Connection, prefix: str, key: str, known: FileRow | None,
-              touched: set[str]) -> int:
+              touched: set[str], fid: int | None = None) -> int:
     """Index file ``key`` (named ``prefix + key``) from where the index stopped (or from the
-    start when it was rewritten); the number of lines read."""
+    start when it was rewritten; ``fid``: its row, just made, of a file not yet read);
+    the number of lines read."""
     path = Path(prefix + key)
     try:
         fh = path.open("rb")
     except OSError:
-        return 0
+        return store_scan(conn, fid, [None], touched) if fid is not None else 0
     with fh:
         st = os.fstat(fh.fileno())
-        fid, offset, lines, joined = _resume(conn, fh, key, known, st.st_size, touched)
-        fh.seek(offset)
-        read = 0
-        rows: list[RecordRow] = []  # inserted a batch at a time
-        for raw in read_lines(fh):
-            if isinstance(raw, Overlong):
-                conn.execute("INSERT OR REPLACE INTO skipped VALUES (?, ?, ?)",
-                             (fid, lines + 1, raw.reason()))
-                if not raw.complete:
-                    break  # maybe still being written: read it again next time
-                joined, read = False, read + 1
-                offset, lines = offset + raw.size, lines + 1
+        if fid is None:
+            fid, offset, lines, joined = _resume(conn, fh, key, known, st.st_size, touched)
+        else:
+            offset, lines, joined = 0, 0, False
+        return store_scan(conn, fid, scan(fh, path, fid, st, offset, lines, joined), touched)
+
+
+def scan(fh: BinaryIO, path: Path, fid: int, st: os.stat_result, offset: int = 0,
+         lines: int = 0, joined: bool = False) -> Iterator[RecordRow | Skip | Scanned]:
+    """The rows of ``fh`` (file ``fid``, ``path``, as ``st``) from ``offset`` (line ``lines``;
+    ``joined``: the rest of an indexed last line that had no newline yet): each record's
+    row and each skipped line, in order, then where the scan stopped. Reads, never writes:
+    a forked child scans files of a first build (``store.index``)."""
+    fh.seek(offset)
+    read = 0
+    for raw in read_lines(fh):
+        if isinstance(raw, Overlong):
+            yield Skip(lines + 1, raw.reason())
+            if not raw.complete:
+                break  # maybe still being written: read it again next time
+            joined, read = False, read + 1
+            offset, lines = offset + raw.size, lines + 1
+            continue
+        complete = raw.endswith(b"\n")
+        if joined:  # the rest of an indexed last line that had no newline yet
+            joined = False
+            if not raw.strip():
+                offset += len(raw)
                 continue
-            complete = raw.endswith(b"\n")
-            if joined:  # the rest of an indexed last line that had no newline yet
-                joined = False
-                if not raw.strip():
-                    offset += len(raw)
-                    continue
-            if not raw.isspace():  # (not blank: strip() would copy every line)
-                read += 1
-                item = parse_upgraded(raw, str(path), lines + 1)
-                if isinstance(item, Skipped):
-                    conn.execute("INSERT OR REPLACE INTO skipped VALUES (?, ?, ?)",
-                                 (fid, lines + 1, item.reason))
-                    if not complete:
-                        break  # maybe a record still being written: read it again next time
-                else:
-                    rows.append(record_row(fid, lines + 1, offset, raw, *item))
-                    touched.add(item[0]["cell"])
-                    if len(rows) >= _BATCH:
-                        conn.executemany(_INSERT_RECORD, rows)
-                        rows.clear()
-            elif not complete:
-                break
-            offset, lines = offset + len(raw), lines + 1
-        conn.executemany(_INSERT_RECORD, rows)
-        note_read(conn, fid, st.st_size, st.st_mtime_ns, offset, lines, tail_hash(fh, offset))
+        if not raw.isspace():  # (not blank: strip() would copy every line)
+            read += 1
+            item = parse_upgraded(raw, str(path), lines + 1)
+            if isinstance(item, Skipped):
+                yield Skip(lines + 1, item.reason)
+                if not complete:
+                    break  # maybe a record still being written: read it again next time
+            else:
+                yield record_row(fid, lines + 1, offset, raw, *item)
+        elif not complete:
+            break
+        offset, lines = offset + len(raw), lines + 1
+    yield Scanned(offset, lines, st.st_size, st.st_mtime_ns, tail_hash(fh, offset), read)
+
+
+def store_scan(conn: sqlite3.Connection, fid: int,
+               items: Iterable[RecordRow | tuple[Any, ...] | Skip | Scanned | None],
+               touched: set[str]) -> int:
+    """Store the rows of file ``fid``'s ``scan`` (the cells of its records added to
+    ``touched``) up to its end (``Scanned``; None: the file could not be opened, and its
+    row goes); the number of lines read. A record's row may come as a plain tuple (from a
+    forked child: ``read_files``)."""
+    rows: list[tuple[Any, ...]] = []  # inserted a batch at a time
+    for item in items:
+        if isinstance(item, Skip):
+            conn.execute("INSERT OR REPLACE INTO skipped VALUES (?, ?, ?)", (fid, *item))
+        elif isinstance(item, Scanned):
+            conn.executemany(_INSERT_RECORD, rows)
+            note_read(conn, fid, item.size, item.mtime_ns, item.offset, item.lines, item.tail)
+            return item.read
+        elif item is None:
+            conn.execute("DELETE FROM files WHERE id = ?", (fid,))
+            return 0
+        else:
+            rows.append(item)
+            touched.add(item[_CELL])
+            if len(rows) >= _BATCH:
+                conn.executemany(_INSERT_RECORD, rows)
+                rows.clear()
+    raise ValueError(f"the scan of file {fid} ended before its end")
+
+
+def read_files(conn: sqlite3.Connection, prefix: str, keys: list[str],
+               known: Mapping[str, FileRow], sizes: Mapping[str, int], touched: set[str]) -> int:
+    """Index each of ``keys`` (files new or changed since ``known``; ``sizes``: their bytes),
+    in order; the number of lines read. When every one is new (a first build, a store
+    restored from a branch), the end of them is scanned by a forked child, on another core
+    (``repromatrix.forked``), and stored here after the parent's own: the rows, their ids
+    and the files' ids are those one process makes."""
+    if any(key in known for key in keys):
+        return sum(read_file(conn, prefix, key, known.get(key), touched) for key in keys)
+    fids = {key: conn.execute("INSERT INTO files (path) VALUES (?)", (key,)).lastrowid or 0
+            for key in keys}
+    read = 0
+    with forked.share(keys, lambda theirs: _scanned(prefix, theirs, fids),
+                      sizes=[sizes[k] for k in keys], least=forked.LEAST_BYTES) as (mine, child):
+        for key in mine:
+            read += read_file(conn, prefix, key, None, touched, fids[key])
+        theirs = keys[len(mine):]
+        batches = child.batches() if child is not None else None
+        if batches is not None:
+            items = (item for batch in batches for item in batch)
+            read += sum(store_scan(conn, fids[key], items, touched) for key in theirs)
+    if theirs and batches is None:  # (the child failed)
+        read += sum(read_file(conn, prefix, key, None, touched, fids[key]) for key in theirs)
     return read
+
+
+def _scanned(prefix: str, keys: Sequence[str], fids: Mapping[str, int]
+             ) -> Iterator[list[tuple[Any, ...] | Skip | Scanned | None]]:
+    """What ``scan`` finds in each of ``keys``, ``_BATCH`` items at a time, the records' rows
+    as plain tuples (quicker to pickle); None for a file that cannot be opened (a forked
+    child's work: ``read_files``)."""
+    batch: list[tuple[Any, ...] | Skip | Scanned | None] = []
+    for key in keys:
+        path = Path(prefix + key)
+        try:
+            fh = path.open("rb")
+        except OSError:
+            batch.append(None)
+            continue
+        with fh:
+            for item in scan(fh, path, fids[key], os.fstat(fh.fileno())):
+                batch.append(tuple(item) if isinstance(item, RecordRow) else item)
+                if len(batch) >= _BATCH:
+                    yield batch
+                    batch = []
+    yield batch
 
 
 def note_read(conn: sqlite3.Connection, fid: int, size: int, mtime_ns: int, offset: int,

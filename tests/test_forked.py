@@ -1,4 +1,4 @@
-"""report.forked: a share of the cells' pieces made in a forked child, the rest in the
+"""repromatrix.forked: a share of a list's work made in a forked child, the rest in the
 parent; the same result whether the child ran, failed, or could not be forked."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 import pytest
 from support.forks import fork_every_render
 
-from repromatrix.report import forked
+from repromatrix import forked
 
 
 def squares(items: Sequence[int]) -> Iterator[list[tuple[int, int, int]]]:
@@ -45,6 +45,13 @@ def test_the_child_makes_the_end_of_the_list(monkeypatch) -> None:
     assert [n for n, _, pid in made if pid != os.getpid()] == items[-int(20 * forked.CHILD_SHARE):]
 
 
+def test_the_child_takes_the_end_holding_its_share_of_the_work() -> None:
+    assert forked.split_at([1] * 10, 0.6) == 4
+    assert forked.split_at([5, 1, 1, 1, 1, 1], 0.5) == 1  # 5 of 10 at the end
+    assert forked.split_at([9, 1], 0.6) == 1  # the parent keeps at least one item
+    assert forked.split_at([1, 9], 0.6) == 1
+
+
 def test_a_failed_child_leaves_its_share_to_the_parent(monkeypatch) -> None:
     fork_every_render(monkeypatch)
 
@@ -75,7 +82,7 @@ def test_no_fork_while_another_thread_is_alive(monkeypatch) -> None:
 
 def test_too_few_items_are_not_worth_a_fork(monkeypatch) -> None:
     forks = fork_every_render(monkeypatch)
-    monkeypatch.setattr(forked, "MIN_ITEMS", 50)
+    monkeypatch.setattr(forked, "LEAST_CELLS", 50)
     made, by_child = shared(list(range(20)))
     assert forks == [] and not by_child and len(made) == 20
 

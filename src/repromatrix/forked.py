@@ -1,21 +1,22 @@
 """A share of a long list's work in a forked child, on a second core, where that is safe.
 
-Flow: report.pieces -> **report.forked** -> report.pieces. A full render makes the pieces
-of every cell (``report.cell.make_pieces``: parsing each shown record, summarising it,
-rendering its markup), most of its CPU; with a second core free, two processes do it in
-about half the time. ``share`` forks once: the child works through the end of the list
+Two steps of a first report on a store with no index yet are most of its CPU and split
+by item: the index build parsing every record line (``store.index``, by file) and the
+report making every cell's pieces (``report.pieces``: parsing each shown record,
+summarising it, rendering its markup). With a second core free, two processes do either
+in about half the time. ``share`` forks once: the child works through the end of the list
 and writes what it made to an unlinked temporary file, a batch at a time, then exits
 without any clean-up (``os._exit``: it never touches the parent's SQLite connections,
 locks or buffered output); meanwhile the parent works through the start of the list, and
-then reads the child's batches back (``Child.batches``).
+then reads the child's batches back (``Child.batches``), in order: the result is the one
+a single process makes.
 
 A fork copies only the thread that calls it: a lock another thread holds at that moment
 stays held in the child for ever. So ``share`` forks only in a process with one thread
 (``repromatrix matrix`` runs ``run`` and then ``report`` in one process, and a run may
 leave threads behind), on Linux (where ``/proc/self/task`` counts every thread, those of
-C libraries included), with two cores for it, and for at least ``MIN_ITEMS`` items;
-otherwise the parent does all the work, as it does when the child fails. The result is
-the same either way (``tests/report/test_forked.py``).
+C libraries included), with two cores for it, and for work of at least ``least``;
+otherwise the parent does all the work, as it does when the child fails.
 """
 from __future__ import annotations
 
@@ -29,15 +30,18 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, Any, TypeVar
 
-MIN_ITEMS = 1000  # fewer: a fork (copying the page tables of a large process) is not worth it
-CHILD_SHARE = 0.6  # of the items, the child's (the end of the list)
+CHILD_SHARE = 0.6  # of the work, the child's: the parent also stores what both made
+FORK = True  # False: never fork (every share is the parent's)
+# the least work worth a fork (copying a large process's page tables, the child's start)
+LEAST_CELLS = 1000  # cells whose pieces are made
+LEAST_BYTES = 8 << 20  # of record files indexed from their start
 
 T = TypeVar("T")
 
 
 def can_fork() -> bool:
     """Whether this process may fork a worker: Linux, one thread alive, two cores for it."""
-    if not sys.platform.startswith("linux") or threading.active_count() != 1:
+    if not FORK or not sys.platform.startswith("linux") or threading.active_count() != 1:
         return False
     try:
         return len(os.listdir("/proc/self/task")) == 1 and len(os.sched_getaffinity(0)) >= 2
@@ -53,8 +57,8 @@ class Child:
         self._status: int | None = None
 
     def batches(self) -> Iterator[Any] | None:
-        """Each batch the child made, in order, once it has finished; None when it failed
-        (the caller then does its share)."""
+        """Each batch the child made, in order, once it has finished (read inside the
+        ``share`` block); None when it failed (the caller then does its share)."""
         if self._wait() != 0:
             return None
         self.file.seek(0)
@@ -82,17 +86,32 @@ class Child:
         self.file.close()
 
 
+def split_at(sizes: Sequence[int], child_share: float = CHILD_SHARE) -> int:
+    """Where the child's share begins: the shortest end of ``sizes`` holding at least
+    ``child_share`` of their sum (at least one item is the parent's)."""
+    left = sum(sizes) * child_share
+    at = len(sizes)
+    while at > 1 and left > 0:
+        at -= 1
+        left -= sizes[at]
+    return at
+
+
 @contextlib.contextmanager
-def share(items: Sequence[T], work: Callable[[Sequence[T]], Iterable[Any]]
+def share(items: Sequence[T], work: Callable[[Sequence[T]], Iterable[Any]], *,
+          sizes: Sequence[int] | None = None, least: int | None = None
           ) -> Iterator[tuple[Sequence[T], Child | None]]:
     """The parent's share of ``items`` and the child doing ``work`` over the rest (each batch
-    it yields pickled), or all of ``items`` and None when no child can be forked (see the
-    module's docstring). The child is ended on leaving the block."""
-    if len(items) < MIN_ITEMS or not can_fork():
+    it yields pickled), split by ``sizes`` (the work of each item; default one each), or all
+    of ``items`` and None when the work is under ``least`` (default ``LEAST_CELLS``) or no
+    child can be forked (see the module's docstring). The child is ended on leaving the block."""
+    sizes = [1] * len(items) if sizes is None else sizes
+    least = LEAST_CELLS if least is None else least
+    if len(items) < 2 or sum(sizes) < least or not can_fork():
         yield items, None
         return
-    mine = len(items) - int(len(items) * CHILD_SHARE)
-    file = tempfile.TemporaryFile(prefix="repromatrix-report-")
+    mine = split_at(sizes)
+    file = tempfile.TemporaryFile(prefix="repromatrix-")
     try:
         pid = os.fork()
     except OSError:

@@ -99,19 +99,24 @@ def split_at(sizes: Sequence[int], child_share: float = CHILD_SHARE) -> int:
 
 @contextlib.contextmanager
 def share(items: Sequence[T], work: Callable[[Sequence[T]], Iterable[Any]], *,
-          sizes: Sequence[int] | None = None, least: int | None = None
+          sizes: Sequence[int] | None = None, least: int | None = None, at: int | None = None
           ) -> Iterator[tuple[Sequence[T], Child | None]]:
     """The parent's share of ``items`` and the child doing ``work`` over the rest (each batch
-    it yields pickled), split by ``sizes`` (the work of each item; default one each), or all
-    of ``items`` and None when the work is under ``least`` (default ``LEAST_CELLS``) or no
-    child can be forked (see the module's docstring). The child is ended on leaving the block."""
+    it yields pickled), from ``at`` or as ``split_at`` splits ``sizes`` (the work of each
+    item; default one each), or all of ``items`` and None when the work is under ``least``
+    (default ``LEAST_CELLS``), a share would be empty or no child can be forked (see the
+    module's docstring). The child is ended on leaving the block."""
     sizes = [1] * len(items) if sizes is None else sizes
     least = LEAST_CELLS if least is None else least
-    if len(items) < 2 or sum(sizes) < least or not can_fork():
+    mine = split_at(sizes) if at is None else at
+    if not 0 < mine < len(items) or sum(sizes) < least or not can_fork():
         yield items, None
         return
-    mine = split_at(sizes)
-    file = tempfile.TemporaryFile(prefix="repromatrix-")
+    try:
+        file = tempfile.TemporaryFile(prefix="repromatrix-")
+    except OSError:  # no temporary folder to write to
+        yield items, None
+        return
     try:
         pid = os.fork()
     except OSError:

@@ -6,7 +6,9 @@ Flow: results files -> **store.index_files** -> the ``files``, ``records``, ``sk
 before it are unchanged (``TAIL``), else from the start (its rows forgotten first). Each
 function runs inside the caller's write transaction and adds the cells it touched to
 ``touched``: their latest record (``update_cells``) and history
-(``store.index_histories.settle``) are worked out again.
+(``store.index_histories.settle``) are worked out again. Files new to the index (a first
+build) are read by two processes where one may fork (``read_files``): a forked child scans
+the end of them (``scan``, which only reads) and the parent stores its rows after its own.
 """
 from __future__ import annotations
 
@@ -61,29 +63,32 @@ def read_file(conn: sqlite3.Connection, prefix: str, key: str, known: FileRow | 
     """Index file ``key`` (named ``prefix + key``) from where the index stopped (or from the
     start when it was rewritten; ``fid``: its row, just made, of a file not yet read);
     the number of lines read."""
+    if fid is not None:
+        return store_scan(conn, fid, _scan_part(prefix, Part(key), fid), touched)
     path = Path(prefix + key)
     try:
         fh = path.open("rb")
     except OSError:
-        return store_scan(conn, fid, [None], touched) if fid is not None else 0
+        return 0
     with fh:
         st = os.fstat(fh.fileno())
-        if fid is None:
-            fid, offset, lines, joined = _resume(conn, fh, key, known, st.st_size, touched)
-        else:
-            offset, lines, joined = 0, 0, False
+        fid, offset, lines, joined = _resume(conn, fh, key, known, st.st_size, touched)
         return store_scan(conn, fid, scan(fh, path, fid, st, offset, lines, joined), touched)
 
 
 def scan(fh: BinaryIO, path: Path, fid: int, st: os.stat_result, offset: int = 0,
-         lines: int = 0, joined: bool = False) -> Iterator[RecordRow | Skip | Scanned]:
+         lines: int = 0, joined: bool = False, end: int | None = None
+         ) -> Iterator[RecordRow | Skip | Scanned]:
     """The rows of ``fh`` (file ``fid``, ``path``, as ``st``) from ``offset`` (line ``lines``;
-    ``joined``: the rest of an indexed last line that had no newline yet): each record's
-    row and each skipped line, in order, then where the scan stopped. Reads, never writes:
-    a forked child scans files of a first build (``store.index``)."""
+    ``joined``: the rest of an indexed last line that had no newline yet) to its end or to
+    the line that starts at ``end``: each record's row and each skipped line, in order,
+    then where the scan stopped. Reads, never writes: a forked child scans files of a
+    first build (``read_files``)."""
     fh.seek(offset)
     read = 0
     for raw in read_lines(fh):
+        if end is not None and offset >= end:
+            break
         if isinstance(raw, Overlong):
             yield Skip(lines + 1, raw.reason())
             if not raw.complete:
@@ -127,7 +132,8 @@ def store_scan(conn: sqlite3.Connection, fid: int,
             conn.executemany(_INSERT_RECORD, rows)
             note_read(conn, fid, item.size, item.mtime_ns, item.offset, item.lines, item.tail)
             return item.read
-        elif item is None:
+        elif item is None:  # (gone since the walk: a part of it may have been read)
+            forget_rows(conn, fid)
             conn.execute("DELETE FROM files WHERE id = ?", (fid,))
             return 0
         else:
@@ -139,51 +145,111 @@ def store_scan(conn: sqlite3.Connection, fid: int,
     raise ValueError(f"the scan of file {fid} ended before its end")
 
 
+class Part(NamedTuple):
+    """The lines of file ``key`` from byte ``start`` to the end or to the line that starts at
+    ``end`` (a new file read in two parts by two processes: ``read_files``)."""
+
+    key: str
+    start: int = 0
+    end: int | None = None
+
+
 def read_files(conn: sqlite3.Connection, prefix: str, keys: list[str],
                known: Mapping[str, FileRow], sizes: Mapping[str, int], touched: set[str]) -> int:
     """Index each of ``keys`` (files new or changed since ``known``; ``sizes``: their bytes),
     in order; the number of lines read. When every one is new (a first build, a store
-    restored from a branch), the end of them is scanned by a forked child, on another core
-    (``repromatrix.forked``), and stored here after the parent's own: the rows, their ids
-    and the files' ids are those one process makes."""
+    restored from a branch), the end of them (``forked.CHILD_SHARE`` of their bytes, the
+    file holding the boundary cut at a line's start) is scanned by a forked child, on
+    another core (``repromatrix.forked``), and stored here after the parent's own: the
+    rows, their ids and the files' ids are those one process makes."""
     if any(key in known for key in keys):
         return sum(read_file(conn, prefix, key, known.get(key), touched) for key in keys)
     fids = {key: conn.execute("INSERT INTO files (path) VALUES (?)", (key,)).lastrowid or 0
             for key in keys}
+    parts, at = _parts(prefix, keys, sizes)
     read = 0
-    with forked.share(keys, lambda theirs: _scanned(prefix, theirs, fids),
+    with forked.share(parts, lambda theirs: _scanned(prefix, theirs, fids), at=at,
                       sizes=[sizes[k] for k in keys], least=forked.LEAST_BYTES) as (mine, child):
-        for key in mine:
-            read += read_file(conn, prefix, key, None, touched, fids[key])
-        theirs = keys[len(mine):]
+        for part in mine:
+            read += store_scan(conn, fids[part.key], _scan_part(prefix, part, fids[part.key]),
+                               touched)
+        theirs = parts[len(mine):]
         batches = child.batches() if child is not None else None
         if batches is not None:
             items = (item for batch in batches for item in batch)
-            read += sum(store_scan(conn, fids[key], items, touched) for key in theirs)
+            read += sum(store_scan(conn, fids[part.key], items, touched) for part in theirs)
     if theirs and batches is None:  # (the child failed)
-        read += sum(read_file(conn, prefix, key, None, touched, fids[key]) for key in theirs)
+        read += sum(store_scan(conn, fids[p.key], _scan_part(prefix, p, fids[p.key]), touched)
+                    for p in theirs)
     return read
 
 
-def _scanned(prefix: str, keys: Sequence[str], fids: Mapping[str, int]
+def _parts(prefix: str, keys: list[str], sizes: Mapping[str, int]) -> tuple[list[Part], int]:
+    """``keys`` as parts, the one holding the parent's last byte (``1 - CHILD_SHARE`` of them)
+    cut at the start of the line after it (not when that line is a long one); and where the
+    child's parts begin."""
+    left = sum(sizes[k] for k in keys) * (1 - forked.CHILD_SHARE)
+    n = 0
+    while n < len(keys) and sizes[keys[n]] <= left:
+        left -= sizes[keys[n]]
+        n += 1
+    if n == len(keys):
+        return [Part(k) for k in keys], n
+    key = keys[n]
+    before, after = [Part(k) for k in keys[:n]], [Part(k) for k in keys[n + 1:]]
+    cut = _line_start(Path(prefix + key), int(left))
+    if cut is None:
+        return [*before, Part(key), *after], n + 1
+    return [*before, Part(key, 0, cut), Part(key, cut), *after], n + 1
+
+
+def _line_start(path: Path, offset: int, reach: int = 1 << 20) -> int | None:
+    """Where the first line to start after ``offset`` of ``path`` starts (None: none within
+    ``reach`` bytes, or the file cannot be read)."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(offset)
+            found = fh.read(reach).find(b"\n")
+    except OSError:
+        return None
+    return None if found < 0 else offset + found + 1
+
+
+def _scan_part(prefix: str, part: Part, fid: int) -> Iterator[RecordRow | Skip | Scanned | None]:
+    """``scan`` of ``part`` of a new file (its lines counted from the start of the file);
+    None when it cannot be opened."""
+    path = Path(prefix + part.key)
+    try:
+        fh = path.open("rb")
+    except OSError:
+        yield None
+        return
+    with fh:
+        lines = _lines_before(fh, part.start)
+        yield from scan(fh, path, fid, os.fstat(fh.fileno()), part.start, lines, False, part.end)
+
+
+def _lines_before(fh: BinaryIO, offset: int, size: int = 1 << 22) -> int:
+    """The newlines in the first ``offset`` bytes of ``fh``."""
+    fh.seek(0)
+    count = 0
+    while offset > 0 and (chunk := fh.read(min(size, offset))):
+        count += chunk.count(b"\n")
+        offset -= len(chunk)
+    return count
+
+
+def _scanned(prefix: str, parts: Sequence[Part], fids: Mapping[str, int]
              ) -> Iterator[list[tuple[Any, ...] | Skip | Scanned | None]]:
-    """What ``scan`` finds in each of ``keys``, ``_BATCH`` items at a time, the records' rows
-    as plain tuples (quicker to pickle); None for a file that cannot be opened (a forked
-    child's work: ``read_files``)."""
+    """What ``_scan_part`` finds in each of ``parts``, ``_BATCH`` items at a time, the
+    records' rows as plain tuples (quicker to pickle): a forked child's work (``read_files``)."""
     batch: list[tuple[Any, ...] | Skip | Scanned | None] = []
-    for key in keys:
-        path = Path(prefix + key)
-        try:
-            fh = path.open("rb")
-        except OSError:
-            batch.append(None)
-            continue
-        with fh:
-            for item in scan(fh, path, fids[key], os.fstat(fh.fileno())):
-                batch.append(tuple(item) if isinstance(item, RecordRow) else item)
-                if len(batch) >= _BATCH:
-                    yield batch
-                    batch = []
+    for part in parts:
+        for item in _scan_part(prefix, part, fids[part.key]):
+            batch.append(tuple(item) if isinstance(item, RecordRow) else item)
+            if len(batch) >= _BATCH:
+                yield batch
+                batch = []
     yield batch
 
 

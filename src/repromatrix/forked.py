@@ -1,15 +1,15 @@
 """A share of a long list's work in a forked child, on a second core, where that is safe.
 
 Two steps of a first report on a store with no index yet are most of its CPU and split
-by item: the index build parsing every record line (``store.index``, by file) and the
-report making every cell's pieces (``report.pieces``: parsing each shown record,
-summarising it, rendering its markup). With a second core free, two processes do either
-in about half the time. ``share`` forks once: the child works through the end of the list
-and writes what it made to an unlinked temporary file, a batch at a time, then exits
-without any clean-up (``os._exit``: it never touches the parent's SQLite connections,
-locks or buffered output); meanwhile the parent works through the start of the list, and
-then reads the child's batches back (``Child.batches``), in order: the result is the one
-a single process makes.
+by item: the index build parsing every record line (``store.index_files.read_files``, by
+file and byte) and the report making every cell's pieces (``report.pieces``: parsing each
+shown record, summarising it, rendering its markup). With a second core free, two
+processes do either in about half the time. ``share`` forks once: the child works through
+the end of the list and writes what it made to an unlinked temporary file, a batch at a
+time, then exits without any clean-up (``os._exit``: it never touches the parent's SQLite
+connections, locks or buffered output; a signal ends it without the parent's handlers);
+meanwhile the parent works through the start of the list, and then reads the child's
+batches back (``Child.batches``), in order: the result is the one a single process makes.
 
 A fork copies only the thread that calls it: a lock another thread holds at that moment
 stays held in the child for ever. So ``share`` forks only in a process with one thread
@@ -126,6 +126,8 @@ def share(items: Sequence[T], work: Callable[[Sequence[T]], Iterable[Any]], *,
     if pid == 0:  # the child: its share, then out, whatever happens
         code = 1
         try:
+            for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(number, signal.SIG_DFL)  # never the parent's handlers (a run's)
             for batch in work(items[mine:]):
                 pickle.dump(batch, file, protocol=pickle.HIGHEST_PROTOCOL)
             file.flush()

@@ -80,6 +80,25 @@ def test_no_fork_while_another_thread_is_alive(monkeypatch) -> None:
     assert [(n, sq) for n, sq, _ in made] == [(n, n * n) for n in range(20)]
 
 
+def test_no_fork_while_no_core_was_idle(monkeypatch) -> None:
+    forks = fork_every_render(monkeypatch)
+    monkeypatch.setattr(forked, "IDLE_CORES", 1000.0)  # more idle cores than any machine has
+    monkeypatch.setattr(forked, "idle_cores", lambda: 999.0)
+    made, by_child = shared(list(range(20)))
+    assert forks == [] and not by_child and len(made) == 20
+
+
+def test_idle_cores_are_the_machines_idle_time_since_the_last_look() -> None:
+    forked.idle_cores()
+    spin_until = forked._cpu_ticks()
+    assert spin_until is not None
+    while (now := forked._cpu_ticks()) is not None and now[1] - spin_until[1] < 4 * forked.SAMPLE_TICKS:
+        pass  # this process keeps one core busy meanwhile
+    idle = forked.idle_cores()
+    assert idle is not None and 0.0 <= idle <= (os.cpu_count() or 1) - 0.5
+    assert forked.idle_cores() is None  # (no time since)
+
+
 def test_too_few_items_are_not_worth_a_fork(monkeypatch) -> None:
     forks = fork_every_render(monkeypatch)
     monkeypatch.setattr(forked, "LEAST_CELLS", 50)

@@ -15,8 +15,9 @@ A fork copies only the thread that calls it: a lock another thread holds at that
 stays held in the child for ever. So ``share`` forks only in a process with one thread
 (``repromatrix matrix`` runs ``run`` and then ``report`` in one process, and a run may
 leave threads behind), on Linux (where ``/proc/self/task`` counts every thread, those of
-C libraries included), with two cores for it, and for work of at least ``least``;
-otherwise the parent does all the work, as it does when the child fails.
+C libraries included), with two cores for it, half a core of them idle while it ran
+(``/proc/stat``: another tenant's work leaves no core to gain), and for work of at least
+``least``; otherwise the parent does all the work, as it does when the child fails.
 """
 from __future__ import annotations
 
@@ -36,6 +37,9 @@ FORK = True  # False: never fork (every share is the parent's)
 LEAST_CELLS = 1000  # cells whose pieces are made
 LEAST_BYTES = 8 << 20  # of record files indexed from their start
 
+IDLE_CORES = 0.5  # idle on average while this process ran, at least: else no fork
+SAMPLE_TICKS = 10  # of CPU time (all cores), at least, to tell how idle they were
+
 T = TypeVar("T")
 
 
@@ -47,6 +51,39 @@ def can_fork() -> bool:
         return len(os.listdir("/proc/self/task")) == 1 and len(os.sched_getaffinity(0)) >= 2
     except OSError:
         return False
+
+
+def _cpu_ticks() -> tuple[int, int] | None:
+    """The machine's idle and total CPU time so far, in ticks (``/proc/stat``), or None."""
+    try:
+        with open("/proc/stat", "rb") as fh:
+            ticks = [int(t) for t in fh.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    return (ticks[3] + ticks[4], sum(ticks)) if len(ticks) == 8 else None
+
+
+_last_ticks = _cpu_ticks()  # (when this module was imported: at the start of a command)
+
+
+def _core_free() -> bool:
+    """Whether a core was idle enough for a second process (``IDLE_CORES``; when it cannot be
+    told, as on an idle machine): a machine busy with other work, or limiting this process
+    to one core's share, runs two processes no sooner than one, and the second's start and
+    hand-over cost more."""
+    idle = idle_cores()
+    return idle is None or idle >= IDLE_CORES
+
+
+def idle_cores() -> float | None:
+    """How many of the machine's cores were idle, on average, since the last call (or since
+    this module was imported); None when unknown or too short a time to tell."""
+    global _last_ticks
+    now, before = _cpu_ticks(), _last_ticks
+    _last_ticks = now
+    if now is None or before is None or now[1] - before[1] < SAMPLE_TICKS:
+        return None
+    return (now[0] - before[0]) / (now[1] - before[1]) * (os.cpu_count() or 1)
 
 
 class Child:
@@ -109,7 +146,7 @@ def share(items: Sequence[T], work: Callable[[Sequence[T]], Iterable[Any]], *,
     sizes = [1] * len(items) if sizes is None else sizes
     least = LEAST_CELLS if least is None else least
     mine = split_at(sizes) if at is None else at
-    if not 0 < mine < len(items) or sum(sizes) < least or not can_fork():
+    if not 0 < mine < len(items) or sum(sizes) < least or not can_fork() or not _core_free():
         yield items, None
         return
     try:

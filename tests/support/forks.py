@@ -23,6 +23,7 @@ def fork_every_render(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         forks.append(1)
         return real_fork()
 
+    monkeypatch.setattr(forked, "IDLE_CORES", 0.0)  # however busy the machine is
     monkeypatch.setattr(forked, "LEAST_CELLS", 1)
     monkeypatch.setattr(forked, "LEAST_BYTES", 1)
     monkeypatch.setattr(forked.os, "fork", counted_fork)

@@ -73,9 +73,17 @@ def env_rows(env: Any) -> list[list[str]]:
         return [] if env is None else [["probe", str(env)]]
     rows = []
     for key, value in env.items():
-        text = value if isinstance(value, str) else _JSON_ENCODER.encode(value)
+        scalar = _SCALAR_JSON.get(type(value))
+        text = value if isinstance(value, str) else scalar(value) if scalar is not None \
+            else _JSON_ENCODER.encode(value)
         rows.append([str(key), text[:MESSAGE_LIMIT]])
     return rows
+
+
+# what the JSON encoder writes for these exact types, without its per-call setup (most of
+# an environment's values; every other type but text goes through it)
+_SCALAR_JSON: dict[type, Any] = {int: int.__repr__, bool: lambda v: "true" if v else "false",
+                                 type(None): lambda v: "null"}
 
 
 class RecordFacts(NamedTuple):

@@ -29,7 +29,7 @@ defaults:
   packages: []
 repros: [ts_device_gpu_id, deform_conv2d_device, dynamo_require_full_compilation_ignored]
 stacks:
-  - {kind: pip, torch: "2.4", torch_tensorrt: "2.4.0", index: pypi}
+  - {kind: pip, torch: "2.4", torch_tensorrt: "2.4.0", index: pypi, tags: [default]}
 """
 
 

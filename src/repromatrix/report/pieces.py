@@ -90,6 +90,11 @@ class CellPieces:
         batch: dict[str, tuple[str, bytes, bytes, bytes, bytes]] = {}
         out: dict[str, tuple[bytes, bytes]] = {}
 
+        def take_made(made: Iterable[tuple[str, Pieces]]) -> None:
+            for cid, pieces in made:
+                take(cid, pieces.head, cell_mod.stored_head(pieces.head), pieces.detail,
+                     pieces.env)
+
         def take(cid: str, head: Head, stored: tuple[bytes, bytes], detail: bytes,
                  env: bytes) -> None:
             self.heads[cid] = head
@@ -105,18 +110,14 @@ class CellPieces:
         with forked.share(cells, self._stored, least=forked.LEAST_CELLS) as (mine, child):
             if child is not None:
                 reduced.let_go(cells[len(mine):])  # the child's copy is enough
-            for cid, pieces in self._made(mine):
-                take(cid, pieces.head, cell_mod.stored_head(pieces.head), pieces.detail,
-                     pieces.env)
+            take_made(self._made(mine))
             rest = cells[len(mine):]
             theirs = child.batches() if child is not None else None
             for made in theirs or ():
                 for cid, data, markup, detail, env in made:
                     take(cid, cell_mod.read_head(data, markup), (data, markup), detail, env)
         if rest and theirs is None:  # (the child failed)
-            for cid, pieces in self._made(rest):
-                take(cid, pieces.head, cell_mod.stored_head(pieces.head), pieces.detail,
-                     pieces.env)
+            take_made(self._made(rest))
         out.update(reduced.keep(batch))
         return out
 

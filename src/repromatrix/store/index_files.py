@@ -59,12 +59,9 @@ class Scanned(NamedTuple):
 
 
 def read_file(conn: sqlite3.Connection, prefix: str, key: str, known: FileRow | None,
-              touched: set[str], fid: int | None = None) -> int:
+              touched: set[str]) -> int:
     """Index file ``key`` (named ``prefix + key``) from where the index stopped (or from the
-    start when it was rewritten; ``fid``: its row, just made, of a file not yet read);
-    the number of lines read."""
-    if fid is not None:
-        return store_scan(conn, fid, _scan_part(prefix, Part(key), fid), touched)
+    start when it was rewritten); the number of lines read."""
     path = Path(prefix + key)
     try:
         fh = path.open("rb")
@@ -170,10 +167,12 @@ def read_files(conn: sqlite3.Connection, prefix: str, keys: list[str],
     read = 0
     with forked.share(parts, lambda theirs: _scanned(prefix, theirs, fids), at=at,
                       sizes=[sizes[k] for k in keys], least=forked.LEAST_BYTES) as (mine, child):
+        theirs = parts[len(mine):]
+        if child is None:  # one process: each file whole (its cut part not counted twice)
+            mine = [Part(key) for key in keys]
         for part in mine:
             read += store_scan(conn, fids[part.key], _scan_part(prefix, part, fids[part.key]),
                                touched)
-        theirs = parts[len(mine):]
         batches = child.batches() if child is not None else None
         if batches is not None:
             items = (item for batch in batches for item in batch)

@@ -10,9 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.records import make_record
 
-from repromatrix import paths
 from repromatrix.cli import main
-from repromatrix.config.catalog import load_catalog
+from repromatrix.config.matrix import load_matrix
 from repromatrix.distribute.shard import (
     CELL_S,
     SETUP_S,
@@ -139,8 +138,8 @@ def test_plan_shards_json_is_stable_and_complete(capsys, monkeypatch):
     assert main(["plan", *CPU, "--format", "json"]) == 0
     every = {c["cell"] for c in json.loads(capsys.readouterr().out)}
     cells = [c for s in data["shards"] for c in s["cells"]]
-    stacks = 2  # examples/cpu-only.yaml: torch 2.14.1 and 2.13.0, every repro on each
-    assert sorted(cells) == sorted(every) and len(every) == stacks * len(load_catalog(paths.repros_dir()))
+    example = load_matrix(PROJECT_ROOT / "examples" / "cpu-only.yaml")  # two stacks, its repros on each
+    assert sorted(cells) == sorted(every) and len(every) == sum(len(s.repros) for s in example.stacks)
 
 
 @pytest.mark.parametrize("argv, message", [

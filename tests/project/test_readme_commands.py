@@ -96,7 +96,7 @@ def test_readme_cpu_example_gives_real_verdicts_on_docker(cpu_example: dict[str,
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     matrix = load_matrix(ROOT / "examples" / "cpu-only.yaml")
     got = records(cwd / "results")
-    expected = {f"{s.id}--{r}" for s in matrix.stacks for r in matrix.repros}
+    expected = {f"{s.id}--{r}" for s in matrix.stacks for r in s.repros}
     assert {r["cell"] for r in got} == expected and len(got) == len(expected)
     pins = {s.id: s.torch for s in matrix.stacks}
     for r in got:

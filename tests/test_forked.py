@@ -122,3 +122,23 @@ def test_an_interrupted_parent_ends_its_child(monkeypatch) -> None:
             raise KeyboardInterrupt
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # ended and reaped
+
+
+def test_the_parent_prepares_what_comes_next_only_while_the_child_works(monkeypatch) -> None:
+    fork_every_render(monkeypatch)
+    started = os.pipe()
+
+    def slow(items: Sequence[int]) -> Iterator[list[tuple[int, int, int]]]:
+        os.read(started[0], 1)  # until the parent has asked
+        yield from squares(items)
+
+    prepared: list[str] = []
+    with forked.share(list(range(20)), slow) as (_, child):
+        assert child is not None
+        child.meanwhile(lambda: prepared.append("working"))  # the child waits on the pipe
+        child.meanwhile(lambda: 1 / 0)  # a failed preparation is the caller's to meet later
+        os.write(started[1], b"x")
+        theirs = list(child.batches() or ())
+        child.meanwhile(lambda: prepared.append("finished"))
+    assert prepared == ["working"] and theirs
+

@@ -101,6 +101,17 @@ class Child:
         self.file.seek(0)
         return self._read()
 
+    def meanwhile(self, prepare: Callable[[], object]) -> None:
+        """Call ``prepare`` if the child is still working, where the parent would only wait
+        (what it needs next: an import); its failure is left for the caller's own use."""
+        if self._status is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self._status = os.waitstatus_to_exitcode(status)
+                return
+            with contextlib.suppress(Exception):
+                prepare()
+
     def _read(self) -> Iterator[Any]:
         while True:
             try:

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from support.forks import fork_every_render
 
+from repromatrix import forked
 from repromatrix.model import Repro
 from repromatrix.paths import report_dir
 from repromatrix.report.render import render_site
@@ -63,6 +64,10 @@ def test_the_page_is_byte_for_byte_what_it_was(name: str, cores: str, tmp_path: 
                                                monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     forks = fork_every_render(monkeypatch) if cores == "forked" else None
+    asked: list[str] = []  # what the render prepares while its child makes pieces
+    real_meanwhile = forked.Child.meanwhile
+    monkeypatch.setattr(forked.Child, "meanwhile", lambda child, prepare: (
+        asked.append(prepare.__qualname__), real_meanwhile(child, prepare)))
     stores = []
     for set_name in SITES[name]:
         shutil.copytree(DATA / "results" / set_name, tmp_path / "stores" / set_name)
@@ -70,6 +75,7 @@ def test_the_page_is_byte_for_byte_what_it_was(name: str, cores: str, tmp_path: 
     render_site(stores, Path("site"), CATALOG, now=NOW)
     if forks is not None:
         assert forks, "the cells' pieces were made without a forked child"
+        assert asked == ["prepare_pivot"], asked  # the layout's import, while the child works
     written = site_files(tmp_path / "site")
     if os.environ.get("REPROMATRIX_WRITE_GOLDEN") == "1":
         shutil.rmtree(GOLDEN / name, ignore_errors=True)

@@ -11,7 +11,7 @@ another render replaced meanwhile.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from repromatrix import forked
@@ -38,8 +38,10 @@ def history_context(reduced: Reduced, cell: str, conflict: bool) -> dict[str, An
 class CellPieces:
     """The heads (``report.cell.Head``) and keys of one render's cells."""
 
-    def __init__(self, reduced: Reduced, repros: Mapping[str, Repro], matrix: str) -> None:
+    def __init__(self, reduced: Reduced, repros: Mapping[str, Repro], matrix: str,
+                 while_waiting: Callable[[], object] | None = None) -> None:
         self.reduced, self.repros, self.matrix = reduced, repros, matrix
+        self.while_waiting = while_waiting  # what the render needs next, done while a child works
         self.site_key = cell_mod.site_key(repros, matrix)
         self.conflicted = {c.cell for c in reduced.conflicts}
         self.heads: dict[str, Head] = {}
@@ -112,6 +114,8 @@ class CellPieces:
                 reduced.let_go(cells[len(mine):])  # the child's copy is enough
             take_made(self._made(mine))
             rest = cells[len(mine):]
+            if child is not None and self.while_waiting is not None:
+                child.meanwhile(self.while_waiting)
             theirs = child.batches() if child is not None else None
             for made in theirs or ():
                 for cid, data, markup, detail, env in made:

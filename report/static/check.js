@@ -170,7 +170,7 @@
     for (var i = 0; i < rules.length; i++) {
       var when = rules[i].when || [];
       for (var j = 0; j < when.length; j++) {
-        if (when[j][0] === "torch_tensorrt" || when[j][0] === "torch") { return when[j][0]; }
+        if (["torch_tensorrt", "torchvision", "torch"].indexOf(when[j][0]) >= 0) { return when[j][0]; }
       }
     }
     return "torch";

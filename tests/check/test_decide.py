@@ -52,14 +52,15 @@ def test_the_reported_stack_has_the_deform_bug_on_its_own_record_and_an_upgrade_
 
 
 def test_a_torchvision_bug_is_judged_by_the_torchvision_release_and_moves_the_upgrade():
-    """masks_to_boxes is bad before torchvision 0.26 (torch 2.11): the published record of
-    these very versions says so; the upgrade that avoids it with the others goes to
+    """masks_to_boxes is bad before torchvision 0.26 (torch 2.11), which fixes it: the
+    published record of these very versions says so; the upgrade that avoids it with the others goes to
     torch-tensorrt 2.14.0 (2.11 to 2.13 bring the var-kwargs export bug) and brings the PT2E
     removal."""
     result = check("torch==2.4.1", "torch-tensorrt==2.4.0", "torchvision==0.19.1")
     masks = by_id(result)["tv_masks_to_boxes_empty"]
     assert masks["verdict"] == AFFECTED and masks["basis"] == "same versions" and not masks["inference"]
-    assert masks["record"]["versions"]["torchvision"] == "0.19.1" and masks["fixed_in"] == "torch 2.11.0"
+    assert masks["record"]["versions"]["torchvision"] == "0.19.1"
+    assert masks["fixed_in"] == "torchvision 0.26.0"
     up = result["upgrade"]
     assert up["versions"] == {"torch": "2.14.0", "torchvision": "0.29.0", "torch_tensorrt": "2.14.0"}
     assert "tv_masks_to_boxes_empty" in up["avoids"] and up["brings"] == ["pt2e_quant_removed"]

@@ -123,10 +123,10 @@ def best(rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
 
 
 def key_package(bug: Mapping[str, Any]) -> str:
-    """The package a bug's ``expect`` rules turn on (torch-tensorrt or torch)."""
+    """The package a bug's ``expect`` rules turn on (torch-tensorrt, torchvision or torch)."""
     for rule in bug.get("expect") or ():
         for package in rule.get("when") or {}:
-            if package in ("torch_tensorrt", "torch"):
+            if package in ("torch_tensorrt", "torchvision", "torch"):
                 return str(package)
     return "torch"
 

@@ -115,3 +115,19 @@ def test_a_bisect_probe_of_torch_tensorrt_2_3_0_says_it_is_not_installable() -> 
     assert probes
     for line in probes:
         assert "not installable as published" in line, line
+
+
+def test_the_page_names_each_boundary_that_the_records_draw(tmp_path: Path) -> None:
+    """The published page answers "where was it fixed (or introduced)" for every bounded bug,
+    a stand-in ``skip`` past the bug's place counting as clear, as ``check`` and bisect count
+    it (ts_device_gpu_id's only clear record is one: torch-tensorrt 2.2.0)."""
+    from repromatrix.report.markup import page_name
+    from repromatrix.report.render import render_site
+
+    render_site([PUBLISHED], tmp_path / "site", CATALOG, matrix=str(PUBLISHED / "matrix.yaml"))
+    for rid in BOUNDED:
+        page = (tmp_path / "site" / page_name(rid)).read_text(encoding="utf-8")
+        kinds = re.findall(r'<dd class="axis" data-axis="[^"]+" data-kind="([^"]+)">', page)
+        assert {"fixed", "introduced", "regressed"} & set(kinds), (rid, kinds)
+    ts = (tmp_path / "site" / page_name("ts_device_gpu_id")).read_text(encoding="utf-8")
+    assert "first bad in torch-tensorrt 2.3.0 (last good 2.2.0)" in ts

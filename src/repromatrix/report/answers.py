@@ -13,6 +13,8 @@ import functools
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from repromatrix.store.record import STANDIN_GOOD
+
 from .expect import normalize_version as _normalize
 
 normalize_version = functools.lru_cache(maxsize=4096)(_normalize)
@@ -34,14 +36,22 @@ def stack_scope(stack: Mapping[str, Any], published: Collection[str] | None) -> 
     return "published"
 
 
+def outcome(cell: Mapping[str, Any]) -> str:
+    """A cell's status as the answers count it: a stand-in ``skip`` whose torch-tensorrt code
+    ran clean past the bug's point (``Result.standin_verdict`` good) is a ``pass``, as
+    ``check`` and bisect read it; the grid still shows it as the skip it is."""
+    status = str(cell["status"])
+    return "pass" if status == "skip" and cell.get("standin") == STANDIN_GOOD else status
+
+
 def axis_answer(entries: Sequence[Mapping[str, Any]], axis: str, label: str) -> dict[str, str] | None:
-    """Where the outcome turns on one axis, from the decisive cells (pass/fail) whose stack has
+    """Where the outcome turns on one axis, from the decisive cells (``outcome`` pass/fail) whose stack has
     a version on it. Versions in order form runs of one outcome; each fail -> pass boundary is a
     fix (last bad -> first good), each pass -> fail one a regression. None when fewer than two
     versions were decided or the bug never reproduced."""
     outcomes: dict[Any, tuple[str, set[str]]] = {}
     for e in entries:
-        status = e["cell"]["status"]
+        status = outcome(e["cell"])
         text = e["stack"]["versions"].get(axis)
         version = normalize_version(text)
         if status in DECISIVE and version is not None:
@@ -51,11 +61,11 @@ def axis_answer(entries: Sequence[Mapping[str, Any]], axis: str, label: str) -> 
     runs: list[list[Any]] = []  # [outcome, first version text, last version text]
     for version in sorted(outcomes):
         text, seen = outcomes[version]
-        outcome = seen.pop() if len(seen) == 1 else "mixed"
-        if runs and runs[-1][0] == outcome:
+        said = seen.pop() if len(seen) == 1 else "mixed"
+        if runs and runs[-1][0] == said:
             runs[-1][2] = text
         else:
-            runs.append([outcome, text, text])
+            runs.append([said, text, text])
     events = []
     for before, after in zip(runs, runs[1:], strict=False):
         if before[0] == "fail" and after[0] == "pass":
@@ -83,7 +93,7 @@ def _plain(version: str) -> str:
 def repro_answers(entries: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[str, str]]
                   ) -> dict[str, Any]:
     """Everything the repro page and the matrix's summary row say about one repro."""
-    statuses = [e["cell"]["status"] for e in entries]
+    statuses = [outcome(e["cell"]) for e in entries]
     reproduces = statuses.count("fail")
     passes = statuses.count("pass")
     tried = [e["cell"]["workaround"] for e in entries

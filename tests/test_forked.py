@@ -140,5 +140,7 @@ def test_the_parent_prepares_what_comes_next_only_while_the_child_works(monkeypa
         os.write(started[1], b"x")
         theirs = list(child.batches() or ())
         child.meanwhile(lambda: prepared.append("finished"))
+    for fd in started:
+        os.close(fd)
     assert prepared == ["working"] and theirs
 

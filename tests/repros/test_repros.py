@@ -40,11 +40,10 @@ AT_ONCE = 2
 _RUNS: dict[str, Future] = {}
 
 
-def _python(var: str) -> str:
-    py = os.environ.get(var)
-    if not py or not Path(py).exists():
-        pytest.skip(f"{var} is not set to a torch interpreter")
-    return py
+def interpreter(name: str) -> str | None:
+    """Interpreter ``name``'s path (REPROMATRIX_TEST_PY_<NAME>), or None where it is not set."""
+    py = os.environ.get("REPROMATRIX_TEST_PY_" + name.upper())
+    return py if py and Path(py).exists() else None
 
 
 def _run_all(python: str, out: Path) -> dict:
@@ -69,26 +68,26 @@ def interpreters_asked(session: pytest.Session) -> list[str]:
     asked = set()
     for item in session.items:
         if Path(str(item.fspath)) == Path(__file__):
-            asked |= set(item.fixturenames) & set(INTERPRETERS)
             callspec = getattr(item, "callspec", None)
-            asked |= {callspec.params.get("name")} & set(INTERPRETERS) if callspec else set()
+            asked |= {*item.fixturenames, callspec.params.get("name") if callspec else None}
     return [n for n in INTERPRETERS if n in asked]
 
 
 def results_on(name: str, request: pytest.FixtureRequest) -> dict:
     """Every repro run once per session on interpreter ``name`` (REPROMATRIX_TEST_PY_<NAME>)."""
-    python = _python("REPROMATRIX_TEST_PY_" + name.upper())
+    python = interpreter(name)
+    if python is None:
+        pytest.skip(f"REPROMATRIX_TEST_PY_{name.upper()} is not set to a torch interpreter")
+    factory = request.getfixturevalue("tmp_path_factory")
     if not _RUNS:
         pool = ThreadPoolExecutor(AT_ONCE, thread_name_prefix="repros-on")
-        factory = request.getfixturevalue("tmp_path_factory")
         for other in interpreters_asked(request.session):
-            py = os.environ.get("REPROMATRIX_TEST_PY_" + other.upper())
-            if py and Path(py).exists():
+            if (py := interpreter(other)) is not None:
                 _RUNS[other] = pool.submit(_run_all, py, factory.mktemp(other))
         pool.shutdown(wait=False)
     if name not in _RUNS:  # (a test the session's selection did not show)
         done: Future = Future()
-        done.set_result(_run_all(python, request.getfixturevalue("tmp_path_factory").mktemp(name)))
+        done.set_result(_run_all(python, factory.mktemp(name)))
         _RUNS[name] = done
     return _RUNS[name].result()
 

@@ -508,12 +508,13 @@
       if (scope !== "all" && row.scope !== scope) { return; }
       var verdict = "clear";
       picked.forEach(function (repro) {
+        /* data-v: what the cell's record says of its bug (rules.verdict: bad, good, cannot tell) */
         var td = row.tds.filter(function (t) { return t.getAttribute("data-repro") === repro; })[0];
-        var status = td ? td.getAttribute("data-status") : "";
-        if (status === "pass" || verdict === "bad") { return; }
-        if (status === "fail" && td.getAttribute("data-w") === "pass") {
+        var said = td ? td.getAttribute("data-v") : "";
+        if (said === "good" || verdict === "bad") { return; }
+        if (said === "bad" && td.getAttribute("data-w") === "pass") {
           if (verdict === "clear") { verdict = "workaround"; }
-        } else if (status === "fail") {
+        } else if (said === "bad") {
           verdict = "bad";
         } else if (verdict !== "bad") {
           verdict = "unknown";

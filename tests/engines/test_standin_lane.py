@@ -18,7 +18,8 @@ import pytest
 
 from repromatrix.cli import main as cli_main
 from repromatrix.engines.venv import PYCACHE
-from repromatrix.store.record import REAL, STANDIN, STANDIN_BAD, Result
+from repromatrix.rules.verdict import REAL, STANDIN
+from repromatrix.store.record import STANDIN_BAD, Result
 
 
 def needs_the_lane_tools(*tools: str) -> None:

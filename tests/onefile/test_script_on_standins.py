@@ -17,7 +17,7 @@ from support.standins import fake_torch_tensorrt
 
 from repromatrix.onefile.plain import NOT_LOADED, ScriptSpec, wrapper_body, write_wrapper
 from repromatrix.paths import harness_dir
-from repromatrix.store.record import STANDIN, evidence_level
+from repromatrix.rules.verdict import STANDIN, evidence_level
 
 PY = os.environ.get("REPROMATRIX_TEST_PY_T213") or os.environ.get("REPROMATRIX_TEST_PY_T214")
 CC = shutil.which("cc")

@@ -19,7 +19,8 @@ import pytest
 
 from repromatrix import paths
 from repromatrix.config.catalog import load_catalog
-from repromatrix.report.expect import evaluate, when_holds
+from repromatrix.report.expect import evaluate
+from repromatrix.rules.versions import when_holds
 from repromatrix.store.record import Result
 from repromatrix.store.results import latest_by_cell, load_records
 
@@ -130,4 +131,4 @@ def test_the_page_names_each_boundary_that_the_records_draw(tmp_path: Path) -> N
         kinds = re.findall(r'<dd class="axis" data-axis="[^"]+" data-kind="([^"]+)">', page)
         assert {"fixed", "introduced", "regressed"} & set(kinds), (rid, kinds)
     ts = (tmp_path / "site" / page_name("ts_device_gpu_id")).read_text(encoding="utf-8")
-    assert "first bad in torch-tensorrt 2.3.0 (last good 2.2.0)" in ts
+    assert "records: good on torch-tensorrt 2.2.0, bad on 2.3.0" in ts

@@ -9,7 +9,7 @@ import pytest
 from support.sites import DEFORM
 from support.sites import result as _result
 
-from repromatrix.report.expect import evaluate, normalize_version
+from repromatrix.report.expect import evaluate
 from repromatrix.store.record import Result
 
 # ----------------------------------------------------------------- expectations
@@ -17,18 +17,6 @@ from repromatrix.store.record import Result
 
 def _rec(status="fail", env=None, **stack):
     return _result(status=status, env=env or {}, stack={"id": "s", **stack})
-
-
-@pytest.mark.parametrize("text, expected", [
-    ("2.4.0a0+07cecf4168", "2.4.0a0"), ("2.4.1+cu124", "2.4.1"), ("2.5.0.dev0", "2.5.0.dev0"),
-    ("10.3.0.nv24.05", "10.3.0"), ("24.05", "24.5"), ("2.10.0", "2.10.0"),
-])
-def test_normalize_version(text, expected):
-    assert str(normalize_version(text)) == expected
-
-
-def test_normalize_version_junk():
-    assert normalize_version("unknown") is None and normalize_version(None) is None
 
 
 def test_evaluate_uses_probe_then_spec_and_first_rule():
@@ -81,7 +69,7 @@ def test_evaluate_no_rule_or_unknown_version():
 
 
 @pytest.mark.parametrize("status, contradicted", [
-    ("pass", True), ("crash", True), ("fail", False),
+    ("pass", True), ("crash", False), ("fail", False),  # a crash is not the bug: cannot tell
     ("error", False), ("timeout", False), ("broken", False), ("skip", False),
 ])
 def test_only_decisive_results_contradict(status, contradicted):

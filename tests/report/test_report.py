@@ -113,8 +113,10 @@ def test_repro_page_answers_beside_expectation(tmp_path):
     assert [r[3] for r in rules] == ["F fail 1", "P pass 1 F fail 1", "F fail 1"]   # records beside each rule
     assert [r[4] for r in rules] == ["0", "1", "0"]
     summary = page.find("p", id="answer-summary").text()
-    assert summary.startswith("reproduces on 3 of 4 stacks · first fixed in torch-tensorrt 2.5.0 "
-                              "(last bad 2.4.0); bad again in torch-tensorrt 2.10.0")
+    # the fix as `check` names it (2.10.0 failed: the first release after it), then the records
+    assert summary.startswith("reproduces on 3 of 4 stacks · fixed in torch-tensorrt 2.11.0 (by its "
+                              "rules: no record on that release) · records: bad on torch-tensorrt 2.4.0, "
+                              "good on 2.5.0; good on torch-tensorrt 2.5.0, bad again on 2.10.0")
     assert summary.endswith("workaround works on 3 of 3")
     trt = page.find("dd", cls="axis", data_axis="torch_tensorrt")
     assert trt.attrs["data-kind"] == "regressed"

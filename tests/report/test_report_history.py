@@ -16,6 +16,7 @@ from support.sites import ATOM, chunk_cells, history_record
 from repromatrix.report.answers import axis_answer, stack_scope
 from repromatrix.report.load import reduce_records
 from repromatrix.report.render import render_site
+from repromatrix.rules.verdict import said
 from repromatrix.store.reader import Entry, history
 from repromatrix.store.results import ResultStore
 
@@ -113,12 +114,13 @@ def test_only_one_off_runs_show_everything(tmp_path):
 
 def test_axis_answer_names_last_bad_and_first_good():
     def entry(version: str, status: str) -> dict:
-        return {"cell": {"status": status}, "stack": {"versions": {"torch_tensorrt": version}}}
+        return {"cell": {"status": status, "verdict": said(status, "")},
+                "stack": {"versions": {"torch_tensorrt": version}}}
 
     fixed = axis_answer([entry("2.4.0", "fail"), entry("2.4.1", "fail"), entry("2.5.0", "pass"),
                          entry("2.6.0", "skip"), entry("2.6.0+cu124", "pass")], "torch_tensorrt", "trt")
     assert (fixed["kind"], fixed["from"], fixed["to"]) == ("fixed", "trt 2.4.1", "trt 2.5.0")
-    assert fixed["text"] == "first fixed in trt 2.5.0 (last bad 2.4.1)"
+    assert fixed["text"] == "records: bad on trt 2.4.1, good on 2.5.0"
     introduced = axis_answer([entry("2.4.0", "pass"), entry("2.5.0", "fail")], "torch_tensorrt", "trt")
     assert introduced["kind"] == "introduced" and introduced["to"] == "trt 2.5.0"
     still = axis_answer([entry("2.4.0", "fail"), entry("2.5.0", "fail")], "torch_tensorrt", "trt")

@@ -18,9 +18,9 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from repromatrix.config.compat import CompatTable
-from repromatrix.report.expect import normalize_version
+from repromatrix.rules.versions import normalize_version, plain
 
-from .decide import AXES, plain
+from .decide import AXES
 
 NGC_IMAGE = "nvcr.io/nvidia/pytorch:{tag}-py3"
 PIP_NAMES = {"torch": "torch", "torchvision": "torchvision", "torch_tensorrt": "torch-tensorrt"}

@@ -12,36 +12,48 @@ Per bug, the answer comes from the closest records first: a record on the same v
 (torch, torchvision, torch-tensorrt, NGC release), else one on the same release of the
 package the bug's ``expect`` rules name (torch-tensorrt or torch), else the rules
 themselves, said as an inference. A bug whose repro needs a package the environment does
-not have is not affected. ``pass`` and ``fail`` decide, and so does a stand-in ``skip``
-(torch-tensorrt's code cleared the bug's point, TensorRT stood in: ``store.record``);
-anything else cannot tell.
+not have is not affected. What a record says is ``rules.verdict``'s one rule (bad, good or
+cannot tell, and on what evidence), the package a bug is about ``rules.versions.key_package``.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from repromatrix.report.expect import normalize_version, probe_version, when_holds
-from repromatrix.store.record import REAL, STANDIN, evidence_level
+from repromatrix.rules.verdict import (
+    BAD,
+    EXPECTED,
+    GOOD,
+    LEVEL_WORDS,
+    REAL,
+    decided,
+    evidence_level,
+    on_gpu,
+    said,
+)
+from repromatrix.rules.verdict import CANNOT_TELL as UNDECIDED
+from repromatrix.rules.verdict import verdict as verdict_of
+from repromatrix.rules.versions import (
+    BUG_PACKAGES,
+    LABELS,
+    normalize_version,
+    plain,
+    probe_version,
+    when_holds,
+)
+from repromatrix.rules.versions import key_package as rules_package
 
 FORMAT = 1  # of the JSON answer (data/check.schema.json)
 AXES = ("torch", "torchvision", "torch_tensorrt", "ngc")  # what "the same versions" means
-LABELS = {"torch": "torch", "torchvision": "torchvision", "torch_tensorrt": "torch-tensorrt",
-          "ngc": "NGC", "python": "Python", "tensorrt": "tensorrt"}
 AFFECTED, NOT_AFFECTED, CANNOT_TELL = "affected", "not affected", "cannot tell"
 SAME, RELEASE, RULES, REQUIRES, NOTHING = "same versions", "same release", "expect rules", \
     "requirements", "nothing"
-EVIDENCE_WORDS = {STANDIN: "TensorRT stood in", "gpu": "GPU", "cpu": "CPU or fake CUDA"}
+EVIDENCE_WORDS = LEVEL_WORDS
+WORDS = {BAD: AFFECTED, GOOD: NOT_AFFECTED, UNDECIDED: CANNOT_TELL}  # a verdict, said of an environment
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 _WORKAROUND = re.compile(r"\bworkaround\b|\bis the fix\b|'s fix\b", re.I)
-
-
-def plain(text: Any) -> str | None:
-    """A version without its local part (``2.5.1+cu124`` -> ``2.5.1``); None stays None."""
-    return None if text is None or str(text) == "" else str(text).split("+", 1)[0]
 
 
 def row_of(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -50,7 +62,7 @@ def row_of(record: Mapping[str, Any]) -> dict[str, Any]:
     env = record.get("env") if isinstance(record.get("env"), Mapping) else {}
     status = str(record.get("status", ""))
     level = evidence_level(status, record.get("stages") or [])
-    gpu = bool(env.get("gpus")) or env.get("cuda_available") is True
+    gpu = on_gpu(env)
     return {"cell": str(record.get("cell", "")), "repro": str(record.get("repro", "")),
             "stack": str(stack.get("id", "")), "kind": str(stack.get("kind", "")),
             "versions": {p: plain(probe_version(env, stack, p)) for p in (*AXES, "python")},
@@ -59,23 +71,22 @@ def row_of(record: Mapping[str, Any]) -> dict[str, Any]:
             "finished_at": str(record.get("finished_at", "")), "host": str(record.get("host", ""))}
 
 
-@functools.lru_cache(maxsize=4096)
-def _key(version: Any) -> Any:
-    """The version to compare (``report.expect.normalize_version``), parsed once per text."""
-    return normalize_version(version)
+_key = normalize_version  # the version to compare (``rules.versions``; parsed once per text)
 
 
 def decisive(row: Mapping[str, Any]) -> bool:
-    """Whether a row says yes or no about its bug (pass, fail, or a stand-in skip)."""
-    return row["status"] in ("pass", "fail") or (row["status"] == "skip"
-                                                 and row["evidence"] == STANDIN)
+    """Whether a row says yes or no about its bug (``rules.verdict``)."""
+    return decided(row["status"], row["evidence"])
 
 
 def evidence_words(row: Mapping[str, Any]) -> str:
     """What decided a row, in words: GPU, TensorRT stood in, CPU or fake CUDA."""
-    if row["evidence"] == STANDIN:
-        return EVIDENCE_WORDS[STANDIN]
-    return EVIDENCE_WORDS["gpu" if row.get("gpu") else "cpu"]
+    return verdict_of(row["status"], row["evidence"], bool(row.get("gpu"))).words
+
+
+def row_said(row: Mapping[str, Any]) -> str:
+    """What a row says of an environment on its versions: affected, not affected, cannot tell."""
+    return WORDS[said(row["status"], row["evidence"])]
 
 
 class RowTable:
@@ -92,7 +103,7 @@ class RowTable:
                 continue
             v = row["versions"]
             self.same.setdefault((row["repro"], *_same(v)), []).append(row)
-            for axis in ("torch", "torch_tensorrt"):
+            for axis in BUG_PACKAGES:
                 if v.get(axis):
                     self.release.setdefault((row["repro"], axis, _key(v[axis])), []).append(row)
 
@@ -123,12 +134,8 @@ def best(rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
 
 
 def key_package(bug: Mapping[str, Any]) -> str:
-    """The package a bug's ``expect`` rules turn on (torch-tensorrt, torchvision or torch)."""
-    for rule in bug.get("expect") or ():
-        for package in rule.get("when") or {}:
-            if package in ("torch_tensorrt", "torchvision", "torch"):
-                return str(package)
-    return "torch"
+    """The package a bug is about (``rules.versions.key_package`` of its ``expect`` rules)."""
+    return rules_package(bug.get("expect") or ())
 
 
 def missing_packages(bug: Mapping[str, Any], env: Mapping[str, Any]) -> list[str]:
@@ -163,11 +170,11 @@ def verdict(bug_id: str, bug: Mapping[str, Any], versions: Mapping[str, Any],
     basis, rows = table.closest(bug_id, versions, axis)
     if rows:
         row = best(rows)
-        said = AFFECTED if row["status"] == "fail" else NOT_AFFECTED
-        agree = sum((r["status"] == "fail") == (said == AFFECTED) for r in rows)
+        found = row_said(row)
+        agree = sum(row_said(r) == found for r in rows)
         where = "the same versions" if basis == SAME else \
             f"the same {LABELS[axis]} release ({plain(versions[axis])})"
-        return {"verdict": said, "basis": basis if basis == SAME else f"same {LABELS[axis]} release",
+        return {"verdict": found, "basis": basis if basis == SAME else f"same {LABELS[axis]} release",
                 "inference": False, "record": _record(row), "rule": None,
                 "agree": {"records": len(rows), "agreeing": agree},
                 "why": f"{row['status']} on {where}: {row['stack']} "
@@ -175,9 +182,9 @@ def verdict(bug_id: str, bug: Mapping[str, Any], versions: Mapping[str, Any],
     for rule in bug.get("expect") or ():
         when = rule.get("when") or {}
         if isinstance(when, Mapping) and when_holds(when, versions.get):
-            said = {"fail": AFFECTED, "pass": NOT_AFFECTED}.get(str(rule.get("status")), CANNOT_TELL)
+            found = WORDS[EXPECTED.get(str(rule.get("status")), UNDECIDED)]
             text = ", ".join(f"{k} {v}" for k, v in when.items()) or "always"
-            return {"verdict": said, "basis": RULES, "inference": True, "record": None,
+            return {"verdict": found, "basis": RULES, "inference": True, "record": None,
                     "rule": {"when": text, "status": str(rule.get("status", "")),
                              "note": str(rule.get("note", ""))}, "agree": None,
                     "why": f"no record this close; the repro's expectation for {text} is "
@@ -191,11 +198,28 @@ def _record(row: Mapping[str, Any]) -> dict[str, Any]:
                                 "run_id", "finished_at", "host")} | {"level": evidence_words(row)}
 
 
-def answer(bugs: Mapping[str, Mapping[str, Any]], rows: Iterable[Mapping[str, Any]],
+def fixed_in(fix: Mapping[str, Any] | None, versions: Mapping[str, Any], kind: str) -> str | None:
+    """The fix an affected environment of ``versions`` (and ``kind``) is told about, in words
+    (``torch 2.14.0``, ``NGC 24.09``): the bug's fix (``check.fixes.fix``) when it is later
+    than what the environment has, else None (no release known to fix it for this one)."""
+    if fix is None:
+        return None
+    if kind == "ngc" and versions.get("ngc"):
+        tag = fix["ngc"]["fixed_in"]
+        later = tag is not None and _key(tag) > _key(str(versions["ngc"]))
+        return f"NGC {tag}" if later else None
+    release, have = fix["fixed_in"], _key(versions.get(fix["package"]))
+    if release is None or (have is not None and have >= _key(release)):
+        return None
+    return f"{fix['label']} {release}"
+
+
+def answer(bugs: Mapping[str, Mapping[str, Any]], rows: Iterable[Mapping[str, Any]] | RowTable,
            env: Mapping[str, Any], candidates: Sequence[Mapping[str, Any]],
-           ignore: Iterable[str] = ()) -> dict[str, Any]:
-    """Every bug of the catalog on ``env``, and the smallest upgrade; the exit code in it."""
-    table = RowTable(rows)
+           fixes: Mapping[str, Mapping[str, Any]], ignore: Iterable[str] = ()) -> dict[str, Any]:
+    """Every bug of the catalog on ``env``, and the smallest upgrade; the exit code in it
+    (``fixes``: each bug's fix, ``check.fixes.bug_fixes``)."""
+    table = rows if isinstance(rows, RowTable) else RowTable(rows)
     ignored = set(ignore)
     versions = env["versions"]
     out = []
@@ -206,7 +230,7 @@ def answer(bugs: Mapping[str, Mapping[str, Any]], rows: Iterable[Mapping[str, An
                     "upstream": list(bug.get("upstream") or ()), "ignored": bug_id in ignored,
                     **found, "workaround": workaround(bug), "fixed_in": None})
     affected = [b for b in out if b["verdict"] == AFFECTED and not b["ignored"]]
-    upgrade = smallest_upgrade(bugs, out, env, candidates, table)
+    upgrade = smallest_upgrade(bugs, out, env, candidates, table, fixes)
     return {"format": FORMAT, "environment": dict(env), "records": table.count,
             "bugs": out, "affected": [b["id"] for b in affected],
             "ignored": sorted(ignored), "upgrade": upgrade, "exit": 1 if affected else 0}
@@ -214,10 +238,10 @@ def answer(bugs: Mapping[str, Mapping[str, Any]], rows: Iterable[Mapping[str, An
 
 def smallest_upgrade(bugs: Mapping[str, Mapping[str, Any]], found: list[dict[str, Any]],
                      env: Mapping[str, Any], candidates: Sequence[Mapping[str, Any]],
-                     table: RowTable) -> dict[str, Any] | None:
+                     table: RowTable, fixes: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
     """The nearest candidate (fewest packages changed, then fewest release steps) on which no
-    affected bug that some release fixes is affected; fills each affected bug's ``fixed_in``.
-    Candidates that bring a bug the environment does not have come last."""
+    affected bug that some release fixes is affected; fills each affected bug's ``fixed_in``
+    (``fixed_in``). Candidates that bring a bug the environment does not have come last."""
     affected = [b for b in found if b["verdict"] == AFFECTED and not b["ignored"]]
     if not affected:
         return None
@@ -228,13 +252,11 @@ def smallest_upgrade(bugs: Mapping[str, Mapping[str, Any]], found: list[dict[str
         return str(verdict(bug_id, bugs[bug_id], merged, env, table)["verdict"])
 
     for b in affected:
-        axis = key_package(bugs[b["id"]])
-        fixes = [c for c in candidates if c["versions"].get(axis) and on(c, b["id"]) == NOT_AFFECTED]
-        if fixes:
-            first = min(fixes, key=lambda c: (_key(c["versions"][axis]), c["distance"]))
-            b["fixed_in"] = f"{LABELS[axis]} {first['versions'][axis]}"
-    fixable = [b["id"] for b in affected if b["fixed_in"]]
-    left = [b["id"] for b in affected if not b["fixed_in"]]
+        b["fixed_in"] = fixed_in(fixes.get(b["id"]), env["versions"], str(env.get("kind", "")))
+    # a bug some release fixes, where a combination the table allows from here avoids it
+    fixable = [b["id"] for b in affected
+               if b["fixed_in"] and any(on(c, b["id"]) == NOT_AFFECTED for c in candidates)]
+    left = [b["id"] for b in affected if b["id"] not in fixable]
     if not fixable:
         return {"found": False, "versions": None, "changes": [], "install": "", "avoids": [],
                 "still_affected": left, "brings": [],
@@ -267,10 +289,9 @@ def compare_run(result: Mapping[str, Any], run_rows: Iterable[Mapping[str, Any]]
         row = by_repro.get(bug["id"])
         now = None
         if row is not None:
-            said = (AFFECTED if row["status"] == "fail" else NOT_AFFECTED) if decisive(row) \
-                else CANNOT_TELL
-            agrees = None if CANNOT_TELL in (said, bug["verdict"]) else said == bug["verdict"]
-            now = {"status": row["status"], "verdict": said, "agrees": agrees, "cell": row["cell"],
+            found = row_said(row)
+            agrees = None if CANNOT_TELL in (found, bug["verdict"]) else found == bug["verdict"]
+            now = {"status": row["status"], "verdict": found, "agrees": agrees, "cell": row["cell"],
                    "run_id": row["run_id"], "level": evidence_words(row) if decisive(row) else ""}
             if agrees is False:
                 disagree.append(bug["id"])

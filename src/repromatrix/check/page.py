@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from repromatrix.store.record import REAL, STANDIN
+from repromatrix.rules.verdict import REAL, STANDIN
 
 from .decide import AXES, EVIDENCE_WORDS, FORMAT, LABELS, workaround
 

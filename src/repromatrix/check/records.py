@@ -26,22 +26,26 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterable, Mapping
 from importlib import resources
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
 
 from repromatrix import paths
 from repromatrix.errors import ConfigError, InfraError, UsageError
+from repromatrix.rules.verdict import DECIDED_SQL
 from repromatrix.store.lines import canonical, dumps, loads, record_data
 from repromatrix.store.reader import entry, settle_cell
 from repromatrix.textsafe import bounded
 
 from .decide import decisive, row_of
 
+if TYPE_CHECKING:
+    from repromatrix.store.index import StoreIndex
+
 SNAPSHOT = "data/check-snapshot.json"
 SNAPSHOT_FORMAT = 1
 PUBLISHED = Path("results") / "published"  # what the snapshot is made from, in a checkout
-# the records that say yes or no (check.decide.decisive), in SQL over a record ``r``
-DECISIVE_SQL = "WHERE r.status IN ('pass', 'fail') OR (r.status = 'skip' AND r.evidence = 'standin')"
+# the records that say yes or no (rules.verdict), in SQL over a record ``r``
+DECISIVE_SQL = f"WHERE {DECIDED_SQL}"
 FETCH_TIMEOUT = 30.0
 FETCH_LIMIT = 512 * 1024 * 1024
 
@@ -69,31 +73,38 @@ def store_rows(root: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     its index: the cells' key fields, and each stack's versions from one of its records,
     kept in the per-user cache by that record's digest)."""
     from repromatrix.store.index import StoreIndex
-    from repromatrix.store.index_histories import ShownKey
 
     if not root.is_dir():
         raise UsageError(f"--results {root}: not a results folder (a store `repromatrix run` "
                          f"writes)")
     with StoreIndex.open(root) as index:
-        shown = index.shown(DECISIVE_SQL)
-        first: dict[str, ShownKey] = {}  # each stack's first cell: its line gives the versions
-        for key in shown:
-            if key.stack_id not in first or key.cell < first[key.stack_id].cell:
-                first[key.stack_id] = key
-        cache = StackCache(root)
-        wanted = [(sid, key.where) for sid, key in first.items() if not cache.has(sid, key.digest)]
-        for sid, raw in index.read_lines(wanted):
-            data = record_data(raw)
-            cache.put(sid, first[sid].digest, row_of({"stack": data.get("stack"),
-                                                      "env": data.get("env")}))
-        cache.save()
+        rows = index_rows(index, root)
+    return rows, {"kind": "store", "where": str(root), "cells": len(rows),
+                  "newest": max((r["finished_at"] for r in rows), default="")}
+
+
+def index_rows(index: StoreIndex, root: Path) -> list[dict[str, Any]]:
+    """``store_rows`` of an open index (of one store, or a merged one) whose stacks' versions
+    are kept in the per-user cache under ``root``."""
+    from repromatrix.store.index_histories import ShownKey
+
+    shown = index.shown(DECISIVE_SQL)
+    first: dict[str, ShownKey] = {}  # each stack's first cell: its line gives the versions
+    for key in shown:
+        if key.stack_id not in first or key.cell < first[key.stack_id].cell:
+            first[key.stack_id] = key
+    cache = StackCache(root)
+    wanted = [(sid, key.where) for sid, key in first.items() if not cache.has(sid, key.digest)]
+    for sid, raw in index.read_lines(wanted):
+        data = record_data(raw)
+        cache.put(sid, first[sid].digest, row_of({"stack": data.get("stack"), "env": data.get("env")}))
+    cache.save()
     parts = {sid: cache.part(sid) for sid in first}
     rows = [{**parts[key.stack_id], "cell": key.cell, "repro": key.repro,
              "status": key.status, "evidence": key.evidence or "", "workaround": key.workaround,
              "run_id": key.run_id, "finished_at": key.finished_at,
-             "host": key.path.split("/", 1)[0] if "/" in key.path else ""} for key in shown]
-    return rows, {"kind": "store", "where": str(root), "cells": len(rows),
-                  "newest": max((r["finished_at"] for r in rows), default="")}
+             "host": PurePosixPath(key.path).parent.name} for key in shown]
+    return rows
 
 
 class StackCache:

@@ -90,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
 
 def execute(request: CheckRequest) -> int:
     """Answer the request on stdout; the exit code (0 none affects it, 1 one does)."""
-    from repromatrix.check.decide import answer
+    from repromatrix.check.answers import answer_for
+    from repromatrix.config.compat import load_table
 
     bugs = catalog()
     for bug in request.ignore:
@@ -99,7 +100,7 @@ def execute(request: CheckRequest) -> int:
                              f"known: {', '.join(sorted(bugs))}")
     env = environment(request)
     rows, source = records(request)
-    result = answer(bugs, rows, env, upgrade_candidates(env), request.ignore)
+    result = answer_for(bugs, rows, env, load_table(), request.ignore)
     result["source"] = source
     if request.run:
         from repromatrix.check.decide import compare_run
@@ -147,13 +148,6 @@ def records(request: CheckRequest) -> tuple[list[dict[str, Any]], dict[str, Any]
     if request.from_page is not None:
         return sources.results_json_rows(request.from_page)
     return sources.snapshot_rows()
-
-
-def upgrade_candidates(env: dict[str, Any]) -> list[dict[str, Any]]:
-    from repromatrix.check.candidates import candidates
-    from repromatrix.config.compat import load_table
-
-    return candidates(load_table(), env)
 
 
 def run_now(request: CheckRequest) -> list[dict[str, Any]]:

@@ -9,17 +9,13 @@ stacks are the published matrix and which are bisect probes or one-off runs.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from repromatrix.store.record import STANDIN_GOOD
+from repromatrix.rules.verdict import BAD, GOOD
+from repromatrix.rules.versions import LABELS, normalize_version
 
-from .expect import normalize_version as _normalize
-
-normalize_version = functools.lru_cache(maxsize=4096)(_normalize)
-
-AXES = (("torch_tensorrt", "torch-tensorrt"), ("torch", "torch"), ("ngc", "NGC"))
+AXES = ("torch_tensorrt", "torchvision", "torch", "ngc")  # the version axes a page may say
 DECISIVE = ("pass", "fail")
 SCOPES = ("published", "bisect", "one-off")
 BISECT_TAG = "bisect"  # bisect.candidates.BISECT_TAG (not imported: bisect pulls in the compat table)
@@ -37,11 +33,11 @@ def stack_scope(stack: Mapping[str, Any], published: Collection[str] | None) -> 
 
 
 def outcome(cell: Mapping[str, Any]) -> str:
-    """A cell's status as the answers count it: a stand-in ``skip`` whose torch-tensorrt code
-    ran clean past the bug's point (``Result.standin_verdict`` good) is a ``pass``, as
-    ``check`` and bisect read it; the grid still shows it as the skip it is."""
-    status = str(cell["status"])
-    return "pass" if status == "skip" and cell.get("standin") == STANDIN_GOOD else status
+    """A cell as the answers count it: ``fail`` where its record says the bug is there,
+    ``pass`` where it says it is not (``rules.verdict``: a stand-in ``skip`` that cleared the
+    bug's point is one; the grid still shows the skip), else its status (cannot tell)."""
+    said = cell["verdict"]
+    return "fail" if said == BAD else "pass" if said == GOOD else str(cell["status"])
 
 
 def axis_answer(entries: Sequence[Mapping[str, Any]], axis: str, label: str) -> dict[str, str] | None:
@@ -70,12 +66,12 @@ def axis_answer(entries: Sequence[Mapping[str, Any]], axis: str, label: str) -> 
     for before, after in zip(runs, runs[1:], strict=False):
         if before[0] == "fail" and after[0] == "pass":
             events.append(("fixed", before[2], after[1],
-                           f"first fixed in {label} {after[1]} (last bad {before[2]})"))
+                           f"bad on {label} {before[2]}, good on {after[1]}"))
         elif before[0] == "pass" and after[0] == "fail":
             again = any(e[0] == "fixed" for e in events)
             events.append(("regressed" if again else "introduced", before[2], after[1],
-                           f"{'bad again' if again else 'first bad'} in {label} {after[1]} "
-                           f"(last good {before[2]})"))
+                           f"good on {label} {before[2]}, bad {'again ' if again else ''}"
+                           f"on {after[1]}"))
     if not events:
         kind = "still" if runs[-1][0] == "fail" else "mixed"
         text = (f"reproduces on every {label} version tried ({runs[0][1]} to {runs[-1][2]})"
@@ -83,23 +79,27 @@ def axis_answer(entries: Sequence[Mapping[str, Any]], axis: str, label: str) -> 
         return {"axis": axis, "label": label, "kind": kind, "from": "", "to": "", "text": text}
     kind, last_bad, first_good, _ = events[-1]
     return {"axis": axis, "label": label, "kind": kind, "from": f"{label} {last_bad}",
-            "to": f"{label} {first_good}", "text": "; ".join(e[3] for e in events)}
+            "to": f"{label} {first_good}", "text": "records: " + "; ".join(e[3] for e in events)}
 
 
 def _plain(version: str) -> str:
     return version.split("+", 1)[0]
 
 
-def repro_answers(entries: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[str, str]]
-                  ) -> dict[str, Any]:
-    """Everything the repro page and the matrix's summary row say about one repro."""
+def repro_answers(entries: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[str, str]],
+                  about: str = "torch", fix: str = "") -> dict[str, Any]:
+    """Everything the repro page and the matrix's summary row say about one repro (``about``:
+    the package the bug is about, ``rules.versions.key_package``: its axis comes first and is
+    the one the summary names, with NGC; ``fix``: where it is fixed, in ``check``'s words,
+    ``check.fixes.fix_words``)."""
     statuses = [outcome(e["cell"]) for e in entries]
     reproduces = statuses.count("fail")
     passes = statuses.count("pass")
     tried = [e["cell"]["workaround"] for e in entries
              if e["cell"]["status"] == "fail" and e["cell"]["workaround"]]
     workaround, works, decided = workaround_answer(tried)
-    axes = [a for a in (axis_answer(entries, k, label) for k, label in AXES) if a]
+    order = (about, *(a for a in AXES if a != about))
+    axes = [a for a in (axis_answer(entries, k, LABELS[k]) for k in order) if a]
     plural = "" if len(entries) == 1 else "s"
     parts = [f"reproduces on {reproduces} of {len(entries)} stack{plural}"]
     undecided = len(entries) - reproduces - passes
@@ -107,8 +107,10 @@ def repro_answers(entries: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[
         parts = [f"cannot tell on {len(entries)} stack{plural} (no pass or fail recorded)"]
     elif undecided:
         parts[0] += f" ({undecided} cannot tell)"
-    # torch and torch-tensorrt move together on pip stacks: say the first of them, and NGC
-    said = [a for a in axes if a["axis"] != "torch" or not any(b["axis"] == "torch_tensorrt" for b in axes)]
+    # torch, torchvision and torch-tensorrt move together on pip stacks: say the bug's own
+    # package (the others' boundaries are on its page), and NGC
+    said = [a for a in axes if a["axis"] in (about, "ngc")]
+    parts += [fix] if fix else []
     parts += [a["text"] for a in said]
     if tried:
         parts.append(workaround)
@@ -116,6 +118,7 @@ def repro_answers(entries: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[
         "reproduces": reproduces, "passes": passes, "stacks": len(entries), "undecided": undecided,
         "workaround_works": works, "workaround_tried": decided, "axes": axes,
         "workaround": workaround if tried else "",  # in words (workaround_answer)
+        "fix": fix,
         "workaround_undecided": len(tried) - decided,  # its stage could not run (skip, error)
         "summary": " · ".join(parts),
         "short": f"cannot tell on {len(entries)}" if entries and undecided == len(entries)

@@ -38,6 +38,7 @@ except ImportError:  # pragma: no cover - orjson is a dependency
     _orjson = None
 
 from repromatrix.model import TRACEBACK_LIMIT, Repro, Status
+from repromatrix.rules.verdict import said
 from repromatrix.store.lines import dumps, loads
 from repromatrix.store.reader import Span
 from repromatrix.store.record import Result, StageResult
@@ -64,7 +65,7 @@ _OWN_CSV = CSV_COLUMNS[1:-2]
 PAIRINGS = "pairings"  # make_pieces' ``seen``: torch/torchvision pair -> pairing note
 # what the site model reads of a cell (the rest is in its pieces)
 LIGHT_KEYS = ("id", "stack", "repro", "status", "previous", "contradicted", "expected",
-              "expected_when", "workaround", "message", "standin", "finished_at")
+              "expected_when", "workaround", "message", "standin", "verdict", "finished_at")
 
 
 def env_rows(env: Any) -> list[list[str]]:
@@ -101,6 +102,7 @@ class RecordFacts(NamedTuple):
     finished_at: str
     backend: str
     reproduce: Sequence[str]
+    evidence_level: str  # rules.verdict: what decided it (real, standin or "")
 
 
 def record_summary(rec: Result) -> dict[str, Any]:
@@ -119,10 +121,11 @@ def record_summary(rec: Result) -> dict[str, Any]:
         "started_at": _text(rec.started_at), "finished_at": _text(rec.finished_at),
         "evidence": skip_evidence(rec.status, rec.stages),
         "standin": rec.standin_note,  # the verdict's evidence level when TensorRT was stood in
+        "verdict": said(rec.status, rec.evidence_level),  # rules.verdict: bad, good, cannot tell
         "built": rec.built_note,  # PyPI's build made instead of the pinned index's
     }
     facts = [rec.cell, rec.repro, rec.status, rec.run_id, rec.stack_id, dict(rec.stack),
-             rec.env, rec.finished_at, rec.backend, list(rec.reproduce)]
+             rec.env, rec.finished_at, rec.backend, list(rec.reproduce), rec.evidence_level]
     return {"view": view, "stages": [[st.name, st.status] for st in rec.stages], "facts": facts}
 
 

@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from repromatrix.rules.verdict import STANDIN
 from repromatrix.store.reader import Span
-from repromatrix.store.record import STANDIN
 
 from .markup import script_json
 from .written import RenderState

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
+from repromatrix.rules.verdict import STANDIN
 from repromatrix.store.reader import Span
-from repromatrix.store.record import STANDIN
 
 from .written import RenderState
 

@@ -32,10 +32,10 @@ from typing import Any, NamedTuple
 from repromatrix.model import Repro
 
 KEPT_NAME = ".render-site"
-FORMAT = 1
+FORMAT = 2
 # the cells' columns, in the site's cell order
 COLUMNS = ("id", "stack", "repro", "status", "previous", "contradicted", "expected",
-           "expected_when", "workaround", "standin", "finished", "in_scope", "chunk", "pieces",
+           "expected_when", "workaround", "standin", "verdict", "finished", "in_scope", "chunk", "pieces",
            "stage", "changed_at", "first_file", "first_offset", "row", "col", "shared")
 
 
@@ -169,7 +169,7 @@ def kept_site(key: str, mark: tuple[str, int, int], site: Mapping[str, Any],
 
 
 _FROM_VIEWS = ("id", "stack", "repro", "status", "previous", "contradicted", "expected",
-               "expected_when", "workaround", "standin", "in_scope", "chunk", "pieces")
+               "expected_when", "workaround", "standin", "verdict", "in_scope", "chunk", "pieces")
 
 
 def numbered(values: list[str]) -> tuple[list[str], list[int]]:

@@ -70,6 +70,7 @@ class Reduced:
     records: int = 0
     mark: tuple[str, int, int] | None = None  # the index's, when read through its histories
     cache: RenderCache | None = None  # the report's own (pieces, layout), beside its page
+    index: StoreIndex | None = None  # what it was read through, open inside reduce_records
 
     def _settled(self, cell: str) -> CellHistory:
         if cell not in self._histories:
@@ -213,6 +214,7 @@ def reduce_records(paths: Iterable[Path | str], sink: Sink | None = None,
             index, missing = MergedIndex.over(paths)
             stack.enter_context(index)
             out.skipped.extend(missing)
+        out.index = index
         with index.snapshot():  # the histories and the files' rows: one state of the index
             _read_settled(index, out, sink)
         if sink is not None:  # (a file found changed is marked: a write, so not inside)

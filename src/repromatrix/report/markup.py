@@ -149,7 +149,7 @@ def td_pieces(cell: Mapping[str, Any]) -> list[str]:
              + (_MARK_STANDIN if standin else ""))
     extra = f' data-w="{escape(cell["workaround"])}"' if cell["workaround"] else ""
     return [f'<td class="cell st-{status}{flags}" data-cell="{cid}" data-status="{status}" '
-            f'data-repro="{rid}" data-k="',
+            f'data-v="{escape(cell["verdict"])}" data-repro="{rid}" data-k="',
             f'{extra}><a href="{page}#{escape(fragment(cell["id"]))}" '
             f'title="{cid}: {status}{expected}{evidence}{notes}"><span class="l">'
             f'{escape(cell["letter"])}</span>{marks}</a></td>']

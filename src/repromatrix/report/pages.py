@@ -176,12 +176,12 @@ def status_counts(cells: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
     return counts
 
 
-def column_answers(shown: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[str, str]]
-                   ) -> dict[str, Any]:
+def column_answers(shown: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[str, str]],
+                   about: str, fix: str) -> dict[str, Any]:
     """What a repro's column says from its shown entries (``{"stack", "cell"}``): its answers
     (``report.answers.repro_answers``), how many cells contradict their expectation, and
     how many have each status."""
-    return {"answers": repro_answers(shown, rules),
+    return {"answers": repro_answers(shown, rules, about, fix),
             "contradiction_count": sum(bool(e["cell"]["contradicted"]) for e in shown),
             "counts": status_counts({e["cell"]["id"]: e["cell"] for e in shown})}
 

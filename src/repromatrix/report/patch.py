@@ -47,11 +47,11 @@ from .pages import (
     write_pages,
 )
 from .pieces import CellPieces
-from .verdicts import write_verdicts
+from .verdicts import page_fixes, verdict_rows, write_verdicts
 from .written import RenderState
 
 _FROM_VIEW = ("status", "previous", "contradicted", "expected", "expected_when", "workaround",
-              "standin")
+              "standin", "verdict")
 
 
 class _Unpatchable(Exception):
@@ -254,8 +254,10 @@ class _Patch:
         stacks, shown_scope = kept.stacks, kept.shown_scope
         hidden = [shown_scope != "all" and st["scope"] != shown_scope for st in stacks]
         views = [dict(rv) for rv in kept.views]
+        rows = verdict_rows(self.index, [self.index.root], out)
+        fixes = page_fixes(rows, self.repros, {kept.repro_ids[j] for j in self.columns})
         for j in self.columns:
-            views[j].update(self._answers(j, hidden))
+            views[j].update(self._answers(j, hidden, fixes.get(kept.repro_ids[j], "")))
         trs = self._repro_rows(views, hidden)
         count = len(cols["id"])
         in_scope = [n for n in range(count) if cols["in_scope"][n]]
@@ -280,7 +282,7 @@ class _Patch:
             start=len(CSV_HEAD), lengths=[len(line) for line in lines])
         write_feed(out / "changes.atom", title, now.isoformat(timespec="seconds"),
                    status_changes(self.feed, FEED_ENTRIES), state)
-        write_verdicts(out, [self.index.root], self.repros, state)
+        write_verdicts(out, rows, self.repros, state)
         copy_static(out, state)
         state.save()
         self._keep(views, pages)
@@ -319,13 +321,14 @@ class _Patch:
         """(row, cell position) of each cell in repro column ``j``, in row order."""
         return [(r, line[j]) for r, line in enumerate(self.kept.grid) if line[j] >= 0]
 
-    def _answers(self, j: int, hidden: list[bool]) -> dict[str, Any]:
+    def _answers(self, j: int, hidden: list[bool], fix: str) -> dict[str, Any]:
         """What repro column ``j`` says now (``render.repro_view``'s answers and counts)."""
         cols, stacks = self.cols, self.kept.stacks
         shown = [{"stack": stacks[r], "cell": {k: cols[k][n] for k in (
-            "id", "status", "workaround", "contradicted", "expected", "expected_when")}}
+            "id", "status", "verdict", "workaround", "contradicted", "expected", "expected_when")}}
             for r, n in self._entries(j) if not hidden[r]]
-        return column_answers(shown, self.kept.views[j]["rules"])
+        view = self.kept.views[j]
+        return column_answers(shown, view["rules"], view["about"], fix)
 
     def _repro_rows(self, views: list[dict[str, Any]], hidden: list[bool]) -> list[list[str]]:
         cols, stacks = self.cols, self.kept.stacks

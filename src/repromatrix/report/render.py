@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from repromatrix.model import Repro
+from repromatrix.rules.versions import key_package
 from repromatrix.store.index import StaleIndex
 from repromatrix.store.lines import dumps, loads
 
@@ -63,7 +64,7 @@ from .pages import (
 from .patch import render_patched
 from .pieces import CellPieces
 from .stacks import StackBook, layout_key, matrix_rows, pivot, prepare_pivot
-from .verdicts import write_verdicts
+from .verdicts import page_fixes, verdict_rows, write_verdicts
 from .written import RenderState
 
 __all__ = ["STATUS_INFO", "ReportSummary", "fragment", "page_name", "render_site",
@@ -120,8 +121,9 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
         sink = RawSink(out / "results.json", now.strftime("%Y-%m-%d %H:%M UTC"), state)
         try:
             with reduce_records(paths, sink, cache) as reduced:
+                rows = verdict_rows(reduced.index, paths, out)
                 site = build_site(reduced, repros, matrix=matrix, title=title,
-                                  published=published, now=now)
+                                  published=published, now=now, fixes=page_fixes(rows, repros))
                 site["freshness"] = freshness
                 pages = write_pages(out, site, state)
                 groups = chunk_groups(site["cells"])
@@ -138,7 +140,7 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
     feed = {c: reduced.timeline(c) for c in reduced.feed_cells(shown.__contains__, FEED_ENTRIES)}
     write_feed(out / "changes.atom", title, now.isoformat(timespec="seconds"),
                status_changes(feed, FEED_ENTRIES), state)
-    write_verdicts(out, paths, repros, state)
+    write_verdicts(out, rows, repros, state)
     copy_static(out, state)
     state.save()
     if reduced.mark is not None and len(reduced.settled) == len(reduced.latest):
@@ -179,7 +181,8 @@ def _gc_paused() -> Iterator[None]:
 
 def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, title: str,
                published: Collection[str] | None = None,
-               now: datetime | None = None) -> dict[str, Any]:
+               now: datetime | None = None, fixes: Mapping[str, str] | None = None
+               ) -> dict[str, Any]:
     """Everything the templates need. Each cell's pieces (``report.pieces``) come from the
     report's cache when their key still matches, else are made (from the record's summary)
     and kept by ``Reduced.keep``; the rest is the site's assembly of them."""
@@ -208,7 +211,8 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
     columns = [[c["id"] for c in (row["cells"][i] for row in rows) if c] for i in range(len(repro_ids))]
     placed = {cid for col in columns for cid in col}
     assign_chunks(columns, [cid for cid in cells if cid not in placed], cells)
-    views = [repro_view(r, i, repros.get(r), rows) for i, r in enumerate(repro_ids)]
+    views = [repro_view(r, i, repros.get(r), rows, (fixes or {}).get(r, ""))
+             for i, r in enumerate(repro_ids)]
     in_scope = {cid: c for cid, c in cells.items() if c["in_scope"]}
     site = {
         "title": title,
@@ -249,18 +253,20 @@ def order_repros(repros: Mapping[str, Repro], seen: Iterable[str]) -> list[str]:
 
 
 def repro_view(repro_id: str, column: int, repro: Repro | None,
-               rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """A repro's page: its rows in stack order, answers from the records, contradictions."""
+               rows: list[dict[str, Any]], fix: str = "") -> dict[str, Any]:
+    """A repro's page: its rows in stack order, answers from the records (``fix``: where it is
+    fixed, ``report.verdicts.page_fixes``), contradictions."""
     entries = [{"stack": row["stack"], "cell": row["cells"][column], "hidden": row["hidden"]}
                for row in rows if row["cells"][column] is not None]
     shown = [e for e in entries if not e["hidden"]]
     rules = describe_rules(repro.expect) if repro else []
+    about = key_package(repro.expect) if repro else "torch"
     return {
         "id": repro_id, "page": page_name(repro_id),
         "title": repro.title if repro else repro_id,
         "description": repro.description if repro else "",
         "upstream": [{"url": u, "href": safe_url(u)} for u in (repro.upstream if repro else ())],
-        "rules": rules, "known": repro is not None,
+        "rules": rules, "about": about, "known": repro is not None,
         "entries": entries, "entry_count": len(entries), "off_count": len(entries) - len(shown),
-        **column_answers(shown, rules),
+        **column_answers(shown, rules, about, fix),
     }

@@ -10,16 +10,17 @@ what "newest" means when the page suggests a stack.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
+from packaging.version import Version
+
+from repromatrix.rules.versions import normalize_version, probe_version
 from repromatrix.store.lines import dumps
 from repromatrix.store.record import Result
 
-from . import expect as expect_mod
 from .answers import stack_scope
 
 VERSION_KEYS = ("torch", "torch_tensorrt", "ngc")
@@ -32,8 +33,7 @@ def stack_versions(rec: Result) -> dict[str, str]:
     """Display versions of a record's stack: spec pins, else the probe."""
     out = {}
     for key, _ in LABEL_KEYS:
-        value = expect_mod.probe_version(None, rec.stack, key) or \
-            expect_mod.probe_version(rec.env, None, key)
+        value = probe_version(None, rec.stack, key) or probe_version(rec.env, None, key)
         if value:
             out[key] = value
     return out
@@ -124,9 +124,8 @@ class StackBook:
         return sorted(self.stacks.values(), key=lambda s: (s["group_key"], keys[s["id"]]))
 
 
-@functools.lru_cache(maxsize=4096)
-def _version(text: str | None) -> expect_mod.Version | None:
-    return expect_mod.normalize_version(text)
+def _version(text: str | None) -> Version | None:
+    return normalize_version(text)
 
 
 def stack_sort_key(stack: Mapping[str, Any]) -> tuple:
@@ -134,7 +133,7 @@ def stack_sort_key(stack: Mapping[str, Any]) -> tuple:
     key: list[Any] = []
     for name in VERSION_KEYS:
         version = _version(stack["versions"].get(name))
-        key.append((0, expect_mod.Version("0")) if version is None else (1, version))
+        key.append((0, Version("0")) if version is None else (1, version))
     key.append(stack["id"])
     return tuple(key)
 

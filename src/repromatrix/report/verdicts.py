@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from repromatrix.errors import UsageError
 from repromatrix.model import Repro
 
 from .chunks import DATA_DIR
 from .markup import script_json
 from .written import RenderState
+
+if TYPE_CHECKING:
+    from repromatrix.store.index import StoreIndex
 
 VERDICTS, UPGRADES = "verdicts.js", "upgrades.js"
 
@@ -35,10 +37,37 @@ def catalog_bugs(repros: Mapping[str, Repro]) -> dict[str, dict[str, Any]]:
             for r in repros.values()}
 
 
-def write_verdicts(out: Path, paths: Sequence[Path], repros: Mapping[str, Repro],
+def verdict_rows(index: StoreIndex | None, paths: Sequence[Path], out: Path) -> list[dict[str, Any]]:
+    """The rows ``check --from out/results.json`` reads (``check.records``): each cell's shown
+    record that says yes or no, read through the index the report read (one store's, or the
+    merged index of several), whose stacks' versions are kept in the per-user cache under the
+    store's folder (or ``out`` for several)."""
+    from repromatrix.check.records import index_rows
+
+    if index is None:
+        return []
+    one = len(paths) == 1 and Path(paths[0]).is_dir()
+    return index_rows(index, Path(paths[0]) if one else out)
+
+
+def page_fixes(rows: Sequence[Mapping[str, Any]], repros: Mapping[str, Repro],
+               only: Collection[str] | None = None) -> dict[str, str]:
+    """Each bug's fix in ``check``'s words (``check.fixes``), by id: what the page says (of the
+    bugs ``only`` names, when given; the table is read only when there is one)."""
+    bugs = {k: v for k, v in catalog_bugs(repros).items() if only is None or k in only}
+    if not bugs:
+        return {}
+    from repromatrix.check.fixes import bug_fixes, fix_words
+    from repromatrix.config.compat import load_table
+
+    found = bug_fixes(bugs, rows, load_table())
+    return {bug_id: fix_words(fix) for bug_id, fix in found.items()}
+
+
+def write_verdicts(out: Path, rows: Sequence[Mapping[str, Any]], repros: Mapping[str, Repro],
                    state: RenderState) -> None:
-    """Write data/verdicts.js and data/upgrades.js where their inputs changed since the last
-    render into ``out`` of ``paths``."""
+    """Write data/verdicts.js (of ``rows``, ``verdict_rows``) and data/upgrades.js where their
+    inputs changed since the last render into ``out``."""
     from repromatrix.check.page import page_bugs, page_data, table_digest
 
     folder = out / DATA_DIR
@@ -49,7 +78,7 @@ def write_verdicts(out: Path, paths: Sequence[Path], repros: Mapping[str, Repro]
                           ).hexdigest()
     if not state.kept(folder / VERDICTS, source):
         state.write_made(folder / VERDICTS, source,
-                         f"repromatrixVerdicts({script_json(page_data(bugs, _rows(out, paths)))});\n")
+                         f"repromatrixVerdicts({script_json(page_data(bugs, rows))});\n")
     if not state.kept(folder / UPGRADES, table_digest()):
         state.write_made(folder / UPGRADES, table_digest(), upgrades_script())
 
@@ -60,18 +89,3 @@ def upgrades_script() -> str:
     from repromatrix.config.compat import load_table
 
     return f"repromatrixUpgrades({script_json(upgrade_data(load_table()))});\n"
-
-
-def _rows(out: Path, paths: Sequence[Path]) -> list[dict[str, Any]]:
-    """The rows ``check --from out/results.json`` reads: of one store folder through its index
-    (``check.records.store_rows``, the rows ``check --results`` reads: the same records,
-    settled by the same rule, without parsing results.json again), else of results.json."""
-    from repromatrix.check.records import results_rows, store_rows
-
-    try:
-        if len(paths) == 1 and Path(paths[0]).is_dir():
-            return store_rows(Path(paths[0]))[0]
-        path = out / "results.json"
-        return results_rows(path.read_bytes(), str(path))[0]
-    except UsageError:  # no usable record: the command answers nothing from it either
-        return []

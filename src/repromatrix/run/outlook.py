@@ -1,9 +1,10 @@
 """What this machine could not decide, and what another machine would add.
 
 Run stage, after the run: the latest record of every planned cell that is still
-"cannot tell" (``skip``, ``broken``, ``timeout``) is sorted by what it lacked
+"cannot tell" (``rules.verdict``: neither bad nor good) is sorted by what it lacked
 here — a CUDA GPU, more GPUs, real TensorRT, an engine that can make its stack
-(docker with registry access for NGC images), a working environment — so the
+(docker with registry access for NGC images), a working environment, a repro that
+ran to the bug's verdict (an error or a crash that is not the bug) — so the
 closing summary of `repromatrix run` / `matrix` can say what a GPU machine would
 decide that this one could not. Reads records only; decides nothing.
 """
@@ -15,10 +16,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from repromatrix.model import Status
+from repromatrix.rules.verdict import decided
 from repromatrix.store.record import Result
 from repromatrix.textsafe import listed
 
-UNDECIDED = frozenset({Status.SKIP.value, Status.BROKEN.value, Status.TIMEOUT.value})
+OTHER_PROBLEM = "a run that reaches the bug (an error or a crash that is not it: see its message)"
 
 # (what was lacking, how a record says so), first match wins
 NEEDS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -31,6 +33,7 @@ NEEDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("real TensorRT", re.compile(r"needs real TensorRT|tensorrt is (not installed|installed but)",
                                  re.IGNORECASE)),
     ("a CUDA GPU", re.compile(r"no CUDA device|needs a CUDA build")),
+    (OTHER_PROBLEM, re.compile(r"$^")),  # error, crash: by status (``_need``)
     ("an environment that builds and starts here", re.compile(r".")),  # broken, timeout, other
 )
 
@@ -69,7 +72,7 @@ def outlook(records: Iterable[Result]) -> Outlook:
     """Sort the latest records of the planned cells by what the undecided ones lacked."""
     out = Outlook()
     for rec in records:
-        if rec.status not in UNDECIDED:
+        if decided(rec.status, rec.evidence_level):
             out.decided += 1
             continue
         out.lacking.setdefault(_need(rec), []).append(rec.cell)
@@ -77,6 +80,8 @@ def outlook(records: Iterable[Result]) -> Outlook:
 
 
 def _need(rec: Result) -> str:
+    if rec.status in (Status.ERROR.value, Status.CRASH.value):
+        return OTHER_PROBLEM
     if rec.status == Status.SKIP.value:
         texts = [rec.message] + [s.message for s in rec.stages if s.role == "main"
                                  and s.status == Status.SKIP.value]

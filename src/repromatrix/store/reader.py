@@ -30,8 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from repromatrix.rules.verdict import REAL, STANDIN, evidence_level
+
 from .lines import canonical, digest, line_at
-from .record import REAL, STANDIN, Result, evidence_level
+from .record import Result
 
 HISTORY_LIMIT = 50  # spans kept per cell (newest); older ones are counted
 LATER_SQL = "finished_at DESC, started_at DESC, run_id DESC"  # time_key, newest first, in SQL

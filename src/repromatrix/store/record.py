@@ -25,6 +25,7 @@ from typing import Any
 
 from repromatrix import __version__
 from repromatrix.model import TRACEBACK_LIMIT, Status, cell_id
+from repromatrix.rules.verdict import STANDIN, evidence_level
 from repromatrix.textsafe import bounded
 
 from .record_versions import migrate
@@ -39,9 +40,8 @@ CHECKS_LIMIT = 50
 NAME_LIMIT = 200  # stage names, signature ids, workaround status, signal names
 RECORD_LIMIT = 64 * 1024  # bytes of one record's JSON line, whatever the repro writes
 STANDINS_LIMIT = 20
-# Evidence levels of a verdict (``evidence_level``): a real GPU / TensorRT stack decided it, or
-# torch-tensorrt's own code did with TensorRT stood in (repros/harness/_standin.py).
-REAL, STANDIN = "real", "standin"
+# Evidence levels of a verdict (``rules.verdict.evidence_level``): a real GPU / TensorRT stack
+# decided it, or torch-tensorrt's own code did with TensorRT stood in (repros/harness/_standin.py).
 STANDIN_BAD = "reproduced in torch-tensorrt's code, TensorRT stood in"
 STANDIN_GOOD = "not reproduced in torch-tensorrt's code up to where TensorRT is needed " \
                "(TensorRT stood in)"
@@ -222,28 +222,6 @@ class Result:
 
 
 _RESULT_FIELDS = frozenset(f.name for f in dataclasses.fields(Result))  # Result.from_dict keeps these
-
-
-def evidence_level(status: str, stages: Iterable[Any]) -> str:
-    """``Result.evidence_level`` from a status and stage dicts (a record's JSON, unparsed;
-    ``dict`` is tried before the abstract ``Mapping``, whose check is slow)."""
-    main = [s for s in stages if isinstance(s, (dict, Mapping)) and s.get("role", "main") == "main"]
-    if status == "fail":
-        first = next((s for s in main if s.get("status") == "fail"), None)
-        return STANDIN if first is not None and first.get("standins") else REAL
-    if status == "pass":  # a plain script's own check can pass on the stand-ins (onefile/_wrapper.py)
-        return STANDIN if any(s.get("standins") for s in main) else REAL
-    stood_in = [s for s in main if s.get("standins")]
-    if status == "skip" and stood_in and all(_cleared(s) for s in stood_in):
-        return STANDIN
-    return ""
-
-
-def _cleared(stage: Mapping[str, Any]) -> bool:
-    """A stand-in stage that ran torch-tensorrt's code clean past where the bug would be."""
-    evidence = stage.get("evidence")
-    return stage.get("status") == "skip" and isinstance(evidence, Mapping) \
-        and bool(evidence.get("cleared"))
 
 
 def _problem(data: Mapping[str, Any]) -> str | None:

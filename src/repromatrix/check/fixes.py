@@ -1,0 +1,92 @@
+"""Where each bug is fixed: the one answer the page and `check` both name.
+
+Flow: verdict rows + the catalog + the compatibility table -> **check.fixes** -> check.decide
+(an affected environment's "fixed in") and the report (each bug's line and page). For each
+bug, the releases of the package it is about (``rules.versions.key_package``: torch,
+torchvision or torch-tensorrt) that the table knows, in order, each judged as ``check``
+judges an environment of that release alone (``check.decide.verdict``: its records first,
+else the repro's ``expect`` rules, said as an inference); the releases affected, as runs;
+and the first release after the newest affected one that is not affected: the fix (None
+while the newest affected release has no later release said to be clear). NGC releases
+the same way, by their tag.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from packaging.version import Version
+
+from repromatrix.rules.versions import LABELS, key_package, plain
+
+from .decide import AFFECTED, NOT_AFFECTED, RULES, RowTable, verdict
+
+if TYPE_CHECKING:
+    from repromatrix.config.compat import CompatTable
+
+
+def releases(table: CompatTable) -> dict[str, list[str]]:
+    """Each package's releases the table knows, oldest first."""
+    return {"torch": table.torch_versions(), "torch_tensorrt": table.trt_versions(),
+            "torchvision": sorted({tv for r in table.torch.values() for tv in r.torchvision},
+                                  key=Version)}
+
+
+def ngc_versions(table: CompatTable) -> list[tuple[str, dict[str, Any]]]:
+    """Each NGC release the table knows, oldest first, with the versions it ships."""
+    return [(tag, {"ngc": tag, "torch": plain(table.ngc[tag].torch), "torchvision": None,
+                   "torch_tensorrt": plain(table.ngc[tag].torch_tensorrt)})
+            for tag in table.ngc_tags()]
+
+
+def bug_fixes(bugs: Mapping[str, Mapping[str, Any]], rows: RowTable | Sequence[Mapping[str, Any]],
+              table: CompatTable) -> dict[str, dict[str, Any]]:
+    """Every bug's fix (``fix``), by id."""
+    found = rows if isinstance(rows, RowTable) else RowTable(rows)
+    known, ngc = releases(table), ngc_versions(table)
+    return {bug_id: fix(bug_id, bug, found, known, ngc) for bug_id, bug in sorted(bugs.items())}
+
+
+def fix(bug_id: str, bug: Mapping[str, Any], table: RowTable, known: Mapping[str, list[str]],
+        ngc: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """One bug: the package it is about, the releases affected (runs ``[first, last]``), the
+    release that fixes it and whether records or only rules say so; the same for NGC."""
+    package = key_package(bug.get("expect") or ())
+    env = {"complete": False}
+    said = [(v, verdict(bug_id, bug, {package: v}, env, table)) for v in known.get(package, [])]
+    on_ngc = [(tag, verdict(bug_id, bug, versions, env, table)) for tag, versions in ngc]
+    pip, tags = _turn(said), _turn(on_ngc)
+    return {"package": package, "label": LABELS[package], **pip,
+            "ngc": {"affected": tags["affected"], "fixed_in": tags["fixed_in"],
+                    "inferred": tags["inferred"]}}
+
+
+def _turn(said: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """Runs of affected releases, and the first clear release after the newest affected one."""
+    runs: list[list[str]] = []
+    last = None
+    for n, (version, found) in enumerate(said):
+        if found["verdict"] != AFFECTED:
+            continue
+        if last == n - 1 and runs:
+            runs[-1][1] = version
+        else:
+            runs.append([version, version])
+        last = n
+    if last is None:
+        return {"affected": [], "fixed_in": None, "inferred": False}
+    clear = next(((v, f) for v, f in said[last + 1:] if f["verdict"] == NOT_AFFECTED), None)
+    return {"affected": runs, "fixed_in": clear[0] if clear else None,
+            "inferred": bool(clear and clear[1]["basis"] == RULES)}
+
+
+def fix_words(fix: Mapping[str, Any] | None) -> str:
+    """A bug's fix in words, as the page says it: ``fixed in torch 2.14.0``, ``no fix yet``,
+    or "" (no release of the table is said to be affected)."""
+    if not fix or not fix["affected"]:
+        return ""
+    if fix["fixed_in"] is None:
+        return f"no fix yet (newest {fix['label']} affected: {fix['affected'][-1][1]})"
+    how = " (by its rules: no record on that release)" if fix["inferred"] else ""
+    return f"fixed in {fix['label']} {fix['fixed_in']}{how}"

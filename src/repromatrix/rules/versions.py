@@ -1,0 +1,141 @@
+"""How versions compare, which ``expect`` rule applies to them, and which package a bug is about.
+
+The one version rule of the host side (``check`` and ``report`` both read it). Versions are
+taken from a record's environment probe, falling back to the stack spec; local parts
+(``+cu124``, ``.nv24.05``) are dropped and versions compare in PEP 440 order: a pre-/dev-release
+(NGC's ``2.5.0a0``) comes before its release, so ``>=2.5`` does not hold for it and ``<2.5``
+does (the same order as ``repros/harness/_versions.py``; packaging's rule that ``<V`` excludes
+pre-releases of V is not used, so every version falls on one side of a bound). A rule naming a
+package whose version is unknown does not apply.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+# what a bug can be about, in the order a rule's ``when`` is read for it
+BUG_PACKAGES = ("torch_tensorrt", "torchvision", "torch")
+LABELS = {"torch": "torch", "torchvision": "torchvision", "torch_tensorrt": "torch-tensorrt",
+          "ngc": "NGC", "python": "Python", "tensorrt": "tensorrt"}
+_RELEASE = re.compile(r"^\s*v?(\d+(?:\.\d+)*)")
+_PROBE_SECTIONS = ("packages", "versions")
+_OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
+
+
+def normalize_version(text: Any) -> Version | None:
+    """``2.4.0a0+07cecf4`` -> 2.4.0a0 (local part dropped, pre-release kept);
+    ``10.3.0.nv24.05`` -> 10.3.0; junk -> None."""
+    if text is None:
+        return None
+    return _normalized(str(text))
+
+
+@functools.lru_cache(maxsize=8192)
+def _normalized(raw: str) -> Version | None:
+    raw = raw.strip()
+    try:
+        return Version(raw.split("+", 1)[0])
+    except InvalidVersion:
+        pass
+    match = _RELEASE.match(raw)
+    if not match:
+        return None
+    try:
+        return Version(match.group(1))
+    except InvalidVersion:  # pragma: no cover - the regex only admits valid releases
+        return None
+
+
+def plain(text: Any) -> str | None:
+    """A version without its local part (``2.5.1+cu124`` -> ``2.5.1``); None and "" are None."""
+    return None if text is None or str(text) == "" else str(text).split("+", 1)[0]
+
+
+def probe_version(env: Any, stack: Any, package: str) -> str | None:
+    """The version of ``package`` in a record: env probe first, then the stack spec."""
+    if isinstance(env, Mapping):
+        found = _lookup(env, package)
+        if found:
+            return found
+    if isinstance(stack, Mapping) and stack.get(package):
+        return str(stack[package])
+    return None
+
+
+def _lookup(env: Mapping[str, Any], package: str) -> str | None:
+    value = env.get(package)
+    if isinstance(value, Mapping):
+        value = value.get("version")
+    if isinstance(value, (str, int, float)) and str(value):
+        return str(value)
+    for section in _PROBE_SECTIONS:
+        inner = env.get(section)
+        if isinstance(inner, Mapping) and isinstance(inner.get(package), (str, int, float)):
+            return str(inner[package])
+    return None
+
+
+def when_holds(when: Mapping[str, Any], version_of: Callable[[str], Any]) -> bool:
+    """Whether every clause of ``when`` holds for the versions ``version_of`` gives (a package
+    name to its version text, None when unknown): a rule's one test, for a record and for an
+    environment `repromatrix check` is given."""
+    for package, spec in when.items():
+        version = normalize_version(version_of(str(package)))
+        if version is None:
+            return False
+        clauses = _clauses(str(spec))
+        if clauses is None or not all(_holds(version, clause) for clause in clauses):
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=1024)
+def _clauses(spec: str) -> tuple[Specifier, ...] | None:
+    try:
+        return tuple(SpecifierSet(spec, prereleases=True))
+    except InvalidSpecifier:
+        return None
+
+
+def _holds(version: Version, clause: Specifier) -> bool:
+    """One clause in PEP 440 order; ``==``/``!=``/``~=``/``===`` as packaging reads them."""
+    if clause.operator in _OPS:
+        return bool(_OPS[clause.operator](version, Version(clause.version)))
+    return clause.contains(version, prereleases=True)
+
+
+def first_rule(rules: Iterable[Mapping[str, Any]], version_of: Callable[[str], Any]
+               ) -> Mapping[str, Any] | None:
+    """The first ``expect`` rule whose ``when`` holds for the versions ``version_of`` gives."""
+    for rule in rules:
+        when = rule.get("when") or {}
+        if isinstance(when, Mapping) and when_holds(when, version_of):
+            return rule
+    return None
+
+
+def when_text(when: Any) -> str:
+    """A rule's ``when`` in words: ``torch_tensorrt >=2.4,<2.5, torch <2.6`` or ``always``."""
+    if not isinstance(when, Mapping):
+        return "always"
+    return ", ".join(f"{k} {v}" for k, v in when.items()) or "always"
+
+
+def key_package(rules: Iterable[Mapping[str, Any]]) -> str:
+    """The package a bug is about: the first of torch-tensorrt, torchvision or torch that its
+    ``expect`` rules turn on (torch when they name none). Every answer that names a fix, a
+    boundary or an axis of the bug names this package."""
+    for rule in rules:
+        when = rule.get("when") or {}
+        if isinstance(when, Mapping):
+            for package in when:
+                if package in BUG_PACKAGES:
+                    return str(package)
+    return "torch"

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from support.standins import fake_torch_tensorrt
 
-from repromatrix.bisect.command import classify, standin_status
+from repromatrix.bisect.command import classify, verdict_status
 from repromatrix.bisect.search import Verdict
 from repromatrix.cli import main as cli_main
 from repromatrix.config.flags import reproduce_args
@@ -298,17 +298,17 @@ def test_a_real_record_outranks_a_newer_standin_one(tmp_path) -> None:
         assert reduced.result("s--x").run_id == "newest"  # otherwise the latest
 
 
-def test_bisect_reads_a_standin_record_only_on_the_lane() -> None:
+def test_bisect_reads_a_record_by_the_one_verdict_rule() -> None:
     cleared = Result.from_dict(record("skip", [STOOD_IN_CLEARED]))
     failed = Result.from_dict(record("fail", [STOOD_IN_FAIL]))
-    assert standin_status(cleared, "skip", ("tensorrt",), None) == "pass"
-    assert standin_status(failed, "fail", ("tensorrt",), None) == "fail"
-    assert standin_status(cleared, "skip", (), None) == "skip"
-    assert standin_status(cleared, "skip", ("tensorrt",), "a") == "skip"
+    assert verdict_status(cleared, "skip", None) == "pass"  # as the page and check read it
+    assert verdict_status(failed, "fail", None) == "fail"
+    assert verdict_status(cleared, "skip", "a") == "skip"  # a stage's own status
+    assert verdict_status(cleared, "flaky", None) == "flaky"
     not_loaded = Result.from_dict(record("error", [dict(STOOD_IN_FAIL, status="error", evidence={
         NOT_LOADED: "ModuleNotFoundError: No module named 'tensorrt'"})]))
-    assert standin_status(not_loaded, "error", ("tensorrt",), None) == "skip"  # never bad: cannot tell
-    assert classify(standin_status(not_loaded, "error", (), None), ("fail", "error"), False) is Verdict.SKIP
+    assert verdict_status(not_loaded, "error", None) == "skip"  # never bad: cannot tell
+    assert classify(verdict_status(not_loaded, "error", None), ("fail", "error"), False) is Verdict.SKIP
 
 
 def test_the_feed_says_when_tensorrt_was_stood_in() -> None:

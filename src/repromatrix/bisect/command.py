@@ -32,6 +32,7 @@ from repromatrix.errors import InfraError, UsageError, did_you_mean
 from repromatrix.model import Plan, StackGroup, Status, cell_id
 from repromatrix.onefile.plain import NOT_LOADED, read_wrapper
 from repromatrix.onefile.standalone import export
+from repromatrix.rules.verdict import BAD, GOOD, said
 from repromatrix.store.index import recorded_latest
 from repromatrix.store.record import Result, shorten
 from repromatrix.store.results import flaky_counts, latest_attempts, load_records
@@ -96,18 +97,19 @@ def outcome(record: Result, stage: str | None) -> tuple[str, str]:
     return "missing", f"no stage {stage!r} in this record (cell {status}: {note}; stages: {names})"
 
 
-def standin_status(record: Result, status: str, standins: Sequence[str], stage: str | None) -> str:
-    """The status a probe's verdict is read from. On the stand-in lane (``--standin``) a
-    record that stand-in stages decided reads as ``fail`` (the bug raised in torch-tensorrt's
-    code) or ``pass`` (its code ran clean past the bug's point, so the cell is a ``skip`` that
-    needs real TensorRT beyond it); a plain script whose torch-tensorrt did not load on the
-    stand-ins reads as ``skip`` (cannot tell, whatever ``--bad-if`` names); every other
-    record reads as its own status."""
+def verdict_status(record: Result, status: str, stage: str | None) -> str:
+    """The status a probe's verdict is read from: a whole record as ``rules.verdict`` reads it
+    (``fail`` where it says the bug is there, ``pass`` where it says it is not: a stand-in
+    ``skip`` whose torch-tensorrt code ran clean past the bug's point is one), else its own
+    status, for ``--bad-if`` to name; a plain script whose torch-tensorrt did not load on the
+    stand-ins reads as ``skip`` (cannot tell, whatever ``--bad-if`` names); a stage's status
+    (``--stage``) and attempts that disagree as they are."""
     if status != "flaky" and any(s.evidence.get(NOT_LOADED) for s in record.stages):
         return Status.SKIP.value
-    if not standins or stage or status == "flaky" or not record.standin_verdict:
+    if stage or status == "flaky":
         return status
-    return Status.FAIL.value if record.standin_verdict == "bad" else Status.PASS.value
+    found = said(status, record.evidence_level)
+    return Status.FAIL.value if found == BAD else Status.PASS.value if found == GOOD else status
 
 
 def _first_line(text: Any) -> str:
@@ -206,7 +208,7 @@ class Bisect:
             status = "flaky"
             note = "cannot tell: attempts disagree (" + ", ".join(
                 f"{n} {s}" for s, n in sorted(flaky.items())) + ")"
-        verdict = classify(standin_status(record, status, self.options.standins, a.stage),
+        verdict = classify(verdict_status(record, status, a.stage),
                            self.setup.bad_if, a.find_fix)
         if verdict is not Verdict.SKIP and record.standin_note and status != "flaky":
             note = f"{record.standin_note}; {note}"

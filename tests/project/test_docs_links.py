@@ -3,10 +3,8 @@
 command parses with the project's own parser, every documented ``nox -s NAME`` names a
 session of noxfile.py, and the README stays a newcomer's page (at most 300 lines).
 
-Commands are read as tests/project/test_readme_commands.py reads them (continuation lines
-joined, comments dropped), from ``sh``/``bash``/``shell``/``console`` blocks, and from an
-untagged block whose first line is a ``repromatrix`` or ``nox`` command. A block tagged
-``text`` (the command synopsis) is a picture, not a command.
+Commands are read as tests/project/test_readme_commands.py reads them
+(``support.docs.shell_commands``).
 """
 
 from __future__ import annotations
@@ -17,6 +15,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+from support.docs import COMMENT, FENCE, shell_commands
 
 from repromatrix import paths
 from repromatrix.cli import build_parser
@@ -24,11 +23,6 @@ from repromatrix.cli import build_parser
 ROOT = paths.PROJECT_ROOT
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 README_MAX_LINES = 300
-SHELL_TAGS = {"sh", "bash", "shell", "console"}
-COMMANDS = ("repromatrix ", "nox ")
-
-FENCE = re.compile(r"^(```+|~~~+)[ \t]*([\w+-]*)[^\n]*\n(.*?)^\1[ \t]*$", re.S | re.M)
-COMMENT = re.compile(r"<!--.*?-->", re.S)
 INLINE_CODE = re.compile(r"(`+).+?\1", re.S)
 LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 
@@ -69,20 +63,6 @@ def relative_links(path: Path) -> list[str]:
             if not re.match(r"[a-z][a-z0-9+.-]*:", t, re.I)]  # https:, mailto:, ...
 
 
-def shell_commands(text: str) -> list[list[str]]:
-    """Every ``repromatrix ...`` and ``nox ...`` command line of the page's shell blocks, as argv."""
-    out = []
-    for _fence, tag, block in FENCE.findall(COMMENT.sub("", text)):
-        first = next((line.strip() for line in block.splitlines() if line.strip()), "")
-        if tag.lower() not in SHELL_TAGS and not (tag == "" and first.startswith(COMMANDS)):
-            continue
-        for line in re.sub(r"\\\n\s*", " ", block).splitlines():
-            line = line.strip().removeprefix("$ ")
-            if line.startswith(COMMANDS):
-                out.append(shlex.split(line, comments=True))
-    return out
-
-
 def nox_sessions() -> set[str]:
     """The names of noxfile.py's sessions (a ``name=`` given to ``@nox.session`` wins)."""
     names = set()
@@ -117,7 +97,7 @@ def nox_session_names(argv: list[str]) -> list[str]:
 
 def all_commands() -> list[tuple[str, list[str]]]:
     return [(_name(page), argv) for page in PAGES
-            for argv in shell_commands(page.read_text(encoding="utf-8"))]
+            for argv in shell_commands(page.read_text(encoding="utf-8"), ("repromatrix", "nox"))]
 
 
 def test_readme_is_a_newcomer_s_page() -> None:

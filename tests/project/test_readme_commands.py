@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.docs import shell_commands
 
 from repromatrix.config.matrix import load_matrix
 
@@ -36,20 +36,8 @@ PLACEHOLDER_PYTHON = "/path/to/python"
 VERDICTS = {"pass", "fail", "error", "crash", "timeout", "skip"}
 
 
-def readme_commands(text: str) -> list[list[str]]:
-    """Every ``repromatrix ...`` command line in a Markdown page's ``sh`` blocks, as argv
-    (continuation lines joined, comments dropped)."""
-    out = []
-    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
-        for line in re.sub(r"\\\n\s*", " ", block).splitlines():
-            argv = shlex.split(line, comments=True)
-            if argv[:1] == ["repromatrix"]:
-                out.append(argv)
-    return out
-
-
 def readme_command(prefix: str) -> list[str]:
-    found = [a for a in readme_commands(PAGE.read_text()) if shlex.join(a).startswith(prefix)]
+    found = [a for a in shell_commands(PAGE.read_text()) if shlex.join(a).startswith(prefix)]
     assert len(found) == 1, f"{PAGE.relative_to(ROOT)} documents {prefix!r} {len(found)} times; " \
         "this test runs it"
     return found[0]

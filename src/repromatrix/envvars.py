@@ -1,4 +1,4 @@
-"""Every environment variable the harness reads, in one table (the README shows the same).
+"""Every environment variable the harness reads, in one table (docs/command-line.md shows the same).
 
 Precedence everywhere: command line, then environment, then matrix.yaml
 ``defaults``. Nothing outside this module calls ``os.environ`` for a

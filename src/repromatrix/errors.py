@@ -27,7 +27,8 @@ KEY_LIMIT = 200
 
 
 class Exit(IntEnum):
-    """repromatrix's exit codes (README "Exit codes" lists the same; a test holds them equal)."""
+    """repromatrix's exit codes (docs/command-line.md "Exit codes" lists the same; a test holds
+    them equal)."""
 
     OK = 0  # done: bugs reproducing is a normal outcome
     FAULT = 1  # an unexpected harness fault

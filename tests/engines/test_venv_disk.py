@@ -122,7 +122,7 @@ def test_estimates_are_the_documented_per_stack_figures() -> None:
         ESTIMATE_GB["torch-cpu"] * GB
     trt = Stack(id="z", kind="pip", torch="2.14.1", index="cu130", torch_tensorrt="2.14.0")
     assert estimate_bytes(trt) == (ESTIMATE_GB["torch-cuda"] + ESTIMATE_GB["torch-tensorrt"]) * GB
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "running.md").read_text()
     for gb in ESTIMATE_GB.values():
         assert f"{gb:g} GB" in readme
 

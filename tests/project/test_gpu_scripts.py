@@ -1,5 +1,5 @@
-"""The GPU evidence scripts as a GPU machine gets them (README, "GPU evidence from any GPU
-machine"): scripts/gpu-wheelhouse.sh fills a wheelhouse here, where PyPI answers; then, in a
+"""The GPU evidence scripts as a GPU machine gets them (docs/gpu-evidence.md, "GPU evidence
+from any GPU machine"): scripts/gpu-wheelhouse.sh fills a wheelhouse here, where PyPI answers; then, in a
 folder holding only scripts/ and that wheelhouse, with the network cut (``unshare -rn``),
 scripts/gpu-evidence.sh installs the harness from it and runs every repro of the catalog on
 a torch interpreter. Here the interpreter is a CPU torch (CI's torch 2.13.0), so every stage

@@ -2,7 +2,7 @@
 
 Each repro's META ``expect`` says where its bug is (``fail``) and where it is not
 (``pass``), per release. The published records were made on real environments of those
-releases (README, "Published records"); here every decisive one is held to the rule that
+releases (docs/standin-lane.md, "Published evidence"); here every decisive one is held to the rule that
 applies to its probed versions (a record of a release no rule covers is evidence beyond
 what META claims, and is not held to anything), and every bug whose rules draw a boundary on
 a package (not an NGC release) has a record on each side of it: a ``fail``, and a ``pass`` or a

@@ -1,12 +1,13 @@
-"""The README's documented commands, taken from README.md itself and run as written.
+"""The documented commands of docs/restricted-networks.md (once the README's), taken from
+that page itself and run as written.
 
-A command changes here only when the README changes, so the README and what CI
+A command changes here only when the page changes, so the page and what CI
 walks cannot drift apart. The CPU example builds two real torch images (CUDA wheels
 from PyPI, 6.0 and 5.3 GB) on the real docker daemon, once per session: measured on
 a shared 2-core machine, 12 min 18 s cold (builds 173 s and 275 s, then the 10 cells),
 242 s with both images present. The images are content-hash tagged, so a second run
 of the command builds nothing (and, every cell being current, runs nothing).
-Placeholders the README spells as such (``/path/to/python``) are the only words
+Placeholders the page spells as such (``/path/to/python``) are the only words
 replaced, by a real interpreter.
 """
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.docs import shell_commands
 
 from repromatrix.config.matrix import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "restricted-networks.md"
 CPU_EXAMPLE = "repromatrix matrix --matrix examples/cpu-only.yaml"
 LOCAL_RUN = "repromatrix run --backend local --python /path/to/python"
 LOCAL_ENV = "repromatrix env --python /path/to/python"
@@ -35,21 +36,10 @@ PLACEHOLDER_PYTHON = "/path/to/python"
 VERDICTS = {"pass", "fail", "error", "crash", "timeout", "skip"}
 
 
-def readme_commands(text: str) -> list[list[str]]:
-    """Every ``repromatrix ...`` command line in the README's ``sh`` blocks, as argv
-    (continuation lines joined, comments dropped)."""
-    out = []
-    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
-        for line in re.sub(r"\\\n\s*", " ", block).splitlines():
-            argv = shlex.split(line, comments=True)
-            if argv[:1] == ["repromatrix"]:
-                out.append(argv)
-    return out
-
-
 def readme_command(prefix: str) -> list[str]:
-    found = [a for a in readme_commands(README.read_text()) if shlex.join(a).startswith(prefix)]
-    assert len(found) == 1, f"README.md documents {prefix!r} {len(found)} times; this test runs it"
+    found = [a for a in shell_commands(PAGE.read_text()) if shlex.join(a).startswith(prefix)]
+    assert len(found) == 1, f"{PAGE.relative_to(ROOT)} documents {prefix!r} {len(found)} times; " \
+        "this test runs it"
     return found[0]
 
 
@@ -76,10 +66,10 @@ def test_readme_commands_are_found() -> None:
 
 @pytest.fixture(scope="module")
 def cpu_example(local_base_image: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The README's CPU example, run as written in a fresh folder (twice)."""
+    """The documented CPU example, run as written in a fresh folder (twice)."""
     argv = readme_command(CPU_EXAMPLE)
     mapped = argv[argv.index("--base-image") + 1].split("=", 1)[1]
-    assert mapped == local_base_image, "the README's local base image is the one the tests make"
+    assert mapped == local_base_image, "the page's local base image is the one the tests make"
     cwd = tmp_path_factory.mktemp("readme-cpu")
     (cwd / "examples").symlink_to(ROOT / "examples")
     t0 = time.monotonic()

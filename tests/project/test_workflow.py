@@ -305,14 +305,14 @@ def test_a_second_week_reuses_the_unchanged_cells_it_restored(tmp_path):
 
 
 def test_the_check_example_workflow_passes_actionlint_and_is_the_readme_s():
-    """examples/check-workflow.yml, the README's `check` step for a project's own CI."""
+    """examples/check-workflow.yml, docs/check.md's `check` step for a project's own CI."""
     exe = actionlint()
     example = ROOT / "examples" / "check-workflow.yml"
     ok = subprocess.run([exe, "-no-color", str(example)], capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     steps = workflow(example)["jobs"]["check"]["steps"]
     command = next(s["run"] for s in steps if "repromatrix check" in s.get("run", ""))
-    assert command.strip() in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert command.strip() in (ROOT / "docs" / "check.md").read_text(encoding="utf-8")
 
 
 def test_a_gpu_week_s_record_outranks_a_later_cpu_week_s_standin_one_on_the_page(tmp_path):

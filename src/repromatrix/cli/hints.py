@@ -20,7 +20,7 @@ from repromatrix.paths import PROJECT_ROOT
 from .common import Selection
 
 # Public base images a local stand-in can be made for (scripts/make-base-image.sh: Debian
-# bookworm, whose Python is 3.11), and the name the README gives that image.
+# bookworm, whose Python is 3.11), and the name docs/restricted-networks.md gives that image.
 LOCAL_BASES = {"python:3.11-slim": "repromatrix-local/bookworm-python:3.11"}
 MAKE_BASE_IMAGE = PROJECT_ROOT / "scripts" / "make-base-image.sh"
 

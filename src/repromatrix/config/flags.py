@@ -1,7 +1,7 @@
 """Every shared option, declared once: its flag, variable, matrix key and reproduce rule.
 
 From ``OPTIONS`` come the command-line parser (``add_options``), the variable table
-``repromatrix`` reads (``variables``), the README's option table (``markdown_table``,
+``repromatrix`` reads (``variables``), docs/command-line.md's option table (``markdown_table``,
 checked by tests/project/test_consistency.py), the ``RunOptions`` each command runs with (one
 loop over the declarations: ``config.resolve.run_options``) and the options a pasted
 command carries (``reproduce_args``). nox's ``_option_set`` is the model: an option
@@ -236,7 +236,8 @@ def rerun_command(matrix: Matrix, options: RunOptions, stack_id: str, repro: str
 
 
 def markdown_table() -> str:
-    """The README's option table (tests/project/test_consistency.py keeps the README equal to it)."""
+    """docs/command-line.md's option table (tests/project/test_consistency.py keeps the page
+    equal to it)."""
     rows = ["| option | variable | matrix.yaml | in reproduce lines | meaning |",
             "|---|---|---|---|---|"]
     for opt in OPTIONS:

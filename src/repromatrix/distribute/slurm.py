@@ -10,7 +10,7 @@ Writes three files into ``--dir``:
 
 Clusters rarely have docker: the default backend is ``venv`` (one uv environment per
 pip stack, on the node) and ``local`` stacks run as they are. NGC stacks run inside
-their container through enroot/pyxis or Apptainer (see the README recipe). Paths are
+their container through enroot/pyxis or Apptainer (see the recipe in docs/many-machines.md). Paths are
 made absolute and the job works in the current folder, which should be on a file
 system the nodes share.
 """

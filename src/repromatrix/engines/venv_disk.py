@@ -47,8 +47,8 @@ class DiskTooSmall(InfraError):
 
 
 def estimate_bytes(stack: Stack) -> float:
-    """What one stack's environment is expected to take (``ESTIMATE_GB``, documented in the
-    README): a CUDA torch build unless the stack's index is ``cpu``, plus torch-tensorrt."""
+    """What one stack's environment is expected to take (``ESTIMATE_GB``, documented in
+    docs/running.md): a CUDA torch build unless the stack's index is ``cpu``, plus torch-tensorrt."""
     if not stack.torch:
         return ESTIMATE_GB["other"] * GB
     gb = ESTIMATE_GB["torch-cpu" if stack.index == "cpu" else "torch-cuda"]

@@ -14,7 +14,7 @@ process; the time is the loading alone (taken inside it, with the cyclic GC paus
                   from the index through store.reader.Settler (copies, conflicts), history per
                   cell, every latest line read back (results.json is not written here)
     index, keys   StoreIndex.open + keys(): the latest key fields only (run's reuse check)
-    index, stream StoreIndex.open + iter_latest() consumed one record at a time (bisect)
+    index, stream StoreIndex.open + iter_shown() consumed one record at a time (bisect)
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def child(mode: str, root: Path) -> None:
         n = (len(latest), len(previous), len(loaded.records))
     elif mode in ("index, keys", "index, stream"):
         with StoreIndex.open(root) as index:
-            keys = index.keys() if mode == "index, keys" else dict(index.iter_latest())
+            keys = index.keys() if mode == "index, keys" else dict(index.iter_shown())
             n = (len(keys), 0, 0)
     else:
         with reduce_records([root]) as reduced:

@@ -18,7 +18,7 @@ import pytest
 from support.forks import fork_every_render
 
 from repromatrix import forked
-from repromatrix.store.index import INDEX_NAME, StaleIndex, StoreIndex, recorded_keys
+from repromatrix.store.index import INDEX_NAME, StaleIndex, StoreIndex, recorded_keys, recorded_shown
 from repromatrix.store.index_db import RECORD_INDEXES
 from repromatrix.store.reader import Settler, Span, history
 from repromatrix.store.record import SCHEMA_VERSION, Result
@@ -48,7 +48,7 @@ def append(store: ResultStore, **kw) -> Path:
 def assert_like_loader(root: Path, index: StoreIndex) -> None:
     """The index's answers, through the store's one reader, are the JSONL loader's."""
     loaded = load_records([root])
-    latest = index.latest()
+    latest = index.shown_records()
     assert latest == latest_by_cell(loaded.records)
     assert {c: (k.run_id, k.status, k.finished_at, k.workaround) for c, k in index.keys().items()} \
         == {c: (r.run_id, r.status, r.finished_at, r.workaround) for c, r in latest.items()}
@@ -361,11 +361,11 @@ def test_a_record_changed_under_an_open_index_is_refused_not_returned(tmp_path):
     with StoreIndex.open(tmp_path) as index:
         path.write_text(path.read_text().replace('"fail"', '"pass"'))  # same length, other record
         with pytest.raises(StaleIndex, match="changed since it was indexed"):
-            next(index.iter_latest())
+            next(index.iter_shown())
         index.refresh()  # reads the file again from the start
         assert index.keys()["pip-t2.0--repro_0"].status == "pass"
         path.write_text(path.read_text().replace('"pass"', '"skip"'))
-        assert index.latest()["pip-t2.0--repro_0"].status == "skip"  # refreshed and read again
+        assert index.shown_records()["pip-t2.0--repro_0"].status == "skip"  # refreshed and read again
         assert_like_loader(tmp_path, index)
 
 
@@ -454,6 +454,27 @@ def test_numbers_json_cannot_hold_are_kept_as_text_in_the_store_and_results_json
         chunk = (site / "data" / "c1.js").read_text()  # the older line's cell, on the page
         assert '\\"max_abs_diff\\": \\"NaN\\"' in chunk and "inf s" not in chunk, chunk
     with StoreIndex.open(store.root) as index:
-        latest = index.latest()
+        latest = index.shown_records()
         assert latest["pip-t2.1--repro_1"].stages[0].evidence["scale"] == ["-Infinity", 1.5]
         assert_like_loader(store.root, index)
+
+
+def test_a_cell_shows_one_record_wherever_it_is_asked(tmp_path):
+    """The record a cell shows is its settled history's (a real verdict outranks a newer
+    stand-in one): what bisect, check --run and run's outlook read; the latest run's key
+    fields stay what run's reuse compares."""
+    def record(run: str, day: int, stages: list[dict], status: str) -> Result:
+        return Result.from_dict({
+            "schema_version": SCHEMA_VERSION, "run_id": run, "cell": "s--x", "repro": "x",
+            "stack": {"id": "s"}, "status": status, "cache_key": run, "stages": stages,
+            "started_at": f"2026-11-{day:02d}T00:00:00+00:00",
+            "finished_at": f"2026-11-{day:02d}T00:01:00+00:00"})
+
+    store = ResultStore(tmp_path)
+    store.append(record("gpu", 1, [{"name": "a", "status": "pass", "role": "main"}], "pass"))
+    store.append(record("lane", 2, [{"name": "a", "status": "fail", "role": "main",
+                                     "standins": ["tensorrt"]}], "fail"))
+    assert recorded_shown(tmp_path, ["s--x"])["s--x"].run_id == "gpu"
+    assert recorded_keys(tmp_path, ["s--x"])["s--x"].run_id == "lane"
+    with StoreIndex.open(tmp_path) as index:
+        assert index.histories_of(["s--x"])["s--x"].shown.run_id == "gpu"

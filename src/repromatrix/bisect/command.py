@@ -33,7 +33,7 @@ from repromatrix.model import Plan, StackGroup, Status, cell_id
 from repromatrix.onefile.plain import NOT_LOADED, read_wrapper
 from repromatrix.onefile.standalone import export
 from repromatrix.rules.verdict import BAD, GOOD, said
-from repromatrix.store.index import recorded_latest
+from repromatrix.store.index import recorded_shown
 from repromatrix.store.record import Result, shorten
 from repromatrix.store.results import flaky_counts, latest_attempts, load_records
 from repromatrix.textsafe import first_line, printable
@@ -222,7 +222,7 @@ class Bisect:
         this bisect repeats cells (the one case that reads the logs)."""
         if self.options.repeat > 1:
             return latest_attempts(load_records([self.options.results]).records).get(cell, [])
-        found = recorded_latest(self.options.results, [cell]).get(cell)
+        found = recorded_shown(self.options.results, [cell]).get(cell)
         return [found] if found is not None else []
 
     def on_step(self, step: Step) -> None:

@@ -161,7 +161,7 @@ def run_now(request: CheckRequest) -> list[dict[str, Any]]:
     from repromatrix.config.options import writable_folder
     from repromatrix.config.resolve import run_options
     from repromatrix.engines.interpreter import resolve_python
-    from repromatrix.store.index import recorded_latest
+    from repromatrix.store.index import recorded_shown
 
     from . import run as run_command
     from .common import Selection
@@ -178,4 +178,4 @@ def run_now(request: CheckRequest) -> list[dict[str, Any]]:
     with contextlib.redirect_stdout(sys.stderr):
         run_command.execute(run_command.RunRequest(Selection("run"), matrix, options))
     cells = [f"local--{r}" for r in matrix.repros]
-    return [row_of(r.to_dict()) for r in recorded_latest(results, cells).values()]
+    return [row_of(r.to_dict()) for r in recorded_shown(results, cells).values()]

@@ -66,7 +66,7 @@ def execute(request: RunRequest) -> int:
     from repromatrix.run.cells import run_plan
     from repromatrix.run.outlook import outlook
     from repromatrix.run.progress import RunProgress
-    from repromatrix.store.index import recorded_latest
+    from repromatrix.store.index import recorded_shown
 
     options = request.options
     matrix = with_script(request.script, request.matrix, options.results)
@@ -86,7 +86,7 @@ def execute(request: RunRequest) -> int:
     counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "nothing new"
     print(printable(f"run {summary.run_id}: {summary.ran} cell(s) run ({counts}), {summary.reused} "
                     f"reused; results in {options.results}/"))
-    for line in outlook(recorded_latest(options.results, summary.cells).values()).lines():
+    for line in outlook(recorded_shown(options.results, summary.cells).values()).lines():
         print(printable(line))
     code = all_broken(summary)
     if not code:  # some stacks broken, others tested: say why, the exit stays 0

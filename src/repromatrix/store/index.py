@@ -68,7 +68,7 @@ from .reader import Entry
 from .record import Result
 
 __all__ = ["FORMAT", "INDEX_NAME", "Block", "CellKey", "Settled", "StaleIndex", "StoreIndex",
-           "Where", "recorded_keys", "recorded_latest"]
+           "Where", "recorded_keys", "recorded_shown"]
 MAX_OPEN = 64  # record files held open at once while reading records back
 
 
@@ -233,19 +233,23 @@ class StoreIndex:
     # -- queries -------------------------------------------------------------------------
 
     def keys(self, cells: Iterable[str] | None = None) -> dict[str, CellKey]:
-        """The latest record's key fields of each cell (of ``cells``, or every cell)."""
+        """The key fields of each cell's latest run (of ``cells``, or every cell): what run's
+        reuse compares (is the environment the cell last ran in the planned one?), never what
+        a cell shows (``shown_records``)."""
         sql = f"SELECT {CellKey.cols()} FROM cells"
         return {row[0]: CellKey(*row) for row in self._cells_rows(sql, cells, alias="")}
 
-    def latest(self, cells: Iterable[str] | None = None) -> dict[str, Result]:
-        """The latest record of each cell (of ``cells``, or every cell), like ``latest_by_cell``."""
+    def shown_records(self, cells: Iterable[str] | None = None) -> dict[str, Result]:
+        """The record each cell shows (of ``cells``, or every cell): the one rule, its settled
+        history's (``store.reader.settle_cell``: the latest, a real verdict over a stand-in one),
+        as the page, ``check`` and bisect read it."""
         cells = None if cells is None else list(cells)
-        return self._settled(lambda: dict(self.iter_latest(cells)))
+        return self._settled(lambda: dict(self.iter_shown(cells)))
 
-    def iter_latest(self, cells: Iterable[str] | None = None) -> Iterator[tuple[str, Result]]:
-        """``latest`` one cell at a time, in cell order: only one record is held at once."""
+    def iter_shown(self, cells: Iterable[str] | None = None) -> Iterator[tuple[str, Result]]:
+        """``shown_records`` one cell at a time, in cell order: one record held at once."""
         rows = self._cells_rows("SELECT c.cell, r.file, r.offset, r.length, r.line, r.digest "
-                                "FROM cells c JOIN records r ON r.id = c.record", cells)
+                                "FROM histories c JOIN records r ON r.id = c.record", cells)
         return self._read_records((cell, Where(fid, offset, length, line, dig, False))
                                   for cell, fid, offset, length, line, dig in rows)
 
@@ -484,11 +488,11 @@ def recorded_keys(root: Path | str, cells: Iterable[str]) -> dict[str, CellKey]:
         return index.keys(cells)
 
 
-def recorded_latest(root: Path | str, cells: Iterable[str]) -> dict[str, Result]:
-    """The latest record of ``cells`` in the results folder ``root`` (may not exist)."""
+def recorded_shown(root: Path | str, cells: Iterable[str]) -> dict[str, Result]:
+    """The record each of ``cells`` shows in the results folder ``root`` (may not exist)."""
     if not Path(root).is_dir():
         return {}
     with StoreIndex.open(root) as index:
-        return index.latest(cells)
+        return index.shown_records(cells)
 
 

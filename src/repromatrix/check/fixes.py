@@ -63,17 +63,20 @@ def fix(bug_id: str, bug: Mapping[str, Any], table: RowTable, known: Mapping[str
 
 
 def _turn(said: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
-    """Runs of affected releases, and the first clear release after the newest affected one."""
+    """Runs of affected releases (a release that cannot tell does not end one; one that is
+    not affected does), and the first clear release after the newest affected one."""
     runs: list[list[str]] = []
-    last = None
+    last, open_run = None, False
     for n, (version, found) in enumerate(said):
+        if found["verdict"] == NOT_AFFECTED:
+            open_run = False
         if found["verdict"] != AFFECTED:
             continue
-        if last == n - 1 and runs:
+        if open_run:
             runs[-1][1] = version
         else:
             runs.append([version, version])
-        last = n
+        last, open_run = n, True
     if last is None:
         return {"affected": [], "fixed_in": None, "inferred": False}
     clear = next(((v, f) for v, f in said[last + 1:] if f["verdict"] == NOT_AFFECTED), None)
@@ -83,10 +86,18 @@ def _turn(said: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
 
 def fix_words(fix: Mapping[str, Any] | None) -> str:
     """A bug's fix in words, as the page says it: ``fixed in torch 2.14.0``, ``no fix yet``,
-    or "" (no release of the table is said to be affected)."""
-    if not fix or not fix["affected"]:
+    and the NGC release that first ships it; "" when no release of the table is said to be
+    affected."""
+    if not fix:
         return ""
-    if fix["fixed_in"] is None:
-        return f"no fix yet (newest {fix['label']} affected: {fix['affected'][-1][1]})"
-    how = " (by its rules: no record on that release)" if fix["inferred"] else ""
-    return f"fixed in {fix['label']} {fix['fixed_in']}{how}"
+    parts = []
+    if fix["affected"]:
+        if fix["fixed_in"] is None:
+            parts.append(f"no fix yet (newest {fix['label']} affected: {fix['affected'][-1][1]})")
+        else:
+            how = " (by its rules: no record on that release)" if fix["inferred"] else ""
+            parts.append(f"fixed in {fix['label']} {fix['fixed_in']}{how}")
+    ngc = fix["ngc"]
+    if ngc["affected"]:
+        parts.append(f"NGC: fixed from {ngc['fixed_in']}" if ngc["fixed_in"] else "NGC: not yet")
+    return "; ".join(parts)

@@ -1,0 +1,59 @@
+"""check.fixes: where each bug is fixed, the one answer the page and `check` both name."""
+
+from __future__ import annotations
+
+import pytest
+
+from repromatrix.check.answers import answer_for
+from repromatrix.check.environment import from_ngc, from_pins
+from repromatrix.check.fixes import bug_fixes, fix_words
+from repromatrix.check.records import snapshot_rows
+from repromatrix.cli.check import catalog
+from repromatrix.config.compat import load_table
+
+
+@pytest.fixture(scope="module")
+def fixes() -> dict[str, dict]:
+    return bug_fixes(catalog(), snapshot_rows()[0], load_table())
+
+
+def test_each_bug_is_fixed_in_a_release_of_its_own_package(fixes):
+    assert fixes["tv_masks_to_boxes_empty"]["package"] == "torchvision"
+    assert fixes["tv_masks_to_boxes_empty"]["fixed_in"] == "0.26.0"
+    assert fixes["export_dynamic_shapes_var_kwargs"]["package"] == "torch"
+    assert fixes["deform_conv2d_device"]["package"] == "torch_tensorrt"
+    assert fixes["deform_conv2d_device"]["affected"] == [["2.4.0", "2.4.0"]]
+    assert fix_words(fixes["deform_conv2d_device"]).startswith("fixed in torch-tensorrt 2.5.0; NGC: ")
+    assert fixes["ts_device_gpu_id"]["fixed_in"] is None  # the newest release is affected
+    assert fix_words(fixes["ts_device_gpu_id"]).startswith("no fix yet")
+
+
+def test_a_release_that_cannot_tell_does_not_split_an_affected_run(fixes):
+    runs = fixes["onnx_dynamic_axes_names_dropped"]["affected"]
+    assert len(runs) == 1, runs
+
+
+@pytest.mark.parametrize("pins", [
+    ("torch==2.9.1", "torchvision==0.24.1"),
+    ("torch==2.4.1", "torchvision==0.19.1", "torch-tensorrt==2.4.0"),
+    ("torch==2.12.1", "torchvision==0.27.1"),
+])
+def test_check_names_the_fix_the_page_names(fixes, pins):
+    """An affected environment is told the bug's own fix, in the words the page uses."""
+    result = answer_for(catalog(), snapshot_rows()[0], from_pins(pins), load_table())
+    affected = [b for b in result["bugs"] if b["verdict"] == "affected"]
+    assert affected
+    for bug in affected:
+        fix = fixes[bug["id"]]
+        if fix["fixed_in"] is None:
+            assert bug["fixed_in"] is None, bug["id"]
+        else:
+            assert bug["fixed_in"] == f"{fix['label']} {fix['fixed_in']}", bug["id"]
+            assert f"fixed in {bug['fixed_in']}" in fix_words(fix)
+
+
+def test_an_ngc_release_is_told_the_first_ngc_release_with_the_fix(fixes):
+    result = answer_for(catalog(), snapshot_rows()[0], from_ngc("24.07"), load_table())
+    deform = next(b for b in result["bugs"] if b["id"] == "deform_conv2d_device")
+    assert deform["verdict"] == "affected"
+    assert deform["fixed_in"] == f"NGC {fixes['deform_conv2d_device']['ngc']['fixed_in']}"

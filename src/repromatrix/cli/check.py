@@ -90,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
 
 def execute(request: CheckRequest) -> int:
     """Answer the request on stdout; the exit code (0 none affects it, 1 one does)."""
-    from repromatrix.check.decide import answer
+    from repromatrix.check.command import check_answer
+    from repromatrix.config.compat import load_table
 
     bugs = catalog()
     for bug in request.ignore:
@@ -99,8 +100,7 @@ def execute(request: CheckRequest) -> int:
                              f"known: {', '.join(sorted(bugs))}")
     env = environment(request)
     rows, source = records(request)
-    result = answer(bugs, rows, env, upgrade_candidates(env), request.ignore)
-    result["source"] = source
+    result = check_answer(bugs, rows, source, env, load_table(), request.ignore)
     if request.run:
         from repromatrix.check.decide import compare_run
 
@@ -117,11 +117,10 @@ def execute(request: CheckRequest) -> int:
 def catalog() -> dict[str, dict[str, Any]]:
     """The built-in bugs, each as its META says."""
     from repromatrix import paths
+    from repromatrix.check.command import catalog_bugs
     from repromatrix.config.catalog import load_catalog
 
-    return {r.id: {"title": r.title, "upstream": list(r.upstream), "description": r.description,
-                   "requires": list(r.requires), "expect": [dict(e) for e in r.expect]}
-            for r in load_catalog(paths.repros_dir()).values()}
+    return catalog_bugs(load_catalog(paths.repros_dir()))
 
 
 def environment(request: CheckRequest) -> dict[str, Any]:
@@ -147,13 +146,6 @@ def records(request: CheckRequest) -> tuple[list[dict[str, Any]], dict[str, Any]
     if request.from_page is not None:
         return sources.results_json_rows(request.from_page)
     return sources.snapshot_rows()
-
-
-def upgrade_candidates(env: dict[str, Any]) -> list[dict[str, Any]]:
-    from repromatrix.check.candidates import candidates
-    from repromatrix.config.compat import load_table
-
-    return candidates(load_table(), env)
 
 
 def run_now(request: CheckRequest) -> list[dict[str, Any]]:

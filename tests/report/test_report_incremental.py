@@ -64,7 +64,7 @@ def test_an_incremental_render_leaves_what_a_cold_render_writes(tmp_path, monkey
     store.append(history_record("pip-s005", "bug", 2, "error"))  # one new record
     rewritten = both([store.root])
     assert len([n for n in rewritten if n.startswith("data/c")]) == 1  # one detail chunk
-    assert "data/verdicts.js" in rewritten and "data/upgrades.js" not in rewritten  # (the box)
+    assert "data/verdicts.js" in rewritten and "data/environments.js" not in rewritten  # (the box)
     assert not [n for n in rewritten if n.startswith("static/")]
     assert "changes.atom" in rewritten and "results.json" in rewritten
     assert json.loads((inc / "results.json").read_text())["records"][-1]["status"] == "error"

@@ -28,9 +28,12 @@ def catalog_bugs(repros: Mapping[str, Repro]) -> dict[str, dict[str, Any]]:
 
 def check_answer(bugs: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
                  source: Mapping[str, Any], env: Mapping[str, Any], table: CompatTable,
-                 ignore: Iterable[str] = ()) -> dict[str, Any]:
+                 ignore: Iterable[str] = (), upgrades: Sequence[Mapping[str, Any]] | None = None
+                 ) -> dict[str, Any]:
     """What ``check`` answers for ``env`` from ``rows`` (read from ``source``): every bug,
-    the smallest upgrade the table allows, the exit code, and where the rows came from."""
-    result = answer(bugs, rows, env, candidates(table, env), ignore)
+    the smallest upgrade the table allows, the exit code, and where the rows came from.
+    ``upgrades``: ``candidates(table, env)`` when already worked out."""
+    found = candidates(table, env) if upgrades is None else upgrades
+    result = answer(bugs, rows, env, found, ignore)
     result["source"] = dict(source)
     return result

@@ -76,16 +76,34 @@ def environment(combination: Sequence[str]) -> dict[str, Any]:
     return from_ngc(args[1]) if args[0] == "--ngc" else from_pins(args)
 
 
+# per table (by id, the table kept alive with it): each combination, its environment and
+# ``check.candidates``' upgrades, which depend on the table alone: worked out once a process
+_MADE: dict[int, tuple[CompatTable, list[tuple[Combination, dict[str, Any], list[dict[str, Any]]]]]] = {}
+
+
+def environments(table: CompatTable) -> list[tuple[Combination, dict[str, Any], list[dict[str, Any]]]]:
+    """Each of ``combinations(table)`` with its environment and the upgrades the table allows
+    it (``check.candidates.candidates``), made once per table in a process."""
+    from .candidates import candidates
+
+    if id(table) not in _MADE or _MADE[id(table)][0] is not table:
+        made = [(c, env, candidates(table, env))
+                for c, env in ((c, environment(c)) for c in combinations(table))]
+        _MADE[id(table)] = (table, made)
+    return _MADE[id(table)][1]
+
+
 def environments_data(table: CompatTable) -> dict[str, Any]:
     """``data/environments.js``: each combination with its environment, in order."""
     return {"format": PAGE_FORMAT,
-            "environments": [[list(c), environment(c)] for c in combinations(table)]}
+            "environments": [[list(c), env] for c, env, _ in environments(table)]}
 
 
 def answers(bugs: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
             source: Mapping[str, Any], table: CompatTable) -> list[dict[str, Any]]:
     """``check``'s answer for each of ``combinations(table)``, in order."""
-    return [check_answer(bugs, rows, source, environment(c), table) for c in combinations(table)]
+    return [check_answer(bugs, rows, source, env, table, upgrades=upgrades)
+            for _, env, upgrades in environments(table)]
 
 
 class Interned:

@@ -79,12 +79,17 @@
 
   function unknown(message, cmd) { return { known: false, message: message, command: cmd }; }
 
-  function answerAt(i) {
+  function answerAt(i) {  // as check/page.py's rebuilt puts it together
     var a = V.answers[i];
     var out = copy(V.shared);
     Object.assign(out, copy(a[2]));
     out.environment = copy(E.environments[i][1]);
-    out.bugs = a[0].map(function (j) { return copy(V.bugs[j]); });
+    out.bugs = a[0].map(function (j) {  // [its bug's part, record, the other keys]
+      var b = V.bugs[j], bug = copy(V.parts[b[0]]);
+      Object.assign(bug, copy(b[2]));
+      bug.record = copy(V.records[b[1]]);
+      return bug;
+    });
     out.upgrade = copy(V.upgrades[a[1]]);
     return out;
   }

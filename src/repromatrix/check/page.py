@@ -6,10 +6,11 @@ the report's ``data/environments.js``; + a page's rows and the catalog -> each o
 by the command's own function (``check.command.check_answer``) -> ``data/verdicts.js``.
 ``report/static/check.js`` only looks answers up: no rule of ``check`` is written twice.
 
-Compact: an answer is rebuilt from the parts every answer shares (``shared``), its
-environment (by position in ``environments.js``), its bugs (positions in ``bugs``, each
-distinct per-bug answer once), its upgrade (a position in ``upgrades``) and the rest of its
-keys. A combination is ``[torch, torchvision, torch_tensorrt, ngc]``, "" where not given:
+Compact: an answer is rebuilt (``rebuilt``) from the parts every answer shares
+(``shared``), its environment (by position in ``environments.js``), its bugs (positions in
+``bugs``, each distinct per-bug answer once: the keys every answer about that bug shares in
+``parts``, its record in ``records``, the rest), its upgrade (a position in ``upgrades``)
+and the rest of its keys. A combination is ``[torch, torchvision, torch_tensorrt, ngc]``, "" where not given:
 lists, so no text becomes an object key.
 """
 
@@ -122,9 +123,11 @@ class Interned:
 
 
 def verdicts_data(found: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """``data/verdicts.js`` of ``answers``: ``shared`` (the keys equal in every answer), the
-    distinct per-bug answers and upgrades, and per answer ``[bug positions, upgrade
-    position, its other keys]`` (its environment is the one at its own position)."""
+    """``data/verdicts.js`` of ``answers``: ``shared`` (the keys equal in every answer); the
+    distinct per-bug answers (``bugs``: each ``[its bug's part, record, the other keys]``,
+    the part being the keys equal in every answer about that bug, in ``parts``, the record
+    in ``records``) and upgrades; per answer ``[bug positions, upgrade position, its other
+    keys]`` (its environment is the one at its own position in ``environments.js``)."""
     same = [k for k in (found[0] if found else {}) if k not in INTERNED
             and all(k in a and a[k] == found[0][k] for a in found)]
     bugs, upgrades = Interned(), Interned()
@@ -132,12 +135,29 @@ def verdicts_data(found: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 {k: v for k, v in a.items() if k not in INTERNED and k not in same}] for a in found]
     return {"format": PAGE_FORMAT, "labels": LABELS,
             "shared": {k: found[0][k] for k in same} if found else {},
-            "bugs": bugs.values, "upgrades": upgrades.values, "answers": compact}
+            **_bugs(bugs.values), "upgrades": upgrades.values, "answers": compact}
+
+
+def _bugs(distinct: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """``parts``, ``records`` and ``bugs`` of the distinct per-bug answers."""
+    by_id: dict[Any, list[Mapping[str, Any]]] = {}
+    for b in distinct:
+        by_id.setdefault(b["id"], []).append(b)
+    keys = {i: [k for k in group[0] if k != "record" and all(k in b and b[k] == group[0][k]
+                                                            for b in group)]
+            for i, group in by_id.items()}
+    parts, records = Interned(), Interned()
+    out = [[parts({k: b[k] for k in keys[b["id"]]}), records(b.get("record")),
+            {k: v for k, v in b.items() if k != "record" and k not in keys[b["id"]]}]
+           for b in distinct]
+    return {"parts": parts.values, "records": records.values, "bugs": out}
 
 
 def rebuilt(environments: Mapping[str, Any], verdicts: Mapping[str, Any], at: int
             ) -> dict[str, Any]:
-    """The answer at position ``at``, as ``static/check.js`` puts it together (for tests)."""
+    """The answer at position ``at``, as ``static/check.js`` puts it together."""
     bug_ids, upgrade, rest = verdicts["answers"][at]
+    bugs = [{**verdicts["parts"][part], **other, "record": verdicts["records"][record]}
+            for part, record, other in (verdicts["bugs"][i] for i in bug_ids)]
     return {**verdicts["shared"], **rest, "environment": environments["environments"][at][1],
-            "bugs": [verdicts["bugs"][i] for i in bug_ids], "upgrade": verdicts["upgrades"][upgrade]}
+            "bugs": bugs, "upgrade": verdicts["upgrades"][upgrade]}

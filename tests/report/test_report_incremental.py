@@ -106,6 +106,19 @@ def test_a_folder_rendered_by_another_format_is_written_anew(tmp_path):
     assert sorted(render_site([store.root], out, now=now).rewritten) == sorted(site_files(out))
 
 
+def test_the_check_box_s_former_data_file_is_removed(tmp_path):
+    """A site an earlier box was rendered into loses its data/upgrades.js (the box looks
+    answers up in data/environments.js and data/verdicts.js now)."""
+    store = ResultStore(tmp_path / "results")
+    store.append(history_record("pip-a", "bug", 0, "fail"))
+    out, now = tmp_path / "site", datetime(2026, 11, 25, 4, 30, tzinfo=timezone.utc)
+    render_site([store.root], out, now=now)
+    (out / "data" / "upgrades.js").write_text("repromatrixUpgrades({});\n")
+    render_site([store.root], out, now=now)
+    assert not (out / "data" / "upgrades.js").exists()
+    assert (out / "data" / "environments.js").is_file() and (out / "data" / "verdicts.js").is_file()
+
+
 def test_a_file_rewritten_after_a_render_is_read_again(tmp_path):
     """Same size, other records (a file replaced by a copy from elsewhere): the index reads
     it again, the pieces kept for the old lines are not used, results.json is rewritten."""

@@ -30,6 +30,7 @@ from .written import RenderState
 
 VERDICTS, ENVIRONMENTS = "verdicts.js", "environments.js"
 WHERE = "results.json"  # the page's own records, as the answers' source names them
+FORMER = "upgrades.js"  # what an earlier box read (the table's upgrade paths): removed
 
 
 def write_verdicts(out: Path, paths: Sequence[Path], repros: Mapping[str, Repro],
@@ -48,6 +49,7 @@ def write_verdicts(out: Path, paths: Sequence[Path], repros: Mapping[str, Repro]
         state.write_made(folder / VERDICTS, source, verdicts_script(bugs, *_rows(out, paths)))
     if not state.kept(folder / ENVIRONMENTS, code_digest()):
         state.write_made(folder / ENVIRONMENTS, code_digest(), environments_script())
+    state.remove_others(folder, FORMER)
 
 
 def verdicts_script(bugs: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from repromatrix.check.answers import answer_for
 from repromatrix.check.candidates import candidates
+from repromatrix.check.command import check_answer
 from repromatrix.check.decide import AFFECTED, CANNOT_TELL, NOT_AFFECTED, answer, workaround
 from repromatrix.check.environment import from_ngc, from_pins
 from repromatrix.check.records import snapshot_rows
@@ -18,7 +18,7 @@ from repromatrix.config.compat import load_table
 def check(*pins: str, ignore: tuple[str, ...] = ()) -> dict:
     env = from_pins(pins)
     rows, _ = snapshot_rows()
-    return answer_for(catalog(), rows, env, load_table(), ignore)
+    return check_answer(catalog(), rows, {}, env, load_table(), ignore)
 
 
 def by_id(result: dict) -> dict[str, dict]:
@@ -90,7 +90,7 @@ def test_ignored_bugs_are_answered_but_do_not_count():
 def test_an_ngc_release_is_judged_by_the_rules_its_branch_was_read_for():
     env = from_ngc("24.07")
     rows, _ = snapshot_rows()
-    result = answer_for(catalog(), rows, env, load_table())
+    result = check_answer(catalog(), rows, {}, env, load_table())
     deform = by_id(result)["deform_conv2d_device"]
     assert deform["verdict"] == AFFECTED and deform["rule"]["when"] == "ngc ==24.07"
     # 24.08 fixes the deform bug; 25.01 also require_full_compilation (ngc >=24.04,<25.01)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from repromatrix.check.answers import answer_for
+from repromatrix.check.command import check_answer
 from repromatrix.check.environment import from_ngc, from_pins
 from repromatrix.check.fixes import bug_fixes, fix_words
 from repromatrix.check.records import snapshot_rows
@@ -40,7 +40,7 @@ def test_a_release_that_cannot_tell_does_not_split_an_affected_run(fixes):
 ])
 def test_check_names_the_fix_the_page_names(fixes, pins):
     """An affected environment is told the bug's own fix, in the words the page uses."""
-    result = answer_for(catalog(), snapshot_rows()[0], from_pins(pins), load_table())
+    result = check_answer(catalog(), snapshot_rows()[0], {}, from_pins(pins), load_table())
     affected = [b for b in result["bugs"] if b["verdict"] == "affected"]
     assert affected
     for bug in affected:
@@ -53,7 +53,7 @@ def test_check_names_the_fix_the_page_names(fixes, pins):
 
 
 def test_an_ngc_release_is_told_the_first_ngc_release_with_the_fix(fixes):
-    result = answer_for(catalog(), snapshot_rows()[0], from_ngc("24.07"), load_table())
+    result = check_answer(catalog(), snapshot_rows()[0], {}, from_ngc("24.07"), load_table())
     deform = next(b for b in result["bugs"] if b["id"] == "deform_conv2d_device")
     assert deform["verdict"] == "affected"
     assert deform["fixed_in"] == f"NGC {fixes['deform_conv2d_device']['ngc']['fixed_in']}"

@@ -108,8 +108,9 @@ def test_stack_row_states_a_torchvision_pairing_confidence(tmp_path):
 
 def test_a_new_run_of_a_known_stack_keeps_its_pairing_note_without_the_table(tmp_path):
     """The note comes from the pieces kept for the stack's other cells: a render after a new
-    run of a known stack reads no compatibility table (its import costs more than that
-    render), and still writes what a cold render does."""
+    run of a known stack that decides nothing new (the check box's answers, made with the
+    table, change only with a record that says yes or no) reads no compatibility table (its
+    import costs more than that render), and still writes what a cold render does."""
     import subprocess
     import sys
 
@@ -131,7 +132,7 @@ def test_a_new_run_of_a_known_stack_keeps_its_pairing_note_without_the_table(tmp
         return proc.stdout.strip()
 
     assert render_in_process(tmp_path / "site") == "True"  # the first render works the note out
-    store.append(_result(cell="new--demo", repro="demo", status="fail", stack=stack, run_id="r2",
+    store.append(_result(cell="new--demo", repro="demo", status="error", stack=stack, run_id="r2",
                          finished_at="2026-11-23T00:05:00+00:00"))
     assert render_in_process(tmp_path / "site") == "False"
     for path in store.root.glob(".index.sqlite*"):

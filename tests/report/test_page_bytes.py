@@ -4,7 +4,7 @@ render of the same sets wrote before the house moved (tests/data/golden_site).
 Each set is rendered from a relative path with a fixed clock, so nothing but the harness
 decides the bytes. The static assets are copied as they ship, so they are compared with
 the shipped files (``report/static``) rather than kept four times; so is the check box's
-``data/upgrades.js``, made from the shipped compatibility table alone (it changes with
+``data/environments.js``, made from the shipped compatibility table alone (it changes with
 the table's weekly update, not with the page), compared with what the table makes now.
 Each set is rendered twice: on one core, and with a forked child making the end of its
 cells' pieces, and the index build with one reading the end of the files
@@ -27,7 +27,7 @@ from repromatrix import forked
 from repromatrix.model import Repro
 from repromatrix.paths import report_dir
 from repromatrix.report.render import render_site
-from repromatrix.report.verdicts import UPGRADES, upgrades_script
+from repromatrix.report.verdicts import ENVIRONMENTS, environments_script
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 GOLDEN = DATA / "golden_site"
@@ -41,7 +41,7 @@ CATALOG = {"deform_conv2d_device": Repro(
     description="deform_conv2d inside a compiled graph mixes devices.",
 )}
 # name -> the golden result sets it renders together
-TABLE_MADE = f"data/{UPGRADES}"  # made from the shipped table alone
+TABLE_MADE = f"data/{ENVIRONMENTS}"  # made from the shipped table alone
 SITES = {
     "every_status": ("every_status",),
     "hostile": ("hostile",),
@@ -89,4 +89,4 @@ def test_the_page_is_byte_for_byte_what_it_was(name: str, cores: str, tmp_path: 
     shipped = {p.name: p.read_bytes() for p in (report_dir() / "static").iterdir() if p.is_file()}
     copied = {p.name: p.read_bytes() for p in (tmp_path / "site" / "static").iterdir()}
     assert copied == shipped
-    assert (tmp_path / "site" / TABLE_MADE).read_text(encoding="utf-8") == upgrades_script()
+    assert (tmp_path / "site" / TABLE_MADE).read_text(encoding="utf-8") == environments_script()

@@ -115,8 +115,9 @@ def test_repro_page_answers_beside_expectation(tmp_path):
     summary = page.find("p", id="answer-summary").text()
     # the fix as `check` names it (2.10.0 failed: the first release after it), then the records
     assert summary.startswith("reproduces on 3 of 4 stacks · fixed in torch-tensorrt 2.11.0 (by its "
-                              "rules: no record on that release) · records: bad on torch-tensorrt 2.4.0, "
-                              "good on 2.5.0; good on torch-tensorrt 2.5.0, bad again on 2.10.0")
+                              "rules: no record on that release); NGC: ")
+    assert ("· records: bad on torch-tensorrt 2.4.0, good on 2.5.0; good on torch-tensorrt 2.5.0, "
+            "bad again on 2.10.0 ·") in summary
     assert summary.endswith("workaround works on 3 of 3")
     trt = page.find("dd", cls="axis", data_axis="torch_tensorrt")
     assert trt.attrs["data-kind"] == "regressed"

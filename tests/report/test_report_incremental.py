@@ -64,7 +64,7 @@ def test_an_incremental_render_leaves_what_a_cold_render_writes(tmp_path, monkey
     store.append(history_record("pip-s005", "bug", 2, "error"))  # one new record
     rewritten = both([store.root])
     assert len([n for n in rewritten if n.startswith("data/c")]) == 1  # one detail chunk
-    assert "data/verdicts.js" in rewritten and "data/upgrades.js" not in rewritten  # (the box)
+    assert "data/verdicts.js" in rewritten and "data/environments.js" not in rewritten  # (the box)
     assert not [n for n in rewritten if n.startswith("static/")]
     assert "changes.atom" in rewritten and "results.json" in rewritten
     assert json.loads((inc / "results.json").read_text())["records"][-1]["status"] == "error"
@@ -104,6 +104,19 @@ def test_a_folder_rendered_by_another_format_is_written_anew(tmp_path):
     assert state["format"] == FORMAT and render_site([store.root], out, now=now).rewritten == []
     (out / STATE_NAME).write_text(json.dumps({**state, "format": FORMAT - 1}))
     assert sorted(render_site([store.root], out, now=now).rewritten) == sorted(site_files(out))
+
+
+def test_the_check_box_s_former_data_file_is_removed(tmp_path):
+    """A site an earlier box was rendered into loses its data/upgrades.js (the box looks
+    answers up in data/environments.js and data/verdicts.js now)."""
+    store = ResultStore(tmp_path / "results")
+    store.append(history_record("pip-a", "bug", 0, "fail"))
+    out, now = tmp_path / "site", datetime(2026, 11, 25, 4, 30, tzinfo=timezone.utc)
+    render_site([store.root], out, now=now)
+    (out / "data" / "upgrades.js").write_text("repromatrixUpgrades({});\n")
+    render_site([store.root], out, now=now)
+    assert not (out / "data" / "upgrades.js").exists()
+    assert (out / "data" / "environments.js").is_file() and (out / "data" / "verdicts.js").is_file()
 
 
 def test_a_file_rewritten_after_a_render_is_read_again(tmp_path):

@@ -94,7 +94,7 @@ def test_a_patched_render_writes_what_a_full_render_writes(tmp_path):
     store.append(record(1, "bug", 2, "fail", workaround="fail"))  # pass -> fail, workaround fails
     rewritten = page.render(patched=True)
     assert len([n for n in rewritten if n.startswith("data/c")]) == 1  # one detail chunk
-    assert "data/verdicts.js" in rewritten and "data/upgrades.js" not in rewritten  # (the box)
+    assert "data/verdicts.js" in rewritten and "data/environments.js" not in rewritten  # (the box)
     assert {"index.html", "repro-bug.html", "results.csv", "results.json"} <= set(rewritten)
 
     store.append(record(3, "bug", 2, "pass"))  # contradicts "fail below 2.5"? no: 2.5.1

@@ -13,14 +13,16 @@ all (``distance``) and the command that installs it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
-from repromatrix.config.compat import CompatTable
 from repromatrix.rules.versions import normalize_version, plain
 
 from .decide import AXES
+
+if TYPE_CHECKING:
+    from repromatrix.config.compat import CompatTable
 
 NGC_IMAGE = "nvcr.io/nvidia/pytorch:{tag}-py3"
 PIP_NAMES = {"torch": "torch", "torchvision": "torchvision", "torch_tensorrt": "torch-tensorrt"}
@@ -35,20 +37,43 @@ def candidates(table: CompatTable, env: Mapping[str, Any]) -> list[dict[str, Any
     if torch is None:
         return []
     python = _python(versions.get("python"))
-    torches = [v for v in table.torch_versions() if Version(v) >= torch
+    known = releases(table)
+    torches = [v for v in known["torch"] if _v(v) >= torch
                and (python is None or table.torch[v].python.contains(python))]
     out: list[dict[str, Any]] = []
     trt_now = normalize_version(versions.get("torch_tensorrt"))
     if trt_now is not None:
-        for trt in table.trt_versions():
+        for trt in known["torch_tensorrt"]:
             row = table.torch_tensorrt[trt]
-            if Version(trt) < trt_now or row.broken or \
+            if _v(trt) < trt_now or row.broken or \
                     (python is not None and not row.python.contains(python)):
                 continue
-            out += [_pip(table, versions, t, trt) for t in torches if row.torch.contains(t)]
+            out += [_pip(table, known, versions, t, trt) for t in torches
+                    if row.torch.contains(_v(t))]
     else:
-        out += [_pip(table, versions, t, None) for t in torches]
+        out += [_pip(table, known, versions, t, None) for t in torches]
     return [c for c in out if c["changes"]]
+
+
+def releases(table: CompatTable) -> dict[str, list[str]]:
+    """Each package's releases the table knows, oldest first (worked out once per table)."""
+    made = _RELEASES.get(id(table))
+    if made is None or made[0] is not table:
+        made = _RELEASES[id(table)] = (table, {
+            "torch": table.torch_versions(), "torch_tensorrt": table.trt_versions(),
+            "torchvision": sorted({tv for r in table.torch.values() for tv in r.torchvision},
+                                  key=_v)})
+    return made[1]
+
+
+_RELEASES: dict[int, tuple[CompatTable, dict[str, list[str]]]] = {}
+
+
+def _v(text: str) -> Version:
+    """A release the table names, parsed (once per text: ``rules.versions``)."""
+    found = normalize_version(text)
+    assert found is not None, text  # the table's releases are validated when it loads
+    return found
 
 
 def _python(text: Any) -> Version | None:
@@ -58,16 +83,13 @@ def _python(text: Any) -> Version | None:
         return None
 
 
-def _pip(table: CompatTable, versions: Mapping[str, Any], torch: str, trt: str | None
-         ) -> dict[str, Any]:
+def _pip(table: CompatTable, lists: Mapping[str, list[str]], versions: Mapping[str, Any],
+         torch: str, trt: str | None) -> dict[str, Any]:
     new: dict[str, Any] = {"torch": torch, "torch_tensorrt": trt}
     if versions.get("torchvision"):
         paired = table.torch[torch].torchvision
         now = plain(versions["torchvision"])
         new["torchvision"] = now if now in paired else (paired[0] if paired else None)
-    lists = {"torch": table.torch_versions(), "torch_tensorrt": table.trt_versions(),
-             "torchvision": sorted({tv for r in table.torch.values() for tv in r.torchvision},
-                                   key=Version)}
     changes = [p for p in ("torch", "torchvision", "torch_tensorrt") if p in new
                and new[p] is not None and normalize_version(new[p]) != normalize_version(versions.get(p))]
     pins = " ".join(f"{PIP_NAMES[p]}=={new[p]}" for p in ("torch", "torchvision", "torch_tensorrt")
@@ -81,8 +103,8 @@ def _pip(table: CompatTable, versions: Mapping[str, Any], torch: str, trt: str |
 def _steps(known: list[str], old: Any, new: str) -> int:
     """How many releases of ``known`` lie after ``old`` up to ``new``."""
     start = normalize_version(old)
-    end = Version(new)
-    return max(1, sum(1 for v in known if (start is None or Version(v) > start) and Version(v) <= end))
+    end = _v(new)
+    return max(1, sum(1 for v in known if (start is None or _v(v) > start) and _v(v) <= end))
 
 
 def _ngc(table: CompatTable, tag: str) -> list[dict[str, Any]]:

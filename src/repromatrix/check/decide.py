@@ -147,8 +147,8 @@ def missing_packages(bug: Mapping[str, Any], env: Mapping[str, Any]) -> list[str
 
     have = {package_name(k) for k, v in (env.get("packages") or {}).items() if v}
     have |= {package_name(k) for k, v in env["versions"].items() if v}
-    wanted = (package_name(r) for r in bug.get("requires") or ())
-    return [p for p in dict.fromkeys(wanted) if p not in NOT_PACKAGES and p not in have]
+    wanted = dict.fromkeys(package_name(r) for r in bug.get("requires") or ())
+    return [p for p in wanted if p not in NOT_PACKAGES and p not in have]
 
 
 def workaround(bug: Mapping[str, Any]) -> str:

@@ -16,21 +16,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from packaging.version import Version
-
 from repromatrix.rules.versions import LABELS, key_package, plain
 
+from .candidates import releases
 from .decide import AFFECTED, NOT_AFFECTED, RULES, RowTable, verdict
 
 if TYPE_CHECKING:
     from repromatrix.config.compat import CompatTable
-
-
-def releases(table: CompatTable) -> dict[str, list[str]]:
-    """Each package's releases the table knows, oldest first."""
-    return {"torch": table.torch_versions(), "torch_tensorrt": table.trt_versions(),
-            "torchvision": sorted({tv for r in table.torch.values() for tv in r.torchvision},
-                                  key=Version)}
 
 
 def ngc_versions(table: CompatTable) -> list[tuple[str, dict[str, Any]]]:

@@ -1,107 +1,168 @@
-"""What the page's "Check your versions" box answers from: ``check.decide``'s inputs, compact.
+"""What the page's "Check your versions" box answers: ``check``'s own answers, worked out here.
 
-Flow: a page's ``results.json`` (``check.records.results_json_rows``, the rows ``check
---from`` reads) + the catalog + the compatibility table -> **check.page** -> the report's
-``data/verdicts.js`` (records, catalog) and ``data/upgrades.js`` (the table) ->
-``report/static/check.js``, which mirrors ``check.decide`` and
-``check.candidates``. What does not depend on the versions typed in is worked out here,
-once, in Python: the rows (settled per cell, decisive only), each bug's workaround
-sentences, and the table's upgrade paths (each torch-tensorrt release's torch versions, as
-its specifier allows them). Rows name their stack by position in ``stacks`` (each
-stack's versions once); bugs and NGC releases are lists, so no text becomes an object key.
+Flow: the compatibility table -> **check.page** -> every environment the box can be asked
+about (``combinations``: each NGC release, and each pip combination the table allows) ->
+the report's ``data/environments.js``; + a page's rows and the catalog -> each one's answer
+by the command's own function (``check.command.check_answer``) -> ``data/verdicts.js``.
+``report/static/check.js`` only looks answers up: no rule of ``check`` is written twice.
+
+Compact: an answer is rebuilt (``rebuilt``) from the parts every answer shares
+(``shared``), its environment (by position in ``environments.js``), its bugs (positions in
+``bugs``, each distinct per-bug answer once: the keys every answer about that bug shares in
+``parts``, its record in ``records``, the rest), its upgrade (a position in ``upgrades``)
+and the rest of its keys. A combination is ``[torch, torchvision, torch_tensorrt, ngc]``, "" where not given:
+lists, so no text becomes an object key.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from packaging.version import Version
-
-from repromatrix.rules.verdict import REAL, STANDIN
-
-from .decide import AXES, EVIDENCE_WORDS, FORMAT, LABELS, workaround
+from .command import check_answer
+from .decide import LABELS, RowTable
+from .fixes import bug_fixes
 
 if TYPE_CHECKING:
     from repromatrix.config.compat import CompatTable
 
-PAGE_FORMAT = 1
-# the files ``upgrade_data`` depends on: their digest says whether it changed without
-# importing the table's reader (``report.cell`` keys its pieces the same way)
+PAGE_FORMAT = 2
+FIELDS = ("torch", "torchvision", "torch_tensorrt", "ngc")
+PIP_NAMES = {"torch": "torch", "torchvision": "torchvision", "torch_tensorrt": "torch-tensorrt"}
+# what each data file is made of besides its data inputs: their digest says whether it changed
+# without importing the table's reader (``report.cell`` keys its pieces the same way)
 TABLE_SOURCES = ("data/compat.yaml", "config/compat.py", "config/catalog.py",
-                 "check/candidates.py", "check/page.py")
-STACK_AXES = (*AXES, "python")
-ROW_KEYS = ("cell", "repro", "status", "evidence", "workaround", "run_id", "finished_at", "host")
+                 "check/environment.py", "check/page.py")
+ANSWER_SOURCES = (*TABLE_SOURCES, "check/command.py", "check/decide.py", "check/candidates.py",
+                  "check/fixes.py", "check/records.py", "rules/verdict.py", "rules/versions.py",
+                  "store/record.py")
+# the keys of an answer that are interned (the rest are kept per answer, or shared)
+INTERNED = ("environment", "bugs", "upgrade")
+
+Combination = tuple[str, str, str, str]
 
 
-def page_bugs(bugs: Mapping[str, Mapping[str, Any]]) -> list[list[Any]]:
-    """Each bug as ``[id, {title, upstream, requires, expect, workaround}]``, sorted by id;
-    a rule's ``when`` as ``[[package, specifier], ...]`` (null when it is not a mapping)."""
-    out = []
-    for bug_id in sorted(bugs):
-        bug = bugs[bug_id]
-        rules = []
-        for rule in bug.get("expect") or ():
-            when = rule.get("when") or {}
-            rules.append({"when": [[str(k), str(v)] for k, v in when.items()]
-                          if isinstance(when, Mapping) else None,
-                          "status": str(rule.get("status", "")), "note": str(rule.get("note", "")),
-                          "said": str(rule.get("status"))})  # what decide's verdict reads
-        out.append([bug_id, {"title": str(bug.get("title", bug_id)),
-                             "upstream": list(bug.get("upstream") or ()),
-                             "requires": [str(r) for r in bug.get("requires") or ()],
-                             "expect": rules, "workaround": workaround(bug)}])
-    return out
-
-
-def page_rows(rows: Iterable[Mapping[str, Any]]) -> tuple[list[list[Any]], list[list[Any]]]:
-    """(stacks, rows): each distinct ``[stack, kind, gpu, *versions]`` once, and each row as
-    ``[stack position, *ROW_KEYS]``."""
-    stacks: dict[tuple[Any, ...], int] = {}
-    out = []
-    for row in sorted(rows, key=lambda r: r["cell"]):
-        key = (row["stack"], row["kind"], row["gpu"], *(row["versions"].get(a) for a in STACK_AXES))
-        out.append([stacks.setdefault(key, len(stacks)), *(row[k] for k in ROW_KEYS)])
-    return [list(k) for k in stacks], out
-
-
-def table_digest() -> str:
-    """A digest of ``TABLE_SOURCES``: ``upgrade_data`` changes only with it."""
+def code_digest(sources: Sequence[str] = TABLE_SOURCES) -> str:
+    """A digest of the package's files ``sources``: what is made of them changes only with it."""
     package = Path(__file__).resolve().parents[1]
-    return hashlib.sha1(b"".join((package / name).read_bytes() for name in TABLE_SOURCES)
-                        ).hexdigest()
+    return hashlib.sha1(b"".join((package / name).read_bytes() for name in sources)).hexdigest()
 
 
-def upgrade_data(table: CompatTable) -> dict[str, Any]:
-    """The table as ``check.candidates`` walks it for pins without a Python version: torch
-    releases with their torchvision pairing, torch-tensorrt releases with the positions of
-    the torch releases they allow (and whether one is broken), NGC releases in order; and
-    the names no requirement counts as a package (``config.catalog.NOT_PACKAGES``)."""
-    from repromatrix.config.catalog import NOT_PACKAGES
-
-    from .candidates import NGC_IMAGE, PIP_NAMES
-
-    torches = table.torch_versions()
-    return {
-        "format": PAGE_FORMAT, "not_packages": list(NOT_PACKAGES),
-        "torch": [[v, list(table.torch[v].torchvision)] for v in torches],
-        "torch_tensorrt": [[v, bool(table.torch_tensorrt[v].broken),
-                            [i for i, t in enumerate(torches) if table.torch_tensorrt[v].torch.contains(t)]]
-                           for v in table.trt_versions()],
-        "torchvision": sorted({tv for r in table.torch.values() for tv in r.torchvision}, key=Version),
-        "ngc": [[t, table.ngc[t].torch, table.ngc[t].torch_tensorrt, table.ngc[t].tensorrt,
-                 table.ngc[t].python] for t in table.ngc_tags()],
-        "ngc_image": NGC_IMAGE, "pip_names": PIP_NAMES,
-    }
+def combinations(table: CompatTable) -> list[Combination]:
+    """Every environment the box can be asked about: each pip combination the table allows
+    (torch; no torchvision or one the table pairs with it; no torch-tensorrt or a release
+    whose torch specifier allows it, broken ones too), then each NGC release."""
+    out: list[Combination] = []
+    for torch in table.torch_versions():
+        visions = ["", *dict.fromkeys(table.torch[torch].torchvision)]
+        trts = ["", *(r for r in table.trt_versions() if table.torch_tensorrt[r].torch.contains(torch))]
+        out += [(torch, tv, trt, "") for tv in visions for trt in trts]
+    return out + [("", "", "", tag) for tag in table.ngc_tags()]
 
 
-def page_data(bugs: Mapping[str, Mapping[str, Any]], rows: Iterable[Mapping[str, Any]]
-              ) -> dict[str, Any]:
-    """What the box needs of the records and the catalog, as one JSON-shaped mapping."""
-    stacks, compact = page_rows(rows)
-    return {"format": PAGE_FORMAT, "answer_format": FORMAT, "labels": LABELS,
-            "evidence_words": EVIDENCE_WORDS, "real": REAL, "standin": STANDIN,
-            "axes": list(STACK_AXES), "row_keys": list(ROW_KEYS),
-            "bugs": page_bugs(bugs), "stacks": stacks, "rows": compact}
+def arguments(combination: Sequence[str]) -> list[str]:
+    """The environment arguments of ``repromatrix check`` for ``combination``."""
+    fields = dict(zip(FIELDS, combination, strict=True))
+    if fields["ngc"]:
+        return ["--ngc", fields["ngc"]]
+    return [f"{PIP_NAMES[k]}=={fields[k]}" for k in FIELDS[:3] if fields[k]]
+
+
+def environment(combination: Sequence[str]) -> dict[str, Any]:
+    """The environment ``check`` reads from ``arguments(combination)``."""
+    from .environment import from_ngc, from_pins
+
+    args = arguments(combination)
+    return from_ngc(args[1]) if args[0] == "--ngc" else from_pins(args)
+
+
+# per table (by id, the table kept alive with it): each combination, its environment and
+# ``check.candidates``' upgrades, which depend on the table alone: worked out once a process
+_MADE: dict[int, tuple[CompatTable, list[tuple[Combination, dict[str, Any], list[dict[str, Any]]]]]] = {}
+
+
+def environments(table: CompatTable) -> list[tuple[Combination, dict[str, Any], list[dict[str, Any]]]]:
+    """Each of ``combinations(table)`` with its environment and the upgrades the table allows
+    it (``check.candidates.candidates``), made once per table in a process."""
+    from .candidates import candidates
+
+    if id(table) not in _MADE or _MADE[id(table)][0] is not table:
+        made = [(c, env, candidates(table, env))
+                for c, env in ((c, environment(c)) for c in combinations(table))]
+        _MADE[id(table)] = (table, made)
+    return _MADE[id(table)][1]
+
+
+def environments_data(table: CompatTable) -> dict[str, Any]:
+    """``data/environments.js``: each combination with its environment, in order."""
+    return {"format": PAGE_FORMAT,
+            "environments": [[list(c), env] for c, env, _ in environments(table)]}
+
+
+def answers(bugs: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
+            source: Mapping[str, Any], table: CompatTable) -> list[dict[str, Any]]:
+    """``check``'s answer for each of ``combinations(table)``, in order (the rows' table and
+    each bug's fix worked out once)."""
+    found = RowTable(rows)
+    fixes = bug_fixes(bugs, found, table)
+    return [check_answer(bugs, found, source, env, table, upgrades=upgrades, fixes=fixes)
+            for _, env, upgrades in environments(table)]
+
+
+class Interned:
+    """Distinct JSON values, each kept once and named by its position."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+        self.at: dict[str, int] = {}
+
+    def __call__(self, value: Any) -> int:
+        key = json.dumps(value, sort_keys=True, default=str)
+        if key not in self.at:
+            self.at[key] = len(self.values)
+            self.values.append(value)
+        return self.at[key]
+
+
+def verdicts_data(found: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``data/verdicts.js`` of ``answers``: ``shared`` (the keys equal in every answer); the
+    distinct per-bug answers (``bugs``: each ``[its bug's part, record, the other keys]``,
+    the part being the keys equal in every answer about that bug, in ``parts``, the record
+    in ``records``) and upgrades; per answer ``[bug positions, upgrade position, its other
+    keys]`` (its environment is the one at its own position in ``environments.js``)."""
+    same = [k for k in (found[0] if found else {}) if k not in INTERNED
+            and all(k in a and a[k] == found[0][k] for a in found)]
+    bugs, upgrades = Interned(), Interned()
+    compact = [[[bugs(b) for b in a["bugs"]], upgrades(a["upgrade"]),
+                {k: v for k, v in a.items() if k not in INTERNED and k not in same}] for a in found]
+    return {"format": PAGE_FORMAT, "labels": LABELS,
+            "shared": {k: found[0][k] for k in same} if found else {},
+            **_bugs(bugs.values), "upgrades": upgrades.values, "answers": compact}
+
+
+def _bugs(distinct: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """``parts``, ``records`` and ``bugs`` of the distinct per-bug answers."""
+    by_id: dict[Any, list[Mapping[str, Any]]] = {}
+    for b in distinct:
+        by_id.setdefault(b["id"], []).append(b)
+    keys = {i: [k for k in group[0] if k != "record" and all(k in b and b[k] == group[0][k]
+                                                            for b in group)]
+            for i, group in by_id.items()}
+    parts, records = Interned(), Interned()
+    out = [[parts({k: b[k] for k in keys[b["id"]]}), records(b.get("record")),
+            {k: v for k, v in b.items() if k != "record" and k not in keys[b["id"]]}]
+           for b in distinct]
+    return {"parts": parts.values, "records": records.values, "bugs": out}
+
+
+def rebuilt(environments: Mapping[str, Any], verdicts: Mapping[str, Any], at: int
+            ) -> dict[str, Any]:
+    """The answer at position ``at``, as ``static/check.js`` puts it together."""
+    bug_ids, upgrade, rest = verdicts["answers"][at]
+    bugs = [{**verdicts["parts"][part], **other, "record": verdicts["records"][record]}
+            for part, record, other in (verdicts["bugs"][i] for i in bug_ids)]
+    return {**verdicts["shared"], **rest, "environment": environments["environments"][at][1],
+            "bugs": bugs, "upgrade": verdicts["upgrades"][upgrade]}

@@ -24,7 +24,7 @@ import os
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -79,8 +79,7 @@ def store_rows(root: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                          f"writes)")
     with StoreIndex.open(root) as index:
         rows = index_rows(index, root)
-    return rows, {"kind": "store", "where": str(root), "cells": len(rows),
-                  "newest": max((r["finished_at"] for r in rows), default="")}
+    return rows, rows_source("store", str(root), rows)
 
 
 def index_rows(index: StoreIndex, root: Path) -> list[dict[str, Any]]:
@@ -149,6 +148,12 @@ class StackCache:
             os.replace(tmp, self.path)
 
 
+def rows_source(kind: str, where: str, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Where ``rows`` came from, as the answer's ``source`` says it."""
+    return {"kind": kind, "where": where, "cells": len(rows),
+            "newest": max((r["finished_at"] for r in rows), default="")}
+
+
 def results_json_rows(where: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The rows of a published page's ``results.json`` (a file, or an http(s) URL)."""
     raw = _fetch(where) if where.startswith(("http://", "https://")) else _read(where)
@@ -168,8 +173,7 @@ def results_rows(raw: bytes, where: str) -> tuple[list[dict[str, Any]], dict[str
     rows = [r for r in settled_rows(r for r in records if isinstance(r, dict)) if decisive(r)]
     if records and not any(isinstance(r, dict) and isinstance(r.get("cell"), str) for r in records):
         raise UsageError(f"--from {bounded(where, 300)}: holds no usable results record")
-    return rows, {"kind": "results.json", "where": where, "cells": len(rows),
-                  "newest": max((r["finished_at"] for r in rows), default="")}
+    return rows, rows_source("results.json", where, rows)
 
 
 def settled_rows(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

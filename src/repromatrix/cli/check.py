@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
 def execute(request: CheckRequest) -> int:
     """Answer the request on stdout; the exit code (0 none affects it, 1 one does)."""
-    from repromatrix.check.answers import answer_for
+    from repromatrix.check.command import check_answer
     from repromatrix.config.compat import load_table
 
     bugs = catalog()
@@ -100,8 +100,7 @@ def execute(request: CheckRequest) -> int:
                              f"known: {', '.join(sorted(bugs))}")
     env = environment(request)
     rows, source = records(request)
-    result = answer_for(bugs, rows, env, load_table(), request.ignore)
-    result["source"] = source
+    result = check_answer(bugs, rows, source, env, load_table(), request.ignore)
     if request.run:
         from repromatrix.check.decide import compare_run
 
@@ -118,11 +117,10 @@ def execute(request: CheckRequest) -> int:
 def catalog() -> dict[str, dict[str, Any]]:
     """The built-in bugs, each as its META says."""
     from repromatrix import paths
+    from repromatrix.check.command import catalog_bugs
     from repromatrix.config.catalog import load_catalog
 
-    return {r.id: {"title": r.title, "upstream": list(r.upstream), "description": r.description,
-                   "requires": list(r.requires), "expect": [dict(e) for e in r.expect]}
-            for r in load_catalog(paths.repros_dir()).values()}
+    return catalog_bugs(load_catalog(paths.repros_dir()))
 
 
 def environment(request: CheckRequest) -> dict[str, Any]:

@@ -20,6 +20,7 @@ module (``protocol.py``, ``runner.py``, a harness helper) are never used.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -78,6 +79,7 @@ def load_catalog(repros_dir: Path) -> dict[str, Repro]:
     return {r.id: r for r in (read_repro(p) for p in repro_files(repros_dir))}
 
 
+@functools.lru_cache(maxsize=4096)
 def package_name(req: str) -> str:
     """The normalised project name a requirement starts with (the text itself if none)."""
     m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)

@@ -1,13 +1,16 @@
-"""The data of the page's "Check your versions" box: out/data/verdicts.js and upgrades.js.
+"""What the page says that ``check`` says: each bug's fix, and the "Check your versions" box's
+data (out/data/environments.js and verdicts.js).
 
-Flow: out/results.json (written by then) + the catalog -> **report.verdicts** ->
-out/data/verdicts.js; the compatibility table -> out/data/upgrades.js. Both are loaded by
-``static/check.js`` when the box is first used (scripts, so file:// works; index.html
-carries none of it). The rows are what ``repromatrix check --from out/results.json`` reads
-(``_rows``), so the box and the command answer alike. Each file is
-made only when its inputs changed (``RenderState.kept``): a render that left results.json
-as it was does not read it again, and one that did not change the table does not import
-its reader (a patched render never needs it).
+Flow: the index the report read -> the rows ``check --from out/results.json`` reads
+(``verdict_rows``: each cell's shown record that says yes or no) -> each bug's fix in
+``check``'s words (``page_fixes``: the page's answers); the compatibility table ->
+out/data/environments.js (every environment the box can be asked about); the rows + the
+catalog + the table -> out/data/verdicts.js (each one's answer, as ``repromatrix check ...
+--from results.json --format json`` prints it): both made by ``check.page`` with the
+command's own function, loaded by ``static/check.js`` when the box is first used (scripts,
+so file:// works; index.html carries none of it), which only looks answers up. Each file
+is made only when its inputs changed (``RenderState.kept``), and one that did not change
+the table does not import its reader.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from repromatrix.check.command import catalog_bugs
 from repromatrix.model import Repro
 
 from .chunks import DATA_DIR
@@ -27,14 +31,9 @@ from .written import RenderState
 if TYPE_CHECKING:
     from repromatrix.store.index import StoreIndex
 
-VERDICTS, UPGRADES = "verdicts.js", "upgrades.js"
-
-
-def catalog_bugs(repros: Mapping[str, Repro]) -> dict[str, dict[str, Any]]:
-    """The page's catalog as ``check.decide`` takes it (``cli.check.catalog``'s shape)."""
-    return {r.id: {"title": r.title, "upstream": list(r.upstream), "description": r.description,
-                   "requires": list(r.requires), "expect": [dict(e) for e in r.expect]}
-            for r in repros.values()}
+VERDICTS, ENVIRONMENTS = "verdicts.js", "environments.js"
+WHERE = "results.json"  # the page's own records, as the answers' source names them
+FORMER = "upgrades.js"  # what an earlier box read (the table's upgrade paths): removed
 
 
 def verdict_rows(index: StoreIndex | None, paths: Sequence[Path], out: Path) -> list[dict[str, Any]]:
@@ -66,26 +65,39 @@ def page_fixes(rows: Sequence[Mapping[str, Any]], repros: Mapping[str, Repro],
 
 def write_verdicts(out: Path, rows: Sequence[Mapping[str, Any]], repros: Mapping[str, Repro],
                    state: RenderState) -> None:
-    """Write data/verdicts.js (of ``rows``, ``verdict_rows``) and data/upgrades.js where their
-    inputs changed since the last render into ``out``."""
-    from repromatrix.check.page import page_bugs, page_data, table_digest
+    """Write data/environments.js and data/verdicts.js (of ``rows``, ``verdict_rows``) where
+    their inputs changed since the last render into ``out``."""
+    from repromatrix.check.page import ANSWER_SOURCES, code_digest
+    from repromatrix.check.records import rows_source
 
     folder = out / DATA_DIR
     folder.mkdir(parents=True, exist_ok=True)
     bugs = catalog_bugs(repros)
-    source = hashlib.sha1(json.dumps([state.results, page_bugs(bugs), table_digest()],
-                                     sort_keys=True, default=str).encode("utf-8", "surrogatepass")
-                          ).hexdigest()
+    # the answers change only with the rows that say yes or no (a new record that cannot
+    # tell changes none), the catalog (keys in their order: a rule's conditions are said in
+    # the catalog's order) and the code and table that decide them
+    source = hashlib.sha1(json.dumps([rows, bugs, code_digest(ANSWER_SOURCES)],
+                                     default=str).encode("utf-8", "surrogatepass")).hexdigest()
     if not state.kept(folder / VERDICTS, source):
         state.write_made(folder / VERDICTS, source,
-                         f"repromatrixVerdicts({script_json(page_data(bugs, rows))});\n")
-    if not state.kept(folder / UPGRADES, table_digest()):
-        state.write_made(folder / UPGRADES, table_digest(), upgrades_script())
+                         verdicts_script(bugs, rows, rows_source("results.json", WHERE, rows)))
+    if not state.kept(folder / ENVIRONMENTS, code_digest()):
+        state.write_made(folder / ENVIRONMENTS, code_digest(), environments_script())
+    state.remove_others(folder, FORMER)
 
 
-def upgrades_script() -> str:
-    """data/upgrades.js: the shipped table's upgrade paths (``check.page.upgrade_data``)."""
-    from repromatrix.check.page import upgrade_data
+def verdicts_script(bugs: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
+                    source: Mapping[str, Any]) -> str:
+    """data/verdicts.js: every combination's answer (``check.page.verdicts_data``)."""
+    from repromatrix.check.page import answers, verdicts_data
     from repromatrix.config.compat import load_table
 
-    return f"repromatrixUpgrades({script_json(upgrade_data(load_table()))});\n"
+    return f"repromatrixVerdicts({script_json(verdicts_data(answers(bugs, rows, source, load_table())))});\n"
+
+
+def environments_script() -> str:
+    """data/environments.js: the shipped table's combinations (``check.page.environments_data``)."""
+    from repromatrix.check.page import environments_data
+    from repromatrix.config.compat import load_table
+
+    return f"repromatrixEnvironments({script_json(environments_data(load_table()))});\n"

@@ -1,0 +1,58 @@
+"""check.page: the combinations the page's box answers for, and its compact data rebuilt is
+the command's own answer for each (the browser test asks the page itself)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from support import ROOT
+
+from repromatrix.check.command import check_answer
+from repromatrix.check.page import (
+    answers,
+    arguments,
+    combinations,
+    environment,
+    environments_data,
+    rebuilt,
+    verdicts_data,
+)
+from repromatrix.check.records import rows_source, store_rows
+from repromatrix.cli.check import catalog
+from repromatrix.config.compat import load_table
+
+
+def test_the_combinations_are_what_the_table_allows() -> None:
+    table = load_table()
+    found = combinations(table)
+    assert len(found) == len(set(found))
+    assert [c[3] for c in found if c[3]] == table.ngc_tags()
+    pip = [c for c in found if not c[3]]
+    assert {c[0] for c in pip} == set(table.torch_versions())
+    for torch, vision, trt, _ in pip:
+        assert vision == "" or vision in table.torch[torch].torchvision
+        assert trt == "" or table.torch_tensorrt[trt].torch.contains(torch)
+    assert ("2.4.1", "0.19.1", "2.4.0", "") in found and ("2.4.1", "", "", "") in found
+    assert any(c[2] and table.torch_tensorrt[c[2]].broken for c in pip)  # broken ones too
+    assert arguments(("2.4.1", "", "2.4.0", "")) == ["torch==2.4.1", "torch-tensorrt==2.4.0"]
+    assert arguments(("", "", "", "24.07")) == ["--ngc", "24.07"]
+
+
+def test_the_data_rebuilt_is_the_commands_answer(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "results" / "published" / "vm", tmp_path / "store" / "vm")
+    rows, _ = store_rows(tmp_path / "store")
+    source = rows_source("results.json", "results.json", rows)
+    table = load_table()
+    bugs = catalog()
+    found = combinations(table)
+    want = [check_answer(bugs, rows, source, environment(c), table) for c in found]
+    envs = environments_data(table)
+    data = verdicts_data(answers(bugs, rows, source, table))
+    # as the page reads them: through JSON
+    envs, data = json.loads(json.dumps(envs)), json.loads(json.dumps(data))
+    assert [e[0] for e in envs["environments"]] == [list(c) for c in found]
+    for n, combination in enumerate(found):
+        assert rebuilt(envs, data, n) == want[n], " ".join(arguments(combination))
+    assert len(data["bugs"]) < sum(len(a["bugs"]) for a in want) / 5  # interned

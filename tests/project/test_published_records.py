@@ -20,6 +20,7 @@ import pytest
 from repromatrix import paths
 from repromatrix.config.catalog import load_catalog
 from repromatrix.report.expect import evaluate
+from repromatrix.rules.verdict import BAD, GOOD, said
 from repromatrix.rules.versions import when_holds
 from repromatrix.store.record import Result
 from repromatrix.store.results import latest_by_cell, load_records
@@ -45,13 +46,9 @@ def shown() -> dict[str, Result]:
 
 
 def side(record: Result) -> str | None:
-    """Which side of its bug's boundary a record is on: fail, clear (pass, or a stand-in skip
-    past the bug's place) or None when it cannot tell."""
-    if record.status == "fail":
-        return "fail"
-    if record.status == "pass" or (record.status == "skip" and record.evidence_level == "standin"):
-        return "clear"
-    return None
+    """Which side of its bug's boundary a record is on (``rules.verdict``): fail, clear (pass,
+    or a stand-in skip past the bug's place) or None when it cannot tell."""
+    return {BAD: "fail", GOOD: "clear"}.get(said(record.status, record.evidence_level))
 
 
 def test_every_decisive_record_agrees_with_its_repro_s_expect(shown: dict[str, Result]) -> None:
@@ -132,3 +129,49 @@ def test_the_page_names_each_boundary_that_the_records_draw(tmp_path: Path) -> N
         assert {"fixed", "introduced", "regressed"} & set(kinds), (rid, kinds)
     ts = (tmp_path / "site" / page_name("ts_device_gpu_id")).read_text(encoding="utf-8")
     assert "records: good on torch-tensorrt 2.2.0, bad on 2.3.0" in ts
+
+
+def test_the_page_and_check_give_one_answer_for_every_combination(tmp_path: Path) -> None:
+    """Rendered from the published records: for every combination the compatibility table
+    allows and every NGC release it knows, each bug ``check`` finds affected has, on its repro
+    page, the fix ``check`` names (the same package and release; for an NGC release the NGC
+    release); and the box's data holds that same answer (``check.page``, what the browser test
+    reads through the page)."""
+    from repromatrix.check.command import catalog_bugs, check_answer
+    from repromatrix.check.page import answers, environment
+    from repromatrix.check.page import combinations as every
+    from repromatrix.check.records import store_rows
+    from repromatrix.config.compat import load_table
+    from repromatrix.report.markup import page_name
+    from repromatrix.report.render import render_site
+
+    site = tmp_path / "site"
+    render_site([PUBLISHED], site, CATALOG, matrix=str(PUBLISHED / "matrix.yaml"))
+    fixes = {}
+    for rid in CATALOG:
+        found = re.search(r'<dd id="fix" data-package="([^"]+)">([^<]*)</dd>',
+                          (site / page_name(rid)).read_text(encoding="utf-8"))
+        fixes[rid] = (found.group(1), found.group(2)) if found else ("", "")
+    assert fixes["tv_masks_to_boxes_empty"][0] == "torchvision"
+    tv_page = (site / page_name("tv_masks_to_boxes_empty")).read_text(encoding="utf-8")
+    assert 'data-axis="torchvision"' in tv_page
+    bugs, table = catalog_bugs(CATALOG), load_table()
+    rows, source = store_rows(PUBLISHED)
+    boxed = answers(bugs, rows, source, table)
+    checked = 0
+    for combination, box in zip(every(table), boxed, strict=True):
+        env = environment(combination)
+        want = check_answer(bugs, rows, source, env, table)
+        assert box == want, combination
+        for bug in want["bugs"]:
+            if bug["verdict"] != "affected" or not bug["fixed_in"]:
+                continue
+            package, words = fixes[bug["id"]]
+            label, release = bug["fixed_in"].split(" ", 1)
+            if label == "NGC":
+                assert f"NGC: fixed from {release}" in words, (combination, bug["id"], words)
+            else:
+                assert label == {"torch_tensorrt": "torch-tensorrt"}.get(package, package)
+                assert f"fixed in {label} {release}" in words, (combination, bug["id"], words)
+            checked += 1
+    assert checked > 100

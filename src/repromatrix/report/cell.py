@@ -53,9 +53,8 @@ from .stacks import pairing_note, stack_versions
 MESSAGE_LIMIT = 2000
 _JSON_ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)
 _HERE = Path(__file__).resolve().parent
-# a cell's pieces change only with the report's sources (and those it reads records with,
-# and the rules it reads them by)
-# and the compatibility table and its reader (a stack's pairing note)
+# a cell's pieces change only with the report's sources, those it reads records with, the
+# rules it reads them by, and the compatibility table and its reader (a stack's pairing note)
 PIECES_VERSION = hashlib.sha1(b"".join(
     [p.read_bytes() for p in sorted(_HERE.glob("*.py"))]
     + [(_HERE.parent / name).read_bytes() for name in ("model.py", "store/record.py",

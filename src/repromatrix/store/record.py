@@ -442,10 +442,8 @@ def unavailable_results(cells: Iterable[CellRun], reason: str) -> list[Result]:
 def _bounded_evidence(raw: Any, limit: int = STAGE_TEXT_LIMIT) -> dict[str, Any]:
     """A mapping (a stage's evidence, a check, the environment probe) with every text bounded
     to ``limit`` (head and tail kept, the cut said); nested values as bounded JSON text."""
-    if not raw or not isinstance(raw, (dict, Mapping)):
+    if not isinstance(raw, (dict, Mapping)) or not raw:
         return {}
-    if type(raw) is dict and _fits(raw, limit):
-        return dict(raw)  # (what the loop below makes of it: most are)
     out: dict[str, Any] = {}
     for key, value in list(raw.items())[:EVIDENCE_KEYS_LIMIT]:
         if isinstance(value, str):
@@ -457,23 +455,6 @@ def _bounded_evidence(raw: Any, limit: int = STAGE_TEXT_LIMIT) -> dict[str, Any]
             value = value if len(text) <= limit else bounded(text, limit)
         out[bounded(str(key), NAME_LIMIT)] = value
     return out
-
-
-def _fits(raw: dict[Any, Any], limit: int) -> bool:
-    """Whether ``_bounded_evidence`` keeps ``raw`` as it is: few keys, short texts for keys,
-    only scalars for values, no text over ``limit``."""
-    if len(raw) > EVIDENCE_KEYS_LIMIT:
-        return False
-    for key, value in raw.items():
-        if type(key) is not str or len(key) > NAME_LIMIT:
-            return False
-        kind = type(value)
-        if kind is str or kind is int:
-            if len(value if kind is str else str(value)) > limit:
-                return False
-        elif kind is not float and kind is not bool and value is not None:
-            return False
-    return True
 
 
 def _bounded_check(raw: Any, limit: int) -> Any:

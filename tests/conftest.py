@@ -29,10 +29,6 @@ from support.docker import BASE_IMAGE, PUBLIC_BASE, TEST_RUN_PREFIX, TORCH_WHEEL
 SUITE_CACHE = Path(os.environ.get("REPROMATRIX_TEST_CACHE") or Path.home() / ".cache" / "repromatrix-tests")
 os.environ["REPROMATRIX_VENV_DIR"] = str(SUITE_CACHE / "venvs")
 os.environ["XDG_CACHE_HOME"] = str(SUITE_CACHE / "xdg")
-# numpy's OpenBLAS starts a thread pool on import (pandas, for a render's layout), and a
-# process with a second thread never forks a worker (repromatrix.forked): one thread, so
-# that every forked-render test of the session forks, not only those before the first layout
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 TORCH_VENVS = ("t214", "t213", "t212", "t29")
 for _venv in TORCH_VENVS:

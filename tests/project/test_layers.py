@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "repromatrix"
 
 # lowest first; a module may import its own floor and any floor below it
 FLOORS: list[set[str]] = [
-    {"__init__", "textsafe", "errors", "envvars", "model", "paths", "lock", "forked", "rules"},
+    {"__init__", "textsafe", "errors", "envvars", "model", "paths", "lock", "rules"},
     {"config"},
     {"plan", "releases", "store"},
     {"engines", "onefile", "distribute"},

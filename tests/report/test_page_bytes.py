@@ -6,9 +6,6 @@ decides the bytes. The static assets are copied as they ship, so they are compar
 the shipped files (``report/static``) rather than kept four times; so is the check box's
 ``data/environments.js``, made from the shipped compatibility table alone (it changes with
 the table's weekly update, not with the page), compared with what the table makes now.
-Each set is rendered twice: on one core, and with a forked child making the end of its
-cells' pieces, and the index build with one reading the end of the files
-(``repromatrix.forked``, which a render does only above a thousand cells).
 ``REPROMATRIX_WRITE_GOLDEN=1`` rewrites the kept files: do that only in
 a commit that says which change of the page it records.
 """
@@ -21,9 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from support.forks import fork_every_render
 
-from repromatrix import forked
 from repromatrix.model import Repro
 from repromatrix.paths import report_dir
 from repromatrix.report.render import render_site
@@ -58,24 +53,14 @@ def site_files(out: Path) -> dict[str, bytes]:
             and not any(part.startswith(".") for part in p.relative_to(out).parts)}
 
 
-@pytest.mark.parametrize("cores", ["one core", "forked"])
 @pytest.mark.parametrize("name", sorted(SITES))
-def test_the_page_is_byte_for_byte_what_it_was(name: str, cores: str, tmp_path: Path,
-                                               monkeypatch) -> None:
+def test_the_page_is_byte_for_byte_what_it_was(name: str, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    forks = fork_every_render(monkeypatch) if cores == "forked" else None
-    asked: list[str] = []  # what the render prepares while its child makes pieces
-    real_meanwhile = forked.Child.meanwhile
-    monkeypatch.setattr(forked.Child, "meanwhile", lambda child, prepare: (
-        asked.append(prepare.__qualname__), real_meanwhile(child, prepare)))
     stores = []
     for set_name in SITES[name]:
         shutil.copytree(DATA / "results" / set_name, tmp_path / "stores" / set_name)
         stores.append(Path("stores") / set_name)
     render_site(stores, Path("site"), CATALOG, now=NOW)
-    if forks is not None:
-        assert forks, "the cells' pieces were made without a forked child"
-        assert asked == ["prepare_pivot"], asked  # the layout's import, while the child works
     written = site_files(tmp_path / "site")
     if os.environ.get("REPROMATRIX_WRITE_GOLDEN") == "1":
         shutil.rmtree(GOLDEN / name, ignore_errors=True)

@@ -15,9 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.forks import fork_every_render
 
-from repromatrix import forked
 from repromatrix.store.index import INDEX_NAME, StaleIndex, StoreIndex, recorded_keys, recorded_shown
 from repromatrix.store.index_db import RECORD_INDEXES
 from repromatrix.store.reader import Settler, Span, history
@@ -152,35 +150,6 @@ def test_a_first_build_makes_the_record_indexes_after_its_rows(tmp_path):
         assert len(index.keys()) == 4
         assert_like_loader(tmp_path, index)
     assert record_indexes(tmp_path / INDEX_NAME) == set(RECORD_INDEXES)
-
-
-def index_tables(db: Path) -> dict[str, list[tuple]]:
-    """Every row of the index but its ``meta`` (an epoch of its own), ordered."""
-    with sqlite3.connect(db) as conn:
-        return {table: sorted(conn.execute(f"SELECT * FROM {table}"), key=repr)
-                for table in ("files", "records", "skipped", "cells", "histories")}
-
-
-@pytest.mark.parametrize("sets", ["every set", "damaged", "hostile"])
-def test_a_first_build_with_a_forked_child_is_the_one_process_build(tmp_path, monkeypatch, sets):
-    """Many files (the child scans the end of them), or one (cut in two at a line's start;
-    damaged and hostile lines too)."""
-    built = {}
-    names = sorted(p.name for p in GOLDEN.iterdir()) if sets == "every set" else [sets]
-    for way in ("one process", "forked"):
-        root = tmp_path / way
-        for name in names:
-            shutil.copytree(GOLDEN / name, root / name)
-        with monkeypatch.context() as patch:
-            if way == "forked":
-                forks = fork_every_render(patch)
-            else:
-                patch.setattr(forked, "FORK", False)
-            with StoreIndex.open(root) as index:
-                assert_like_loader(root, index)
-        built[way] = index_tables(root / INDEX_NAME)
-    assert forks == [1]
-    assert built["forked"] == built["one process"] and built["forked"]["records"]
 
 
 def test_updated_on_append_without_reading_the_files_again(tmp_path):

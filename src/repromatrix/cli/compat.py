@@ -9,7 +9,7 @@ HELP = "the compatibility table (data/compat.yaml)"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from repromatrix.releases.update import PYPI_URL
+    from repromatrix.releases import PYPI_URL  # (not .update: its import is every command's)
 
     p = sub.add_parser("compat", help=HELP)
     actions = p.add_subparsers(dest="compat_command", required=True, metavar="ACTION")

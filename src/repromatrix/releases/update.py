@@ -31,6 +31,7 @@ from repromatrix.config.compat import CompatTable, parse_table, spec_text
 from repromatrix.config.yamlfile import load_yaml
 from repromatrix.errors import ConfigError, Exit
 
+from . import PYPI_URL
 from .facts import Facts, Requires
 
 UNREACHABLE = ("not checked: download.pytorch.org (which CUDA indexes carry each torch and "
@@ -343,9 +344,6 @@ def read_text(path: Path) -> str:
 
 
 # ----------------------------------------------------------------- the command
-
-
-PYPI_URL = "https://pypi.org"
 
 
 def update(*, table: Path | None = None, matrix: Path | None = None, index_url: str = PYPI_URL,

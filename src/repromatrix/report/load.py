@@ -126,19 +126,6 @@ class Reduced:
             found.raw = b""
             yield cell, summary
 
-    def read_latest(self, cells: Iterable[str]) -> None:
-        """Read the latest line of each of ``cells`` now (``summaries`` reads them
-        otherwise): before a fork, whose child must not use the index."""
-        _fill_latest(self, list(cells))
-
-    def let_go(self, cells: Iterable[str]) -> None:
-        """Let go of the lines of ``cells`` that an index holds (``summaries`` reads them
-        back if asked)."""
-        for cell in cells:
-            found = self.latest[cell]
-            if found.where is not None:
-                found.raw = b""
-
     def pieces(self) -> dict[str, tuple[str, bytes, bytes]]:
         """The pieces the report's cache keeps, by cell: (their key, head, markup)."""
         return self.cache.pieces() if self.cache is not None else {}

@@ -11,10 +11,9 @@ another render replaced meanwhile.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from repromatrix import forked
 from repromatrix.model import Repro
 from repromatrix.store.reader import newest
 
@@ -38,10 +37,8 @@ def history_context(reduced: Reduced, cell: str, conflict: bool) -> dict[str, An
 class CellPieces:
     """The heads (``report.cell.Head``) and keys of one render's cells."""
 
-    def __init__(self, reduced: Reduced, repros: Mapping[str, Repro], matrix: str,
-                 while_waiting: Callable[[], object] | None = None) -> None:
+    def __init__(self, reduced: Reduced, repros: Mapping[str, Repro], matrix: str) -> None:
         self.reduced, self.repros, self.matrix = reduced, repros, matrix
-        self.while_waiting = while_waiting  # what the render needs next, done while a child works
         self.site_key = cell_mod.site_key(repros, matrix)
         self.conflicted = {c.cell for c in reduced.conflicts}
         self.heads: dict[str, Head] = {}
@@ -84,44 +81,20 @@ class CellPieces:
         return wanted
 
     def make(self, cells: list[str], every: bool = False) -> dict[str, tuple[bytes, bytes]]:
-        """Make the pieces of ``cells`` and hand them to the cache as they are made; the
-        details (detail, env) of those it did not take, or, with ``every``, of all. Many
-        cells: the end of the list in a forked child, on another core (``repromatrix.forked``;
-        every line is read first, so that the child reads no index)."""
+        """Make the pieces of ``cells`` and hand them to the cache ``KEEP_BATCH`` at a time;
+        the details (detail, env) of those it did not take, or, with ``every``, of all."""
         reduced = self.reduced
         batch: dict[str, tuple[str, bytes, bytes, bytes, bytes]] = {}
         out: dict[str, tuple[bytes, bytes]] = {}
-
-        def take_made(made: Iterable[tuple[str, Pieces]]) -> None:
-            for cid, pieces in made:
-                take(cid, pieces.head, cell_mod.stored_head(pieces.head), pieces.detail,
-                     pieces.env)
-
-        def take(cid: str, head: Head, stored: tuple[bytes, bytes], detail: bytes,
-                 env: bytes) -> None:
-            self.heads[cid] = head
+        for cid, pieces in self._made(cells):
+            self.heads[cid] = pieces.head
             if every:
-                out[cid] = (detail, env)
-            batch[cid] = (self.keys[cid], *stored, detail, env)
+                out[cid] = (pieces.detail, pieces.env)
+            batch[cid] = (self.keys[cid], *cell_mod.stored_head(pieces.head), pieces.detail,
+                          pieces.env)
             if len(batch) >= KEEP_BATCH:
                 out.update(reduced.keep(batch))
                 batch.clear()
-
-        if len(cells) >= forked.LEAST_CELLS:
-            reduced.read_latest(cells)
-        with forked.share(cells, self._stored, least=forked.LEAST_CELLS) as (mine, child):
-            if child is not None:
-                reduced.let_go(cells[len(mine):])  # the child's copy is enough
-            take_made(self._made(mine))
-            rest = cells[len(mine):]
-            if child is not None and self.while_waiting is not None:
-                child.meanwhile(self.while_waiting)
-            theirs = child.batches() if child is not None else None
-            for made in theirs or ():
-                for cid, data, markup, detail, env in made:
-                    take(cid, cell_mod.read_head(data, markup), (data, markup), detail, env)
-        if rest and theirs is None:  # (the child failed)
-            take_made(self._made(rest))
         out.update(reduced.keep(batch))
         return out
 
@@ -134,17 +107,6 @@ class CellPieces:
             yield cid, cell_mod.make_pieces(summary, self.repros.get(summary["view"]["repro"]),
                                             matrix=self.matrix, store=reduced.store(cid),
                                             seen=self._shared, **context)
-
-    def _stored(self, cells: Sequence[str]) -> Iterator[list[tuple[str, bytes, bytes, bytes, bytes]]]:
-        """The pieces of ``cells`` as the cache keeps them (cell, head, markup, detail, env),
-        ``KEEP_BATCH`` at a time (a forked child's work)."""
-        batch = []
-        for cid, pieces in self._made(cells):
-            batch.append((cid, *cell_mod.stored_head(pieces.head), pieces.detail, pieces.env))
-            if len(batch) >= KEEP_BATCH:
-                yield batch
-                batch = []
-        yield batch
 
     def details(self, wanted: list[str]) -> dict[str, tuple[bytes, bytes]]:
         """The detail and environment of each of ``wanted``: kept by the cache under its key,

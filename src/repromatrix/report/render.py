@@ -63,7 +63,7 @@ from .pages import (
 )
 from .patch import render_patched
 from .pieces import CellPieces
-from .stacks import StackBook, layout_key, matrix_rows, pivot, prepare_pivot
+from .stacks import StackBook, layout_key, matrix_rows, pivot
 from .verdicts import page_fixes, verdict_rows, write_verdicts
 from .written import RenderState
 
@@ -186,8 +186,7 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
     """Everything the templates need. Each cell's pieces (``report.pieces``) come from the
     report's cache when their key still matches, else are made (from the record's summary)
     and kept by ``Reduced.keep``; the rest is the site's assembly of them."""
-    # a first render's layout imports pandas: done while a forked child makes its pieces
-    pieces = CellPieces(reduced, repros, matrix, while_waiting=prepare_pivot)
+    pieces = CellPieces(reduced, repros, matrix)
     pieces.gather(reduced.latest, reduced.pieces())
     heads, keys = pieces.heads, pieces.keys
     stage_names, book, cells = StageTable(), StackBook(published), {}

@@ -153,11 +153,6 @@ def layout_key(cells: Mapping[str, Mapping[str, Any]], stack_ids: list[str],
         for c in cells.values()]])).hexdigest()
 
 
-def prepare_pivot() -> None:
-    """Import what ``pivot`` needs (pandas: most of a first layout's time), ahead of it."""
-    import pandas  # noqa: F401
-
-
 def pivot(cells: Mapping[str, Mapping[str, Any]], stack_ids: list[str],
           repro_ids: list[str]) -> list[list[str]]:
     """stack x repro grid of cell ids ('' where a cell has no result), one list per stack:

@@ -180,8 +180,7 @@ class StoreIndex:
                        if key not in known or (known[key].size, known[key].mtime_ns)
                        != (found[key].st_size, found[key].st_mtime_ns)]
             with bulk_insert(conn):
-                read = read_files(conn, self.prefix, changed, known,
-                                  {key: found[key].st_size for key in changed}, touched)
+                read = read_files(conn, self.prefix, changed, known, touched)
             self._settle(conn, touched)
         return read
 

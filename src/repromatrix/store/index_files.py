@@ -6,20 +6,16 @@ Flow: results files -> **store.index_files** -> the ``files``, ``records``, ``sk
 before it are unchanged (``TAIL``), else from the start (its rows forgotten first). Each
 function runs inside the caller's write transaction and adds the cells it touched to
 ``touched``: their latest record (``update_cells``) and history
-(``store.index_histories.settle``) are worked out again. Files new to the index (a first
-build) are read by two processes where one may fork (``read_files``): a forked child scans
-the end of them (``scan``, which only reads) and the parent stores its rows after its own.
+(``store.index_histories.settle``) are worked out again.
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
-
-from repromatrix import forked
 
 from .index_rows import CellKey, FileRow, RecordRow
 from .lines import Overlong, Skipped, parse_upgraded, read_lines
@@ -28,7 +24,6 @@ from .reader import LATER_SQL, entry
 TAIL = 256  # bytes before the indexed offset that must be unchanged to read on from there
 _BATCH = 1000  # record rows inserted at once
 LATEST_ORDER = ", ".join("r." + c.strip() for c in LATER_SQL.split(",")) + ", r.file, r.offset"
-_CELL = RecordRow._fields.index("cell")
 _INSERT_RECORD = (f"INSERT INTO records ({RecordRow.cols()}) "
                   f"VALUES ({', '.join('?' * len(RecordRow._fields))})")
 
@@ -74,18 +69,13 @@ def read_file(conn: sqlite3.Connection, prefix: str, key: str, known: FileRow | 
 
 
 def scan(fh: BinaryIO, path: Path, fid: int, st: os.stat_result, offset: int = 0,
-         lines: int = 0, joined: bool = False, end: int | None = None
-         ) -> Iterator[RecordRow | Skip | Scanned]:
+         lines: int = 0, joined: bool = False) -> Iterator[RecordRow | Skip | Scanned]:
     """The rows of ``fh`` (file ``fid``, ``path``, as ``st``) from ``offset`` (line ``lines``;
-    ``joined``: the rest of an indexed last line that had no newline yet) to its end or to
-    the line that starts at ``end``: each record's row and each skipped line, in order,
-    then where the scan stopped. Reads, never writes: a forked child scans files of a
-    first build (``read_files``)."""
+    ``joined``: the rest of an indexed last line that had no newline yet) to its end: each
+    record's row and each skipped line, in order, then where the scan stopped."""
     fh.seek(offset)
     read = 0
     for raw in read_lines(fh):
-        if end is not None and offset >= end:
-            break
         if isinstance(raw, Overlong):
             yield Skip(lines + 1, raw.reason())
             if not raw.complete:
@@ -114,14 +104,11 @@ def scan(fh: BinaryIO, path: Path, fid: int, st: os.stat_result, offset: int = 0
     yield Scanned(offset, lines, st.st_size, st.st_mtime_ns, tail_hash(fh, offset), read)
 
 
-def store_scan(conn: sqlite3.Connection, fid: int,
-               items: Iterable[RecordRow | tuple[Any, ...] | Skip | Scanned | None],
+def store_scan(conn: sqlite3.Connection, fid: int, items: Iterable[RecordRow | Skip | Scanned],
                touched: set[str]) -> int:
     """Store the rows of file ``fid``'s ``scan`` (the cells of its records added to
-    ``touched``) up to its end (``Scanned``; None: the file could not be opened, and its
-    row goes); the number of lines read. A record's row may come as a plain tuple (from a
-    forked child: ``read_files``)."""
-    rows: list[tuple[Any, ...]] = []  # inserted a batch at a time
+    ``touched``) up to its end (``Scanned``); the number of lines read."""
+    rows: list[RecordRow] = []  # inserted a batch at a time
     for item in items:
         if isinstance(item, Skip):
             conn.execute("INSERT OR REPLACE INTO skipped VALUES (?, ?, ?)", (fid, *item))
@@ -129,127 +116,20 @@ def store_scan(conn: sqlite3.Connection, fid: int,
             conn.executemany(_INSERT_RECORD, rows)
             note_read(conn, fid, item.size, item.mtime_ns, item.offset, item.lines, item.tail)
             return item.read
-        elif item is None:  # (gone since the walk: a part of it may have been read)
-            forget_rows(conn, fid)
-            conn.execute("DELETE FROM files WHERE id = ?", (fid,))
-            return 0
         else:
             rows.append(item)
-            touched.add(item[_CELL])
+            touched.add(item.cell)
             if len(rows) >= _BATCH:
                 conn.executemany(_INSERT_RECORD, rows)
                 rows.clear()
     raise ValueError(f"the scan of file {fid} ended before its end")
 
 
-class Part(NamedTuple):
-    """The lines of file ``key`` from byte ``start`` to the end or to the line that starts at
-    ``end`` (a new file read in two parts by two processes: ``read_files``)."""
-
-    key: str
-    start: int = 0
-    end: int | None = None
-
-
 def read_files(conn: sqlite3.Connection, prefix: str, keys: list[str],
-               known: Mapping[str, FileRow], sizes: Mapping[str, int], touched: set[str]) -> int:
-    """Index each of ``keys`` (files new or changed since ``known``; ``sizes``: their bytes),
-    in order; the number of lines read. When every one is new (a first build, a store
-    restored from a branch), the end of them (``forked.CHILD_SHARE`` of their bytes, the
-    file holding the boundary cut at a line's start) is scanned by a forked child, on
-    another core (``repromatrix.forked``), and stored here after the parent's own: the
-    rows, their ids and the files' ids are those one process makes."""
-    if any(key in known for key in keys):
-        return sum(read_file(conn, prefix, key, known.get(key), touched) for key in keys)
-    fids = {key: conn.execute("INSERT INTO files (path) VALUES (?)", (key,)).lastrowid or 0
-            for key in keys}
-    parts, at = _parts(prefix, keys, sizes)
-    read = 0
-    with forked.share(parts, lambda theirs: _scanned(prefix, theirs, fids), at=at,
-                      sizes=[sizes[k] for k in keys], least=forked.LEAST_BYTES) as (mine, child):
-        theirs = parts[len(mine):]
-        if child is None:  # one process: each file whole (its cut part not counted twice)
-            mine = [Part(key) for key in keys]
-        for part in mine:
-            read += store_scan(conn, fids[part.key], _scan_part(prefix, part, fids[part.key]),
-                               touched)
-        batches = child.batches() if child is not None else None
-        if batches is not None:
-            items = (item for batch in batches for item in batch)
-            read += sum(store_scan(conn, fids[part.key], items, touched) for part in theirs)
-    if theirs and batches is None:  # (the child failed)
-        read += sum(store_scan(conn, fids[p.key], _scan_part(prefix, p, fids[p.key]), touched)
-                    for p in theirs)
-    return read
-
-
-def _parts(prefix: str, keys: list[str], sizes: Mapping[str, int]) -> tuple[list[Part], int]:
-    """``keys`` as parts, the one holding the parent's last byte (``1 - CHILD_SHARE`` of them)
-    cut at the start of the line after it (not when that line is a long one); and where the
-    child's parts begin."""
-    left = sum(sizes[k] for k in keys) * (1 - forked.CHILD_SHARE)
-    n = 0
-    while n < len(keys) and sizes[keys[n]] <= left:
-        left -= sizes[keys[n]]
-        n += 1
-    if n == len(keys):
-        return [Part(k) for k in keys], n
-    key = keys[n]
-    before, after = [Part(k) for k in keys[:n]], [Part(k) for k in keys[n + 1:]]
-    cut = _line_start(Path(prefix + key), int(left))
-    if cut is None:
-        return [*before, Part(key), *after], n + 1
-    return [*before, Part(key, 0, cut), Part(key, cut), *after], n + 1
-
-
-def _line_start(path: Path, offset: int, reach: int = 1 << 20) -> int | None:
-    """Where the first line to start after ``offset`` of ``path`` starts (None: none within
-    ``reach`` bytes, or the file cannot be read)."""
-    try:
-        with path.open("rb") as fh:
-            fh.seek(offset)
-            found = fh.read(reach).find(b"\n")
-    except OSError:
-        return None
-    return None if found < 0 else offset + found + 1
-
-
-def _scan_part(prefix: str, part: Part, fid: int) -> Iterator[RecordRow | Skip | Scanned | None]:
-    """``scan`` of ``part`` of a new file (its lines counted from the start of the file);
-    None when it cannot be opened."""
-    path = Path(prefix + part.key)
-    try:
-        fh = path.open("rb")
-    except OSError:
-        yield None
-        return
-    with fh:
-        lines = _lines_before(fh, part.start)
-        yield from scan(fh, path, fid, os.fstat(fh.fileno()), part.start, lines, False, part.end)
-
-
-def _lines_before(fh: BinaryIO, offset: int, size: int = 1 << 22) -> int:
-    """The newlines in the first ``offset`` bytes of ``fh``."""
-    fh.seek(0)
-    count = 0
-    while offset > 0 and (chunk := fh.read(min(size, offset))):
-        count += chunk.count(b"\n")
-        offset -= len(chunk)
-    return count
-
-
-def _scanned(prefix: str, parts: Sequence[Part], fids: Mapping[str, int]
-             ) -> Iterator[list[tuple[Any, ...] | Skip | Scanned | None]]:
-    """What ``_scan_part`` finds in each of ``parts``, ``_BATCH`` items at a time, the
-    records' rows as plain tuples (quicker to pickle): a forked child's work (``read_files``)."""
-    batch: list[tuple[Any, ...] | Skip | Scanned | None] = []
-    for part in parts:
-        for item in _scan_part(prefix, part, fids[part.key]):
-            batch.append(tuple(item) if isinstance(item, RecordRow) else item)
-            if len(batch) >= _BATCH:
-                yield batch
-                batch = []
-    yield batch
+               known: Mapping[str, FileRow], touched: set[str]) -> int:
+    """Index each of ``keys`` (files new or changed since ``known``), in order; the number of
+    lines read."""
+    return sum(read_file(conn, prefix, key, known.get(key), touched) for key in keys)
 
 
 def note_read(conn: sqlite3.Connection, fid: int, size: int, mtime_ns: int, offset: int,

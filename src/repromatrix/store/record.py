@@ -168,7 +168,7 @@ class Result:
     @property
     def standin_verdict(self) -> str | None:
         """``bad`` / ``good`` when stand-in stages decided this record, else None."""
-        if self.evidence_level != STANDIN:
+        if not any(s.standins for s in self.stages) or self.evidence_level != STANDIN:
             return None
         return "bad" if self.status == "fail" else "good"
 

@@ -44,7 +44,8 @@ def test_every_status_matrix_order_letters_and_legend(tmp_path):
     groups = [tr.text().strip() for tr in doc.find("table", id="matrix").find_all("tr", cls="group")]
     assert groups == ["torch 2.4", "torch 2.5", "torch 2.9", "torch 2.10", "NGC 2024"]
     labels = {tr.attrs["data-stack"]: tr.find("span", cls="sid").text()
-              for tr in doc.find("tbody").find_all("tr") if "data-stack" in tr.attrs}
+              for tr in doc.find("table", id="matrix").find("tbody").find_all("tr")
+              if "data-stack" in tr.attrs}
     assert labels["ngc-24.05"].startswith("NGC 24.05 · torch 2.4.0")
     assert labels["pip-torch2.4.1"].startswith("torch 2.4.1 · trt 2.4.0")
     assert cols == ["deform_conv2d_device", "dynamic_unet_shapes", "onnx_export_device",
@@ -60,7 +61,7 @@ def test_every_status_matrix_order_letters_and_legend(tmp_path):
         assert f"st-{st or 'none'}" in td.classes
         assert td.text().startswith(letters[st] if st else "·")
     assert len([td for td in cells.values() if td.attrs["data-status"]]) == summary.cells == 9
-    legend = doc.find("section", cls="legend")
+    legend = doc.find("details", cls="legend")
     shown = {b.find("b").text(): b.text().split()[-1] for b in legend.find_all("span", cls="badge")
              if any(c.startswith("st-") and c != "st-none" for c in b.classes)}
     assert shown == {v: k for k, v in letters.items()}

@@ -417,3 +417,34 @@ def test_a_repro_no_stack_can_tell_says_so(tmp_path, tabs):
     assert answer.get_attribute("title").startswith("cannot tell on 2 stacks")
     assert "reproduces on 0" not in tab.page.locator("#answers").inner_text()
     assert tab.problems == []
+
+
+@pytest.mark.parametrize("width", [1400, 400])
+def test_the_published_page_answers_above_the_fold(browser, tmp_path, artifacts, width):
+    """Rendered from the published records: at 1400x900 the sentence saying what the page
+    answers (and from what evidence), the check box and the table of known bugs start above
+    the fold, before the legend and the grid; every known bug of the catalog has its row
+    naming its package and fix; at 400 px the page scrolls vertically only; no console error."""
+    from repromatrix import paths
+    from repromatrix.config.catalog import load_catalog
+
+    published = Path(__file__).resolve().parents[2] / "results" / "published"
+    catalog = load_catalog(paths.repros_dir())
+    render_site([published], tmp_path / "site", catalog)
+    tab = Tab(browser, width=width).open(tmp_path / "site" / "index.html")
+    page = tab.page
+    page.screenshot(path=str(artifacts / f"published-{width}.png"))
+    tops = {sel: page.locator(sel).bounding_box()["y"] for sel in
+            ("#purpose", "#check", "#bugs", "#legend", "#matrix")}
+    assert tops["#purpose"] < tops["#check"] < tops["#bugs"] < tops["#legend"] < tops["#matrix"]
+    purpose = page.inner_text("#purpose")
+    assert "on a real GPU" in purpose and "TensorRT stood in" in purpose
+    rows = page.locator("#bugs tbody tr")
+    assert rows.count() == len(catalog)
+    tv = page.locator('#bugs tr[data-repro="tv_masks_to_boxes_empty"]').inner_text()
+    assert "torchvision" in tv and "0.26.0" in tv
+    if width == 1400:
+        assert tops["#bugs"] + page.locator("#bugs thead").bounding_box()["height"] < 900
+    else:
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+    assert not tab.problems, tab.problems

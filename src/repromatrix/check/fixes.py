@@ -13,13 +13,16 @@ the same way, by their tag.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from repromatrix.rules.verdict import LEVEL_WORDS
+from repromatrix.rules.verdict import verdict as verdict_of
 from repromatrix.rules.versions import LABELS, key_package, plain
 
 from .candidates import releases
-from .decide import AFFECTED, NOT_AFFECTED, RULES, RowTable, verdict
+from .decide import AFFECTED, NOT_AFFECTED, RULES, RowTable, verdict, workaround
 
 if TYPE_CHECKING:
     from repromatrix.config.compat import CompatTable
@@ -93,3 +96,19 @@ def fix_words(fix: Mapping[str, Any] | None) -> str:
     if ngc["affected"]:
         parts.append(f"NGC: fixed from {ngc['fixed_in']}" if ngc["fixed_in"] else "NGC: not yet")
     return "; ".join(parts)
+
+
+def known_bug(bug: Mapping[str, Any], fix: Mapping[str, Any],
+              rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A bug as the page's table of known bugs lists it: the package it is about, the releases
+    it affects (runs, in words), its fix (``fix_words``' parts), its workaround (the
+    description's own sentences) and the evidence of its decided records (``rows``: this
+    bug's, ``check.records``), by level (GPU, TensorRT stood in, CPU or fake CUDA)."""
+    levels = Counter(verdict_of(r["status"], r["evidence"], bool(r.get("gpu"))).level for r in rows)
+    return {"package": fix["label"],
+            "affects": ", ".join(a if a == b else f"{a} to {b}" for a, b in fix["affected"]),
+            "fixed_in": fix["fixed_in"] or ("no fix yet" if fix["affected"] else ""),
+            "ngc_fixed_in": fix["ngc"]["fixed_in"] or ("no fix yet" if fix["ngc"]["affected"] else ""),
+            "inferred": fix["inferred"], "workaround": workaround(bug),
+            "evidence": [[LEVEL_WORDS[k], levels[k]] for k in LEVEL_WORDS if levels[k]],
+            "upstream": str((bug.get("upstream") or [""])[0])}

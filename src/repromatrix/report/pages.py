@@ -177,11 +177,11 @@ def status_counts(cells: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
 
 
 def column_answers(shown: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[str, str]],
-                   about: str, fix: str) -> dict[str, Any]:
+                   about: str, fix: Mapping[str, Any] | None) -> dict[str, Any]:
     """What a repro's column says from its shown entries (``{"stack", "cell"}``): its answers
     (``report.answers.repro_answers``), how many cells contradict their expectation, and
     how many have each status."""
-    return {"answers": repro_answers(shown, rules, about, fix),
+    return {"answers": repro_answers(shown, rules, about, fix["text"] if fix else ""),
             "contradiction_count": sum(bool(e["cell"]["contradicted"]) for e in shown),
             "counts": status_counts({e["cell"]["id"]: e["cell"] for e in shown})}
 

@@ -47,7 +47,7 @@ from .pages import (
     write_pages,
 )
 from .pieces import CellPieces
-from .verdicts import page_fixes, verdict_rows, write_verdicts
+from .verdicts import decided_by_level, page_fixes, verdict_rows, write_verdicts
 from .written import RenderState
 
 _FROM_VIEW = ("status", "previous", "contradicted", "expected", "expected_when", "workaround",
@@ -257,7 +257,8 @@ class _Patch:
         rows = verdict_rows(self.index, [self.index.root], out)
         fixes = page_fixes(rows, self.repros, {kept.repro_ids[j] for j in self.columns})
         for j in self.columns:
-            views[j].update(self._answers(j, hidden, fixes.get(kept.repro_ids[j], "")))
+            fix = fixes.get(kept.repro_ids[j])
+            views[j].update(self._answers(j, hidden, fix), known_bug=fix["row"] if fix else None)
         trs = self._repro_rows(views, hidden)
         count = len(cols["id"])
         in_scope = [n for n in range(count) if cols["in_scope"][n]]
@@ -272,7 +273,7 @@ class _Patch:
             "skipped": self.reduced.skipped, "conflicts": [], "records": self.reduced.records,
             "stage_names": self.table.names, "shown_scope": shown_scope,
             "scope_counts": kept.scope_counts, "freshness": freshness,
-            "grid_rows": self._grid_rows(views, hidden),
+            "grid_rows": self._grid_rows(views, hidden), "decided": decided_by_level(rows),
         }
         pages = write_pages(out, site, state)
         chunks = write_chunks(out, self.groups, self.sources, lambda _: self.details, state)
@@ -321,7 +322,7 @@ class _Patch:
         """(row, cell position) of each cell in repro column ``j``, in row order."""
         return [(r, line[j]) for r, line in enumerate(self.kept.grid) if line[j] >= 0]
 
-    def _answers(self, j: int, hidden: list[bool], fix: str) -> dict[str, Any]:
+    def _answers(self, j: int, hidden: list[bool], fix: Mapping[str, Any] | None) -> dict[str, Any]:
         """What repro column ``j`` says now (``render.repro_view``'s answers and counts)."""
         cols, stacks = self.cols, self.kept.stacks
         shown = [{"stack": stacks[r], "cell": {k: cols[k][n] for k in (

@@ -64,7 +64,7 @@ from .pages import (
 from .patch import render_patched
 from .pieces import CellPieces
 from .stacks import StackBook, layout_key, matrix_rows, pivot
-from .verdicts import page_fixes, verdict_rows, write_verdicts
+from .verdicts import decided_by_level, page_fixes, verdict_rows, write_verdicts
 from .written import RenderState
 
 __all__ = ["STATUS_INFO", "ReportSummary", "fragment", "page_name", "render_site",
@@ -124,7 +124,7 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
                 rows = verdict_rows(reduced.index, paths, out)
                 site = build_site(reduced, repros, matrix=matrix, title=title,
                                   published=published, now=now, fixes=page_fixes(rows, repros))
-                site["freshness"] = freshness
+                site["freshness"], site["decided"] = freshness, decided_by_level(rows)
                 pages = write_pages(out, site, state)
                 groups = chunk_groups(site["cells"])
                 sources = {n: chunk_source(n, members) for n, members in groups.items()}
@@ -181,7 +181,7 @@ def _gc_paused() -> Iterator[None]:
 
 def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, title: str,
                published: Collection[str] | None = None,
-               now: datetime | None = None, fixes: Mapping[str, str] | None = None
+               now: datetime | None = None, fixes: Mapping[str, Mapping[str, Any]] | None = None
                ) -> dict[str, Any]:
     """Everything the templates need. Each cell's pieces (``report.pieces``) come from the
     report's cache when their key still matches, else are made (from the record's summary)
@@ -210,8 +210,7 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
     columns = [[c["id"] for c in (row["cells"][i] for row in rows) if c] for i in range(len(repro_ids))]
     placed = {cid for col in columns for cid in col}
     assign_chunks(columns, [cid for cid in cells if cid not in placed], cells)
-    views = [repro_view(r, i, repros.get(r), rows, (fixes or {}).get(r, ""))
-             for i, r in enumerate(repro_ids)]
+    views = [repro_view(r, i, repros.get(r), rows, (fixes or {}).get(r)) for i, r in enumerate(repro_ids)]
     in_scope = {cid: c for cid, c in cells.items() if c["in_scope"]}
     site = {
         "title": title,
@@ -252,7 +251,7 @@ def order_repros(repros: Mapping[str, Repro], seen: Iterable[str]) -> list[str]:
 
 
 def repro_view(repro_id: str, column: int, repro: Repro | None,
-               rows: list[dict[str, Any]], fix: str = "") -> dict[str, Any]:
+               rows: list[dict[str, Any]], fix: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A repro's page: its rows in stack order, answers from the records (``fix``: where it is
     fixed, ``report.verdicts.page_fixes``), contradictions."""
     entries = [{"stack": row["stack"], "cell": row["cells"][column], "hidden": row["hidden"]}
@@ -268,4 +267,5 @@ def repro_view(repro_id: str, column: int, repro: Repro | None,
         "rules": rules, "about": about, "known": repro is not None,
         "entries": entries, "entry_count": len(entries), "off_count": len(entries) - len(shown),
         **column_answers(shown, rules, about, fix),
+        "known_bug": fix["row"] if fix else None,
     }

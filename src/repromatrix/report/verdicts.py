@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,17 +51,30 @@ def verdict_rows(index: StoreIndex | None, paths: Sequence[Path], out: Path) -> 
 
 
 def page_fixes(rows: Sequence[Mapping[str, Any]], repros: Mapping[str, Repro],
-               only: Collection[str] | None = None) -> dict[str, str]:
-    """Each bug's fix in ``check``'s words (``check.fixes``), by id: what the page says (of the
-    bugs ``only`` names, when given; the table is read only when there is one)."""
+               only: Collection[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Each bug as ``check`` answers it, by id: its fix in ``check``'s words (``text``,
+    ``check.fixes.fix_words``) and its row of the page's table of known bugs (``row``,
+    ``check.fixes.known_bug``); of the bugs ``only`` names, when given (the table is read only
+    when there is one)."""
     bugs = {k: v for k, v in catalog_bugs(repros).items() if only is None or k in only}
     if not bugs:
         return {}
-    from repromatrix.check.fixes import bug_fixes, fix_words
+    from repromatrix.check.fixes import bug_fixes, fix_words, known_bug
     from repromatrix.config.compat import load_table
 
     found = bug_fixes(bugs, rows, load_table())
-    return {bug_id: fix_words(fix) for bug_id, fix in found.items()}
+    return {bug_id: {"text": fix_words(fix),
+                     "row": known_bug(bugs[bug_id], fix, [r for r in rows if r["repro"] == bug_id])}
+            for bug_id, fix in found.items()}
+
+
+def decided_by_level(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """How many cells say yes or no about their bug (``rows``), by evidence level
+    (``rules.verdict``: gpu, standin, cpu): what the page's opening sentence counts."""
+    from repromatrix.rules.verdict import CPU, GPU, STANDIN, verdict
+
+    levels = Counter(verdict(r["status"], r["evidence"], bool(r.get("gpu"))).level for r in rows)
+    return {GPU: levels[GPU], STANDIN: levels[STANDIN], CPU: levels[CPU], "all": len(rows)}
 
 
 def write_verdicts(out: Path, rows: Sequence[Mapping[str, Any]], repros: Mapping[str, Repro],

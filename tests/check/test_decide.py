@@ -93,11 +93,23 @@ def test_an_ngc_release_is_judged_by_the_rules_its_branch_was_read_for():
     result = check_answer(catalog(), rows, {}, env, load_table())
     deform = by_id(result)["deform_conv2d_device"]
     assert deform["verdict"] == AFFECTED and deform["rule"]["when"] == "ngc ==24.07"
-    # 24.08 fixes the deform bug; 25.01 also require_full_compilation (ngc >=24.04,<25.01)
-    assert result["upgrade"]["versions"]["ngc"] == "25.01"
+    # 24.08 fixes the deform bug; 25.01 also require_full_compilation (ngc >=24.04,<25.01);
+    # 26.08's torch 2.14.0a0 counts as 2.14 (rules.versions.boundary_version): onnx_ts_rshift too
+    assert result["upgrade"]["versions"]["ngc"] == "26.08"
     assert "deform_conv2d_device" in result["upgrade"]["avoids"]
     assert "dynamo_require_full_compilation_ignored" in result["upgrade"]["avoids"]
-    assert result["upgrade"]["install"] == "docker pull nvcr.io/nvidia/pytorch:25.01-py3"
+    assert "onnx_ts_rshift_signed" in result["upgrade"]["avoids"]
+    assert result["upgrade"]["install"] == "docker pull nvcr.io/nvidia/pytorch:26.08-py3"
+
+
+def test_an_ngc_pre_release_is_its_release_for_verdict_fix_and_upgrade():
+    """NGC 26.09 ships torch 2.14.0a0: a bug fixed in torch 2.14 is not affected there, and
+    no answer tells it to upgrade to torch 2.14."""
+    rows, _ = snapshot_rows()
+    result = check_answer(catalog(), rows, {}, from_ngc("26.09"), load_table())
+    for bug in ("export_dynamic_shapes_var_kwargs", "onnx_ts_rshift_signed"):
+        assert by_id(result)[bug]["verdict"] == NOT_AFFECTED, bug
+    assert all("2.14" not in (b["fixed_in"] or "") for b in result["bugs"])
 
 
 def test_no_record_and_no_rule_cannot_tell():

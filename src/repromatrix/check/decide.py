@@ -38,6 +38,7 @@ from repromatrix.rules.verdict import verdict as verdict_of
 from repromatrix.rules.versions import (
     BUG_PACKAGES,
     LABELS,
+    boundary_version,
     normalize_version,
     plain,
     probe_version,
@@ -71,7 +72,8 @@ def row_of(record: Mapping[str, Any]) -> dict[str, Any]:
             "finished_at": str(record.get("finished_at", "")), "host": str(record.get("host", ""))}
 
 
-_key = normalize_version  # the version to compare (``rules.versions``; parsed once per text)
+_key = boundary_version  # a version against a fix (``rules.versions``: a pre-release of V is V)
+_exact = normalize_version  # a version looking up records of "the same release" (2.5.0a0 is not 2.5.0)
 
 
 def decisive(row: Mapping[str, Any]) -> bool:
@@ -105,7 +107,7 @@ class RowTable:
             self.same.setdefault((row["repro"], *_same(v)), []).append(row)
             for axis in BUG_PACKAGES:
                 if v.get(axis):
-                    self.release.setdefault((row["repro"], axis, _key(v[axis])), []).append(row)
+                    self.release.setdefault((row["repro"], axis, _exact(v[axis])), []).append(row)
 
     def closest(self, repro: str, versions: Mapping[str, Any], axis: str
                 ) -> tuple[str, list[Mapping[str, Any]]]:
@@ -114,7 +116,7 @@ class RowTable:
         if same:
             return SAME, same
         if versions.get(axis):
-            found = self.release.get((repro, axis, _key(versions[axis])))
+            found = self.release.get((repro, axis, _exact(versions[axis])))
             if found:
                 return RELEASE, found
         return NOTHING, []
@@ -125,7 +127,7 @@ def _same(versions: Mapping[str, Any]) -> tuple[Any, ...]:
     else torch, torchvision and torch-tensorrt."""
     if versions.get("ngc"):
         return ("ngc", str(versions["ngc"]))
-    return tuple(_key(versions.get(a)) for a in AXES if a != "ngc")
+    return tuple(_exact(versions.get(a)) for a in AXES if a != "ngc")
 
 
 def best(rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:

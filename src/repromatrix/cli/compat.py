@@ -6,11 +6,10 @@ import argparse
 from pathlib import Path
 
 HELP = "the compatibility table (data/compat.yaml)"
+PYPI_URL = "https://pypi.org"  # releases.update's default, not imported: every command builds this parser
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from repromatrix.releases.update import PYPI_URL
-
     p = sub.add_parser("compat", help=HELP)
     actions = p.add_subparsers(dest="compat_command", required=True, metavar="ACTION")
     u = actions.add_parser("update", help="propose the rows the table lacks, from PyPI's metadata")

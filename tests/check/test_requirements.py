@@ -41,7 +41,8 @@ def test_a_freeze_file_with_hashes_markers_extras_urls_and_includes(tmp_path):
     assert "marker" in said and "editable" in said and "constraints" in said
     env = from_requirements(req)
     assert env["versions"]["torch"] == "2.4.1+cu124" and env["versions"]["torch_tensorrt"] == "2.4.0"
-    assert env["complete"] and env["kind"] == "pip"
+    # an editable line and a constraints file are not read: partial, torchvision as given
+    assert not env["complete"] and env["kind"] == "pip" and env["inferred"] == {}
 
 
 @pytest.mark.parametrize("text, needle", [

@@ -183,3 +183,12 @@ def test_help_describes_the_tool_and_every_option():
     assert list(_options_without_help(build_parser())) == []
     bisect = repromatrix("bisect", "--help").stdout
     assert "what the releases between --good and --bad are of" in bisect
+
+
+def test_the_compat_parser_s_default_index_is_releases_update_s():
+    """cli.compat names the default without importing releases.update (every command builds
+    that parser; the import cost a tenth of a second of `check`)."""
+    from repromatrix.releases import PYPI_URL
+    from repromatrix.releases.update import PYPI_URL as used
+
+    assert PYPI_URL == used

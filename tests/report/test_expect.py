@@ -23,17 +23,19 @@ def test_evaluate_uses_probe_then_spec_and_first_rule():
     ngc = _rec("fail", env={"torch": "2.4.0a0+07cecf4168", "torch_tensorrt": "2.4.0+cu124"}, ngc="24.05")
     exp = evaluate(DEFORM.expect, ngc)
     assert (exp.status, exp.note, exp.contradicted) == ("fail", "TRT #3556", False)
-    dev0 = _rec("fail", env={"torch_tensorrt": "2.4.0.dev0"}, torch_tensorrt="2.4.0")
-    assert evaluate(DEFORM.expect, dev0) is None   # the probe wins, and 2.4.0.dev0 < 2.4
+    dev0 = _rec("fail", env={"torch_tensorrt": "2.3.0"}, torch_tensorrt="2.4.0")
+    assert evaluate(DEFORM.expect, dev0) is None   # the probe wins: 2.3.0 is under no rule
     assert evaluate(DEFORM.expect, _rec("fail", torch_tensorrt="2.5.0")).contradicted
     assert evaluate([{"when": {"ngc": ">=24.05"}, "status": "pass"}], ngc).status == "pass"
     nested = _rec("pass", env={"packages": {"torch_tensorrt": "2.5.0+cu124"}})
     assert evaluate(DEFORM.expect, nested).status == "pass"
 
 
-def test_pre_release_is_before_its_release():
-    """PEP 440 order: NGC's 2.5.0a0 is not torch-tensorrt 2.5 (it is before it)."""
-    assert evaluate(DEFORM.expect, _rec("fail", torch_tensorrt="2.5.0a0")).status == "fail"
+def test_a_pre_release_meets_a_boundary_as_its_release():
+    """rules.versions.boundary_version: NGC's 2.5.0a0 (built from the release branch) is
+    torch-tensorrt 2.5 to a bug's boundary, and 2.4.0.dev0 is 2.4."""
+    assert evaluate(DEFORM.expect, _rec("fail", torch_tensorrt="2.5.0a0")).status == "pass"
+    assert evaluate(DEFORM.expect, _rec("fail", torch_tensorrt="2.4.0.dev0")).status == "fail"
     assert evaluate(DEFORM.expect, _rec("fail", torch_tensorrt="2.5.0")).status == "pass"
     post = [{"when": {"torch": ">2.4.1"}, "status": "pass"}]
     assert evaluate(post, _rec("pass", torch="2.4.1.post1")).status == "pass"

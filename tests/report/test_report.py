@@ -93,9 +93,9 @@ def test_contradiction_changes_and_drawer_data(tmp_path):
     assert cell["command"] == ("repromatrix run --matrix matrix.yaml -k ngc-24.05--deform_conv2d_device"
                                " --rerun")
     assert [s["name"] for s in cell["stages"]] == ["eager", "compile", "workaround"]
-    # torch_tensorrt 2.4.0.dev0 is before 2.4 (PEP 440): the fixture's ">=2.4,<2.5" rule
-    # does not apply to this NGC record
-    assert cell["signature"] == "trt3556-device-mismatch" and "expected" not in cell
+    # torch_tensorrt 2.4.0.dev0 meets a boundary as 2.4 (rules.versions.boundary_version): the
+    # fixture's ">=2.4,<2.5" rule applies to this NGC record, which agrees with it
+    assert cell["signature"] == "trt3556-device-mismatch" and cell["expected"] == "fail"
     assert dict(data["envs"][cell["id"]])["torch"] == "2.4.0a0+07cecf4168"
     assert "sha256:" in cell["image"] and cell["duration"] == "12.5 s"
     assert "hidden" in doc.find("aside", id="drawer").attrs
@@ -108,11 +108,10 @@ def test_repro_page_answers_beside_expectation(tmp_path):
     assert page.find("h2", cls="repro-title").text().startswith("deform_conv2d_device")
     rules = [[td.text().strip() for td in tr.find_all("td")] for tr in page.find("table", cls="rules")
              .find("tbody").find_all("tr")]
-    # NGC 24.05's torch_tensorrt 2.4.0.dev0 is before 2.4 (PEP 440): no rule applies to it
-    assert [r[0] for r in rules] == ["torch_tensorrt >=2.4,<2.5", "torch_tensorrt >=2.5",
-                                     "no rule applies"]
-    assert [r[3] for r in rules] == ["F fail 1", "P pass 1 F fail 1", "F fail 1"]   # records beside each rule
-    assert [r[4] for r in rules] == ["0", "1", "0"]
+    # NGC 24.05's torch_tensorrt 2.4.0.dev0 meets the boundary as 2.4: the first rule's
+    assert [r[0] for r in rules] == ["torch_tensorrt >=2.4,<2.5", "torch_tensorrt >=2.5"]
+    assert [r[3] for r in rules] == ["F fail 2", "P pass 1 F fail 1"]   # records beside each rule
+    assert [r[4] for r in rules] == ["0", "1"]
     summary = page.find("p", id="answer-summary").text()
     # the fix as `check` names it (2.10.0 failed: the first release after it), then the records
     assert summary.startswith("reproduces on 3 of 4 stacks · fixed in torch-tensorrt 2.11.0 (by its "

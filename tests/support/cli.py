@@ -14,8 +14,10 @@ def _cap_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
 
 
-def repromatrix(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """``python -m repromatrix.cli ARGS`` under a 1 GiB memory cap and a 2-minute limit."""
+def repromatrix(*args: str, env: dict[str, str] | None = None,
+                stdin: str | None = None) -> subprocess.CompletedProcess:
+    """``python -m repromatrix.cli ARGS`` under a 1 GiB memory cap and a 2-minute limit
+    (``stdin``: what is piped in)."""
     return subprocess.run([sys.executable, "-m", "repromatrix.cli", *args], capture_output=True,
-                          text=True, timeout=120, preexec_fn=_cap_memory,
+                          text=True, timeout=120, preexec_fn=_cap_memory, input=stdin,
                           env={**os.environ, **(env or {})})

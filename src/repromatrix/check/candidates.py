@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
-from repromatrix.rules.versions import normalize_version, plain
+from repromatrix.rules.versions import boundary_version, plain
 
 from .decide import AXES
 
@@ -33,7 +33,7 @@ def candidates(table: CompatTable, env: Mapping[str, Any]) -> list[dict[str, Any
     versions = env["versions"]
     if env.get("kind") == "ngc" and versions.get("ngc"):
         return _ngc(table, str(versions["ngc"]))
-    torch = normalize_version(versions.get("torch"))
+    torch = boundary_version(versions.get("torch"))
     if torch is None:
         return []
     python = _python(versions.get("python"))
@@ -41,7 +41,7 @@ def candidates(table: CompatTable, env: Mapping[str, Any]) -> list[dict[str, Any
     torches = [v for v in known["torch"] if _v(v) >= torch
                and (python is None or table.torch[v].python.contains(python))]
     out: list[dict[str, Any]] = []
-    trt_now = normalize_version(versions.get("torch_tensorrt"))
+    trt_now = boundary_version(versions.get("torch_tensorrt"))
     if trt_now is not None:
         for trt in known["torch_tensorrt"]:
             row = table.torch_tensorrt[trt]
@@ -71,7 +71,7 @@ _RELEASES: dict[int, tuple[CompatTable, dict[str, list[str]]]] = {}
 
 def _v(text: str) -> Version:
     """A release the table names, parsed (once per text: ``rules.versions``)."""
-    found = normalize_version(text)
+    found = boundary_version(text)
     assert found is not None, text  # the table's releases are validated when it loads
     return found
 
@@ -91,7 +91,7 @@ def _pip(table: CompatTable, lists: Mapping[str, list[str]], versions: Mapping[s
         now = plain(versions["torchvision"])
         new["torchvision"] = now if now in paired else (paired[0] if paired else None)
     changes = [p for p in ("torch", "torchvision", "torch_tensorrt") if p in new
-               and new[p] is not None and normalize_version(new[p]) != normalize_version(versions.get(p))]
+               and new[p] is not None and boundary_version(new[p]) != boundary_version(versions.get(p))]
     pins = " ".join(f"{PIP_NAMES[p]}=={new[p]}" for p in ("torch", "torchvision", "torch_tensorrt")
                     if new.get(p))
     return {"kind": "pip", "versions": {p: new.get(p) for p in AXES if p != "ngc"},
@@ -102,7 +102,7 @@ def _pip(table: CompatTable, lists: Mapping[str, list[str]], versions: Mapping[s
 
 def _steps(known: list[str], old: Any, new: str) -> int:
     """How many releases of ``known`` lie after ``old`` up to ``new``."""
-    start = normalize_version(old)
+    start = boundary_version(old)
     end = _v(new)
     return max(1, sum(1 for v in known if (start is None or _v(v) > start) and _v(v) <= end))
 

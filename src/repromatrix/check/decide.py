@@ -38,6 +38,7 @@ from repromatrix.rules.verdict import verdict as verdict_of
 from repromatrix.rules.versions import (
     BUG_PACKAGES,
     LABELS,
+    boundary_version,
     normalize_version,
     plain,
     probe_version,
@@ -71,7 +72,8 @@ def row_of(record: Mapping[str, Any]) -> dict[str, Any]:
             "finished_at": str(record.get("finished_at", "")), "host": str(record.get("host", ""))}
 
 
-_key = normalize_version  # the version to compare (``rules.versions``; parsed once per text)
+_key = boundary_version  # a version against a fix (``rules.versions``: a pre-release of V is V)
+_exact = normalize_version  # a version looking up records of "the same release" (2.5.0a0 is not 2.5.0)
 
 
 def decisive(row: Mapping[str, Any]) -> bool:
@@ -105,7 +107,7 @@ class RowTable:
             self.same.setdefault((row["repro"], *_same(v)), []).append(row)
             for axis in BUG_PACKAGES:
                 if v.get(axis):
-                    self.release.setdefault((row["repro"], axis, _key(v[axis])), []).append(row)
+                    self.release.setdefault((row["repro"], axis, _exact(v[axis])), []).append(row)
 
     def closest(self, repro: str, versions: Mapping[str, Any], axis: str
                 ) -> tuple[str, list[Mapping[str, Any]]]:
@@ -114,7 +116,7 @@ class RowTable:
         if same:
             return SAME, same
         if versions.get(axis):
-            found = self.release.get((repro, axis, _key(versions[axis])))
+            found = self.release.get((repro, axis, _exact(versions[axis])))
             if found:
                 return RELEASE, found
         return NOTHING, []
@@ -125,7 +127,7 @@ def _same(versions: Mapping[str, Any]) -> tuple[Any, ...]:
     else torch, torchvision and torch-tensorrt."""
     if versions.get("ngc"):
         return ("ngc", str(versions["ngc"]))
-    return tuple(_key(versions.get(a)) for a in AXES if a != "ngc")
+    return tuple(_exact(versions.get(a)) for a in AXES if a != "ngc")
 
 
 def best(rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
@@ -139,8 +141,10 @@ def key_package(bug: Mapping[str, Any]) -> str:
 
 
 def missing_packages(bug: Mapping[str, Any], env: Mapping[str, Any]) -> list[str]:
-    """What the bug's repro requires that a complete environment does not have."""
-    if not env.get("complete"):
+    """What the bug's repro requires that a complete environment does not have, or that a
+    partial pip input (pins, a partial requirements file) does not name: not installed in
+    the first, not known in the second. An NGC release's unlisted packages are not asked."""
+    if not env.get("complete") and env.get("kind") != "pip":
         return []
     # (imported here: the report writes the page's check data without the config package)
     from repromatrix.config.catalog import NOT_PACKAGES, package_name
@@ -162,10 +166,15 @@ def verdict(bug_id: str, bug: Mapping[str, Any], versions: Mapping[str, Any],
     """One bug on one combination: verdict, basis, the record or rule behind it."""
     missing = missing_packages(bug, {**env, "versions": versions})
     if missing:
-        return {"verdict": NOT_AFFECTED, "basis": REQUIRES, "inference": False, "record": None,
+        are = "is" if len(missing) == 1 else "are"
+        if env.get("complete"):
+            return {"verdict": NOT_AFFECTED, "basis": REQUIRES, "inference": False,
+                    "record": None, "rule": None, "agree": None,
+                    "why": f"needs {', '.join(missing)}, which {are} not installed"}
+        return {"verdict": CANNOT_TELL, "basis": REQUIRES, "inference": False, "record": None,
                 "rule": None, "agree": None,
-                "why": f"needs {', '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} "
-                       f"not installed"}
+                "why": f"needs {', '.join(missing)}, which {are} not given and the table "
+                       f"cannot pair: give its version, or check the interpreter (--python)"}
     axis = key_package(bug)
     basis, rows = table.closest(bug_id, versions, axis)
     if rows:
@@ -246,6 +255,7 @@ def smallest_upgrade(bugs: Mapping[str, Mapping[str, Any]], found: list[dict[str
     if not affected:
         return None
     others = [b["id"] for b in found if b["verdict"] != AFFECTED and not b["ignored"]]
+    clear = {b["id"] for b in found if b["verdict"] == NOT_AFFECTED}
 
     def on(candidate: Mapping[str, Any], bug_id: str) -> str:
         merged = {**env["versions"], **candidate["versions"]}
@@ -259,7 +269,7 @@ def smallest_upgrade(bugs: Mapping[str, Mapping[str, Any]], found: list[dict[str
     left = [b["id"] for b in affected if b["id"] not in fixable]
     if not fixable:
         return {"found": False, "versions": None, "changes": [], "install": "", "avoids": [],
-                "still_affected": left, "brings": [],
+                "still_affected": left, "brings": [], "may_bring": [],
                 "why": "no release in the compatibility table is known to avoid them: use the "
                        "workarounds"}
     ranked = []
@@ -269,14 +279,16 @@ def smallest_upgrade(bugs: Mapping[str, Mapping[str, Any]], found: list[dict[str
             ranked.append((len(brings), len(c["changes"]), c["distance"], c, brings))
     if not ranked:
         return {"found": False, "versions": None, "changes": [], "install": "", "avoids": [],
-                "still_affected": left + fixable, "brings": [],
+                "still_affected": left + fixable, "brings": [], "may_bring": [],
                 "why": "no single combination avoids every one of them together"}
     _, _, _, c, brings = min(ranked, key=lambda r: r[:3])
     merged = {**env["versions"], **c["versions"]}
     basis = {b: verdict(b, bugs[b], merged, env, table)["basis"] for b in fixable}
+    # "brings" a bug not affected now; one that cannot tell now "may bring" it
     return {"found": True, "versions": dict(c["versions"]), "changes": list(c["changes"]),
             "install": c["install"], "avoids": fixable, "basis": basis, "still_affected": left,
-            "brings": brings, "why": ""}
+            "brings": [b for b in brings if b in clear],
+            "may_bring": [b for b in brings if b not in clear], "why": ""}
 
 
 def compare_run(result: Mapping[str, Any], run_rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

@@ -4,17 +4,25 @@ Flow: command line -> **check.environment** -> check.decide. Each input becomes 
 plain mapping: ``label``, ``kind`` (``pip``, ``ngc``, ``python``), ``versions`` (torch,
 torchvision, torch_tensorrt, ngc, python, tensorrt: the probe's names), ``packages``
 (every package it names, by its normalised name), ``complete`` (whether a package it does
-not name is absent: true for an interpreter, pins and a requirements file; false for an
-NGC release, whose other packages the table does not list) and ``notes`` (lines the
-input could not use, said to the user).
+not name is absent: true for an inspected interpreter and a complete ``pip freeze``; false
+for pins, a partial requirements file and an NGC release, whose other packages the table
+does not list), ``inferred`` (a package not given, taken as the table pairs it with what
+was given: ``check.known``) and ``notes`` (what the input could not use, what was taken,
+said to the user).
 
-- an interpreter (``--python``): the runner's environment probe, run by that interpreter
-  in a child process (``engines.interpreter.env_probe``; the host never imports torch);
+- an interpreter (``--python``): its installed distributions, read by that interpreter in
+  a child process (``engines.interpreter.distributions_probe``: nothing imported; ``--run``
+  uses the runner's full probe, ``env_probe``); the host never imports torch;
 - pins (``torch==2.4.1 torch-tensorrt==2.4.0``): the packages the bugs depend on, exact;
-- a requirements file (``-r``): ``check.requirements``;
+  partial: torchvision is taken as the table pairs it, torch from torch-tensorrt's
+  requirement when it names one release;
+- a requirements file (``-r``, ``-r -`` for standard input): ``check.requirements``; a
+  complete ``pip freeze`` when every line pins one version and torch's own requirements
+  are listed (``FREEZE_SIGNS``), else partial like pins;
 - an NGC release (``--ngc 25.01``): the compatibility table's row.
 
-Bad input is a UsageError naming the value (exit 2), before anything else is read.
+Bad input is a UsageError naming the value (exit 2), before anything else is read: a
+release the table does not know, a combination it rules out (``check.known``).
 """
 
 from __future__ import annotations
@@ -40,15 +48,30 @@ KNOWN = {"torch": "torch", "torchvision": "torchvision", "torch-tensorrt": "torc
          "onnxruntime": "onnxruntime", "python": "python"}
 _PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*===?\s*([^\s;\[\]]+)\s*$")
 VERSIONS = ("torch", "torchvision", "torch_tensorrt", "ngc", "python", "tensorrt")
+# what every torch 2.x wheel requires: a pip freeze of an environment with torch lists them
+FREEZE_SIGNS = ("filelock", "typing-extensions", "sympy", "networkx", "jinja2")
 
 
 def _environment(label: str, kind: str, packages: Mapping[str, Any], complete: bool,
-                 notes: Sequence[str] = (), **versions: Any) -> dict[str, Any]:
+                 notes: Sequence[str] = (), fit: str = "", **versions: Any) -> dict[str, Any]:
+    """The environment's mapping; ``fit``: "strict" (typed input: a release or combination
+    the table rules out is bad input) or "noted" (an interpreter's: said in a note), checked
+    and, where partial, filled in by ``check.known``."""
     found = {KNOWN[k]: v for k, v in packages.items() if k in KNOWN}
     merged = {name: (versions.get(name) or found.get(name) or None) for name in VERSIONS}
+    inferred: dict[str, str] = dict(versions.get("inferred") or {})
+    notes = list(notes)
+    if fit:
+        from repromatrix.config.compat import load_table
+
+        from .known import fit as fit_table
+
+        more, said = fit_table(merged, load_table(), fit == "strict", not complete)
+        inferred.update(more)
+        notes += said
     return {"label": label, "kind": kind, "versions": merged,
             "packages": {k: v for k, v in sorted(packages.items())}, "complete": complete,
-            "notes": list(notes)}
+            "inferred": inferred, "notes": notes}
 
 
 def from_pins(pins: Sequence[str]) -> dict[str, Any]:
@@ -68,10 +91,23 @@ def from_pins(pins: Sequence[str]) -> dict[str, Any]:
             raise UsageError(f"{bounded(pin, 200)}: {req.name!r} is not a package the catalog's bugs "
                              f"depend on{did_you_mean(name, KNOWN)}; known: {', '.join(KNOWN)}")
         packages[name] = exact_version(req, pin)
+    inferred = {}
     if "torch" not in packages:
-        raise UsageError(f"{' '.join(pins)}: pin torch too (torch==VERSION): every bug of the "
-                         f"catalog depends on it")
-    return _environment(" ".join(pins), "pip", packages, True)
+        if "torch-tensorrt" not in packages:
+            raise UsageError(f"{' '.join(pins)}: pin torch too (torch==VERSION): every bug of "
+                             f"the catalog depends on it")
+        from repromatrix.config.compat import load_table
+
+        from .known import torch_for
+
+        trt = packages["torch-tensorrt"]
+        torch = torch_for(load_table(), trt)
+        inferred["torch"] = f"{torch} (the one torch torch-tensorrt {trt} installs with, by the table)"
+        return _environment(" ".join(pins), "pip", packages, False,
+                            [f"torch not given: taken as {torch}, the release torch-tensorrt {trt} "
+                             f"requires by the compatibility table"], "strict", torch=torch,
+                            inferred=inferred)
+    return _environment(" ".join(pins), "pip", packages, False, fit="strict")
 
 
 def _is_version(text: str) -> bool:
@@ -92,7 +128,8 @@ def exact_version(req: Requirement, text: str) -> str:
 
 
 def from_requirements(path: Path) -> dict[str, Any]:
-    """A requirements file or ``pip freeze`` output; it must pin torch."""
+    """A requirements file or ``pip freeze`` output (``-`` for standard input); it must pin
+    torch. Complete when it reads as a whole ``pip freeze`` (``is_freeze``)."""
     packages, where, notes = read_requirements(path)
     if "torch" not in packages:
         raise UsageError(f"-r {path}: names no torch: give the environment's requirements "
@@ -101,7 +138,21 @@ def from_requirements(path: Path) -> dict[str, Any]:
         if name in packages and packages[name] is None:
             raise UsageError(f"-r {where[name]}: {name} is not pinned to one version: check "
                              f"needs the versions installed (pip freeze > requirements.txt)")
-    return _environment(f"-r {path}", "pip", packages, True, notes)
+    complete = is_freeze(packages, notes)
+    notes.append("read as a complete pip freeze: a package it does not list is not installed"
+                 if complete else
+                 f"read as partial (a pip freeze pins every line and lists torch's own "
+                 f"requirements: {', '.join(FREEZE_SIGNS)}): a package it does not list may "
+                 f"be installed")
+    return _environment(f"-r {path}", "pip", packages, complete, notes, "strict")
+
+
+def is_freeze(packages: Mapping[str, str | None], notes: Sequence[str]) -> bool:
+    """Whether a requirements file is a whole environment's ``pip freeze``: every line pins
+    one version, none was left unread (``-e``, ``-c``, a marker), and torch's own
+    requirements are there."""
+    return (not notes and all(v for v in packages.values())
+            and all(sign in packages for sign in FREEZE_SIGNS))
 
 
 def from_ngc(tag: str) -> dict[str, Any]:
@@ -119,7 +170,8 @@ def from_ngc(tag: str) -> dict[str, Any]:
 
 
 def from_probe(python: str, probe: Mapping[str, Any]) -> dict[str, Any]:
-    """An interpreter's environment probe (``runner.py --probe``); it must import torch."""
+    """An interpreter's probe (``distributions_probe``, or ``runner.py --probe``); it must
+    have torch."""
     if probe.get("error") or not probe.get("torch"):
         why = probe.get("error") or "no torch version in its probe"
         raise UsageError(f"--python {python}: has no working torch ({bounded(str(why), 300)}): "
@@ -130,6 +182,7 @@ def from_probe(python: str, probe: Mapping[str, Any]) -> dict[str, Any]:
         if probe.get(key) and isinstance(probe[key], str):
             packages[name] = probe[key]
     ngc = probe.get("ngc") if isinstance(probe.get("ngc"), str) else None
-    label = f"{probe.get('python_executable') or python} (Python {probe.get('python')})"
-    return _environment(label, "ngc" if ngc else "python", packages, True, ngc=ngc,
-                        python=probe.get("python"))
+    cuda = f", torch's CUDA {probe['cuda']} build" if isinstance(probe.get("cuda"), str) else ""
+    label = f"{probe.get('python_executable') or python} (Python {probe.get('python')}{cuda})"
+    return _environment(label, "ngc" if ngc else "python", packages, True,
+                        fit="" if ngc else "noted", ngc=ngc, python=probe.get("python"))

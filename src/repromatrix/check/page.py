@@ -35,7 +35,7 @@ PIP_NAMES = {"torch": "torch", "torchvision": "torchvision", "torch_tensorrt": "
 # what each data file is made of besides its data inputs: their digest says whether it changed
 # without importing the table's reader (``report.cell`` keys its pieces the same way)
 TABLE_SOURCES = ("data/compat.yaml", "config/compat.py", "config/catalog.py",
-                 "check/environment.py", "check/page.py")
+                 "check/environment.py", "check/known.py", "check/page.py")
 ANSWER_SOURCES = (*TABLE_SOURCES, "check/command.py", "check/decide.py", "check/candidates.py",
                   "check/fixes.py", "check/records.py", "rules/verdict.py", "rules/versions.py",
                   "store/record.py")

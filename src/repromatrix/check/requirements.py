@@ -5,7 +5,8 @@ comments (``#`` at the start or after a space), ``\\`` continuations, per-requir
 options (``--hash=...``) dropped, extras ignored, environment markers evaluated for this
 interpreter (a line whose marker is false is left out, and said), ``name @ URL`` and a bare
 wheel URL or path read from the wheel's file name, ``-r``/``--requirement`` files followed
-(relative to the file that names them, each once). What cannot give a version is named,
+(relative to the file that names them, each once; ``-`` is standard input, its includes
+relative to the working folder). What cannot give a version is named,
 never guessed: an editable line (``-e``), a URL that is not a wheel, a constraints file
 (``-c``, not read). A file that is not a regular file, not UTF-8 or not a requirement
 line is a UsageError naming the file and line (exit 2).
@@ -14,6 +15,7 @@ line is a UsageError naming the file and line (exit 2).
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -26,6 +28,7 @@ from repromatrix.errors import ConfigError, UsageError
 from repromatrix.textsafe import bounded
 
 HINT = "give a requirements file (pip freeze > requirements.txt)"
+STDIN = "-"  # ``-r -``: the requirements from standard input
 _COMMENT = re.compile(r"(^|\s)#.*$")
 _OPTION = re.compile(r"\s+(?=--?[A-Za-z])")  # where a requirement's own options begin
 _INCLUDE = ("-r", "--requirement")
@@ -65,7 +68,7 @@ def read_requirements(path: Path, seen: frozenset[Path] = frozenset()
 
 def _text(path: Path) -> str:
     try:
-        data = read_regular(path, HINT)
+        data = _stdin() if str(path) == STDIN else read_regular(path, HINT)
     except ConfigError as exc:
         raise UsageError(f"-r {exc}") from None
     except OSError as exc:
@@ -75,6 +78,15 @@ def _text(path: Path) -> str:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise UsageError(f"-r {path}: line {line}: not UTF-8; {HINT}") from None
+
+
+def _stdin() -> bytes:
+    """Standard input (``-r -``: ``pip freeze | repromatrix check -r -``); a terminal is
+    refused rather than waited on."""
+    if sys.stdin is None or sys.stdin.isatty():
+        raise UsageError(f"-r -: standard input is a terminal: pipe the requirements in "
+                         f"(pip freeze | repromatrix check -r -), or {HINT}")
+    return sys.stdin.buffer.read()
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:

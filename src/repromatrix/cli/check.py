@@ -14,10 +14,13 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from repromatrix.config.options import DEFAULT_RESULTS
 from repromatrix.errors import Exit, UsageError, did_you_mean
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 HELP = "which known bugs an environment has, and the smallest upgrade that avoids them"
 FORMATS = ("text", "json")
@@ -32,10 +35,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "torchvision==0.19.1")
     given = p.add_mutually_exclusive_group()
     given.add_argument("--python", metavar="PATH",
-                       help=f"the interpreter to check, probed in a child process (default: "
-                            f"the {DEFAULT_PYTHON} on PATH)")
+                       help=f"the interpreter to check: its installed distributions, read in a "
+                            f"child process without importing torch (default: the "
+                            f"{DEFAULT_PYTHON} on PATH)")
     given.add_argument("-r", "--requirement", type=Path, metavar="FILE",
-                       help="a requirements file or pip freeze output")
+                       help="a requirements file or pip freeze output; - reads standard input "
+                            "(pip freeze | repromatrix check -r -)")
     given.add_argument("--ngc", metavar="TAG", help="an NGC PyTorch release, e.g. 25.01")
     records = p.add_mutually_exclusive_group()
     records.add_argument("--results", type=Path, metavar="DIR",
@@ -93,12 +98,13 @@ def execute(request: CheckRequest) -> int:
     from repromatrix.check.command import check_answer
     from repromatrix.config.compat import load_table
 
+    probing = _probe_meanwhile(request)
     bugs = catalog()
     for bug in request.ignore:
         if bug not in bugs:
             raise UsageError(f"--ignore {bug}: no such bug in the catalog{did_you_mean(bug, bugs)}; "
                              f"known: {', '.join(sorted(bugs))}")
-    env = environment(request)
+    env = environment(request, probing)
     rows, source = records(request)
     result = check_answer(bugs, rows, source, env, load_table(), request.ignore)
     if request.run:
@@ -123,7 +129,23 @@ def catalog() -> dict[str, dict[str, Any]]:
     return catalog_bugs(load_catalog(paths.repros_dir()))
 
 
-def environment(request: CheckRequest) -> dict[str, Any]:
+def _probe_meanwhile(request: CheckRequest) -> Future[dict[str, Any]] | None:
+    """The interpreter's distributions (``--python`` without ``--run``), read by its child
+    process in a thread while the catalog loads; None for other inputs."""
+    if request.run or request.pins or request.requirement is not None or request.ngc is not None:
+        return None
+    from concurrent.futures import ThreadPoolExecutor
+
+    from repromatrix.engines.interpreter import distributions_probe
+
+    pool = ThreadPoolExecutor(max_workers=1)
+    probing = pool.submit(distributions_probe, request.python or DEFAULT_PYTHON, label="--python")
+    pool.shutdown(wait=False)  # (its one thread ends with the probe)
+    return probing
+
+
+def environment(request: CheckRequest, probing: Future[dict[str, Any]] | None = None
+                ) -> dict[str, Any]:
     from repromatrix.check import environment as inputs
 
     if request.pins:
@@ -132,10 +154,14 @@ def environment(request: CheckRequest) -> dict[str, Any]:
         return inputs.from_requirements(request.requirement)
     if request.ngc is not None:
         return inputs.from_ngc(request.ngc)
-    from repromatrix.engines.interpreter import env_probe
+    from repromatrix.engines.interpreter import distributions_probe, env_probe
 
     python = request.python or DEFAULT_PYTHON
-    return inputs.from_probe(python, env_probe(python, label="--python"))
+    if probing is not None:
+        return inputs.from_probe(python, probing.result())
+    # its installed distributions, torch not imported; --run's full probe where it runs
+    probe = env_probe if request.run else distributions_probe
+    return inputs.from_probe(python, probe(python, label="--python"))
 
 
 def records(request: CheckRequest) -> tuple[list[dict[str, Any]], dict[str, Any]]:

@@ -1,13 +1,15 @@
 """The environment probe of an interpreter, seen from the host.
 
-Used by `repromatrix env`. The probe itself is
+Used by `repromatrix env` and `check --run`. The probe itself is
 ``repros/harness/runner.py --probe``: it runs in the interpreter under test, so the
-host never imports torch.
+host never imports torch. ``check --python`` reads only the installed distributions
+(``distributions_probe``: importlib.metadata in the interpreter, torch not imported).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -76,3 +78,62 @@ def _tail(output: bytes) -> str:
     if not text:
         return "  (nothing)"
     return printable(bounded(text, TAIL_CHARS), newlines=True)
+
+
+# run by the interpreter under test: its installed distributions (name -> version, as pip
+# freeze would pin them), its Python and the NGC release it is in; torch is never imported
+_DISTRIBUTIONS = r"""
+import json, os, re, sys
+from importlib import metadata
+found = {}
+for dist in metadata.distributions():
+    try:
+        name = dist.metadata["Name"]
+    except Exception:
+        name = None
+    if name:
+        found.setdefault(re.sub(r"[-_.]+", "-", name).lower(), dist.version)
+json.dump({"python": "%d.%d.%d" % sys.version_info[:3], "python_executable": sys.executable,
+           "distributions": found, "ngc": os.environ.get("NVIDIA_PYTORCH_VERSION") or None},
+          sys.stdout)
+"""
+_TENSORRT = ("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt-cu11")
+
+
+def distributions_probe(python: str, timeout: float = 60.0, *, label: str = "--python"
+                        ) -> dict[str, Any]:
+    """What is installed in ``python``, read by it from its distributions' metadata
+    (``importlib.metadata``: no package is imported, a fraction of a second): the probe's keys
+    ``check`` reads (python, python_executable, distributions, ngc, torch, torchvision,
+    torch_tensorrt, tensorrt, cuda: the CUDA build of torch's local part, ``+cu128`` ->
+    12.8; ``error`` when torch is not installed). Bad interpreters as ``env_probe``."""
+    exe = resolve_python(python)
+    try:
+        proc = subprocess.run([exe, "-c", _DISTRIBUTIONS], capture_output=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return {"python_executable": exe, "error": f"reading its distributions timed out after "
+                                                   f"{timeout:g}s"}
+    except OSError as exc:
+        raise UsageError(f"{label} {python}: cannot run it: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(proc.stdout.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict) or not isinstance(data.get("distributions"), dict):
+        raise UsageError(f"{label} {python}: not a working Python interpreter: reading its "
+                         f"distributions (importlib.metadata) {_how_it_ended(proc.returncode)} "
+                         f"and printed no such JSON; its output ends with:\n"
+                         f"{_tail(proc.stdout + proc.stderr)}")
+    dists = {str(k): str(v) for k, v in data["distributions"].items()}
+    data["distributions"] = dists
+    for key, name in (("torch", "torch"), ("torchvision", "torchvision"),
+                      ("torch_tensorrt", "torch-tensorrt")):
+        data[key] = dists.get(name)
+    data["tensorrt"] = next((dists[n] for n in _TENSORRT if n in dists), None)
+    local = (data["torch"] or "").partition("+")[2]
+    cuda = re.fullmatch(r"cu(\d+)(\d)", local)
+    data["cuda"] = f"{cuda.group(1)}.{cuda.group(2)}" if cuda else None
+    if not data["torch"]:
+        data["error"] = "torch is not installed (no torch distribution)"
+    return data

@@ -2,11 +2,18 @@
 
 The one version rule of the host side (``check`` and ``report`` both read it). Versions are
 taken from a record's environment probe, falling back to the stack spec; local parts
-(``+cu124``, ``.nv24.05``) are dropped and versions compare in PEP 440 order: a pre-/dev-release
-(NGC's ``2.5.0a0``) comes before its release, so ``>=2.5`` does not hold for it and ``<2.5``
-does (the same order as ``repros/harness/_versions.py``; packaging's rule that ``<V`` excludes
-pre-releases of V is not used, so every version falls on one side of a bound). A rule naming a
-package whose version is unknown does not apply.
+(``+cu124``, ``.nv24.05``) are dropped and versions sort in PEP 440 order (``normalize_version``).
+
+Where a bug's boundary is concerned (an ``expect`` rule's ``when``, a release that fixes it,
+the upgrade past it) a pre-release or dev release of V counts as V (``boundary_version``):
+NVIDIA's NGC containers build torch and torch-tensorrt from the release branch shortly
+before the release (NGC 24.09/24.10's torch-tensorrt ``2.5.0a0`` has the 2.5 fix, NGC
+24.02-24.04's ``2.3.0.dev0`` the 2.3 code), so ``2.14.0a0`` meets ``>=2.14`` and not
+``<2.14``, and "fixed in torch 2.14.0" is not said to an environment on ``2.14.0a0``. Every
+version falls on one side of a bound. A rule naming a package whose version is unknown does
+not apply. (The container side, ``repros/harness/_versions.py``, keeps PEP 440's order for
+the signatures and requirements it matches inside a run: what a record says is measured
+there, how it is read against a bug's boundary is decided here.)
 """
 
 from __future__ import annotations
@@ -53,6 +60,20 @@ def _normalized(raw: str) -> Version | None:
         return None
 
 
+def boundary_version(text: Any) -> Version | None:
+    """The version a bug's boundary sees: ``normalize_version``, with a pre-release or dev
+    release of V (NGC's ``2.14.0a0``, ``2.3.0.dev0``) counted as V (see the module's doc)."""
+    found = normalize_version(text)
+    return None if found is None else _as_release(found)
+
+
+@functools.lru_cache(maxsize=8192)
+def _as_release(version: Version) -> Version:
+    if version.is_prerelease or version.is_devrelease:
+        return Version(version.base_version)
+    return version
+
+
 def plain(text: Any) -> str | None:
     """A version without its local part (``2.5.1+cu124`` -> ``2.5.1``); None and "" are None."""
     return None if text is None or str(text) == "" else str(text).split("+", 1)[0]
@@ -87,7 +108,7 @@ def when_holds(when: Mapping[str, Any], version_of: Callable[[str], Any]) -> boo
     name to its version text, None when unknown): a rule's one test, for a record and for an
     environment `repromatrix check` is given."""
     for package, spec in when.items():
-        version = normalize_version(version_of(str(package)))
+        version = boundary_version(version_of(str(package)))
         if version is None:
             return False
         clauses = _clauses(str(spec))
@@ -105,9 +126,10 @@ def _clauses(spec: str) -> tuple[Specifier, ...] | None:
 
 
 def _holds(version: Version, clause: Specifier) -> bool:
-    """One clause in PEP 440 order; ``==``/``!=``/``~=``/``===`` as packaging reads them."""
+    """One clause in PEP 440 order, its bound read as ``boundary_version`` reads a version;
+    ``==``/``!=``/``~=``/``===`` as packaging reads them."""
     if clause.operator in _OPS:
-        return bool(_OPS[clause.operator](version, Version(clause.version)))
+        return bool(_OPS[clause.operator](version, _as_release(Version(clause.version))))
     return clause.contains(version, prereleases=True)
 
 

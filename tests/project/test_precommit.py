@@ -5,7 +5,8 @@ A project's git repository with a requirements.txt and a .pre-commit-config.yaml
 makes the hook's virtualenv and pip-installs repromatrix from that copy. Offline: no
 index (PIP_NO_INDEX), the build backend (setuptools) from the wheels virtualenv ships
 (PIP_FIND_LINKS), and repromatrix's dependencies from this interpreter's site-packages
-(VIRTUALENV_SYSTEM_SITE_PACKAGES): what pip installs is the copy's own package.
+(VIRTUALENV_SYSTEM_SITE_PACKAGES; and PYTHONPATH when the tests run in a venv, as nox's):
+what pip installs is the copy's own package, and the hook imports it (asserted).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -54,6 +56,9 @@ def offline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     embedded = Path(virtualenv.__file__).parent / "seed" / "wheels" / "embed"
     home = tmp_path_factory.mktemp("pre-commit-home")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    if sys.prefix != sys.base_prefix:      # the tests run in a venv (nox): its packages too
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib",
+                                                                                       "platlib")))
     return {**env, **GIT, "PRE_COMMIT_HOME": str(home), "PIP_NO_INDEX": "1",
             "PIP_FIND_LINKS": str(embedded), "VIRTUALENV_SYSTEM_SITE_PACKAGES": "1",
             "PIP_DISABLE_PIP_VERSION_CHECK": "1"}

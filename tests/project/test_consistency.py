@@ -183,8 +183,9 @@ def test_each_shared_option_is_declared_once_and_parsed_from_it():
     declared = {flag: opt for opt in OPTIONS for flag in opt.flags}
     assert len(declared) == sum(len(o.flags) for o in OPTIONS), "a flag is declared twice"
     own_ways = {("report", "--matrix"), ("report", "--results"), ("export slurm", "--backend"),
-                ("export slurm", "--results"), ("env", "--python"), ("compat update", "--matrix"),
-                ("bisect", "--backend"), ("check", "--python"), ("check", "--results")}
+                ("export slurm", "--results"), ("export osv", "--results"), ("env", "--python"),
+                ("compat update", "--matrix"), ("bisect", "--backend"), ("check", "--python"),
+                ("check", "--results")}
     seen = 0
     for name, parser in _subparsers(build_parser()):
         for action in parser._actions:

@@ -1,4 +1,5 @@
-"""`repromatrix export slurm`: job scripts that run the shards on many machines."""
+"""`repromatrix export`: job scripts that run the shards on many machines (``slurm``); the
+catalog as OSV records that osv-scanner reads (``osv``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from repromatrix.errors import Exit
 
 from .common import Selection, load, plan_for
 
-HELP = "write job scripts that run the shards on many machines"
+HELP = "write job scripts that run the shards on many machines, or the catalog as OSV records"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -33,10 +34,20 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="how a node starts repromatrix (default: this interpreter -m repromatrix)")
     s.add_argument("run_args", nargs="*", metavar="-- RUN-OPTIONS",
                    help="more `repromatrix run` options, after `--` (e.g. -- --timeout 300)")
+    o = targets.add_parser("osv", help="the catalog as OSV JSON, one file per bug, and "
+                           "osv-scanner/PyPI/all.zip for osv-scanner --offline (docs/check.md)")
+    o.add_argument("dir", type=Path, metavar="DIR", help="where the records go")
+    records = o.add_mutually_exclusive_group()
+    records.add_argument("--results", type=Path, metavar="DIR",
+                         help="from this store (default: the published records shipped with repromatrix)")
+    records.add_argument("--from", dest="from_page", metavar="FILE|URL",
+                         help="from a published page's results.json")
     return p
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.target == "osv":
+        return run_osv(args)
     from repromatrix.distribute.slurm import export, make_job
 
     job = make_job(shards=args.shards, folder_of_results=args.results, site=args.out,
@@ -44,4 +55,29 @@ def run(args: argparse.Namespace) -> int:
                    all_stacks=args.all_stacks, sbatch=args.sbatch, run_args=args.run_args,
                    durations=args.durations, repromatrix=args.repromatrix)
     export(job, plan_for(Selection.from_args(args), load(args, overrides=False)), args.dir)
+    return Exit.OK
+
+
+def run_osv(args: argparse.Namespace) -> int:
+    """Write the OSV records of the catalog, each bug's fix as ``check`` says it."""
+    from repromatrix.check import osv
+    from repromatrix.check import records as sources
+    from repromatrix.check.candidates import releases
+    from repromatrix.check.fixes import bug_fixes
+    from repromatrix.config.compat import load_table
+
+    from .check import catalog
+
+    if args.results is not None:
+        rows, source = sources.store_rows(args.results)
+    elif args.from_page is not None:
+        rows, source = sources.results_json_rows(args.from_page)
+    else:
+        rows, source = sources.snapshot_rows()
+    bugs, table = catalog(), load_table()
+    found = osv.advisories(bugs, bug_fixes(bugs, rows, table), rows, releases(table),
+                           osv.timestamp(source.get("newest")))
+    written = osv.write(args.dir, found)
+    print(f"wrote {len(found)} OSV records to {args.dir}/ and {written[-1]} "
+          f"(osv-scanner --offline: OSV_SCANNER_LOCAL_DB_CACHE_DIRECTORY={args.dir})")
     return Exit.OK

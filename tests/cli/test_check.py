@@ -65,7 +65,12 @@ def test_a_requirements_file_and_a_store(tmp_path):
     from_file = valid(repromatrix("check", "-r", str(req), "--format", "json").stdout)
     from_pins = valid(repromatrix("check", *REPORTED, "--format", "json").stdout)
     assert from_file["affected"] == from_pins["affected"]
+    file_install, pins_install = from_file["upgrade"].pop("install"), from_pins["upgrade"].pop("install")
     assert from_file["upgrade"] == from_pins["upgrade"]
+    # the file's CUDA 12.4 build is kept where it exists, else said (tests/check/test_candidates.py)
+    assert file_install.startswith(pins_install)
+    assert "has no cu124 build" in file_install or "--index-url https://download.pytorch.org/whl/cu124" \
+        in file_install
 
 
 @pytest.mark.torch

@@ -24,7 +24,7 @@ def render(result: Mapping[str, Any]) -> str:
     lines = [f"environment: {env['label']}",
              "  " + ", ".join(f"{LABELS[k]} {v}" for k, v in env["versions"].items() if v),
              *(f"  note: {n}" for n in env.get("notes", ())),
-             f"records: {_source(source)}", ""]
+             f"records: {source_words(source)}", ""]
     for bug in result["bugs"]:
         mark = "ignored" if bug["ignored"] else MARKS[bug["verdict"]]
         lines.append(f"{mark:<9} {bug['id']}: {bug['title']}")
@@ -47,7 +47,7 @@ def render(result: Mapping[str, Any]) -> str:
     return printable("\n".join(lines), newlines=True) + "\n"
 
 
-def _source(source: Mapping[str, Any]) -> str:
+def source_words(source: Mapping[str, Any]) -> str:
     what = {"snapshot": "the snapshot shipped with repromatrix, made from",
             "store": "the store", "results.json": "the page's results.json"}[source["kind"]]
     newest = f", newest {source['newest'][:10]}" if source.get("newest") else ""

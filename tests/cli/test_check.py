@@ -134,8 +134,8 @@ def test_the_default_is_a_short_table_affected_first():
     proc = repromatrix("check", *REPORTED, "--ignore", "tv_masks_to_boxes_empty")
     assert proc.returncode == 1, proc.stderr
     lines = proc.stdout.splitlines()
-    assert len(lines) < 25 and lines == repromatrix("check", *REPORTED, "--ignore",
-                                                    "tv_masks_to_boxes_empty", "--format", "text").stdout.splitlines()
+    alias = repromatrix("check", *REPORTED, "--ignore", "tv_masks_to_boxes_empty", "--format", "text")
+    assert len(lines) < 25 and lines == alias.stdout.splitlines()
     assert lines[3].split() == ["verdict", "bug", "package", "installed", "fixed", "in", "workaround", "link"]
     row = next(line.split() for line in lines if " deform_conv2d_device " in line)
     assert row[:5] == ["affected", "deform_conv2d_device", "torch-tensorrt", "2.4.0", "2.5.0"]
@@ -152,7 +152,8 @@ def test_markdown_for_a_pull_request_and_output_to_a_file(tmp_path):
     out = tmp_path / "check.md"
     proc = repromatrix("check", *REPORTED, "--format", "markdown", "--output", str(out))
     assert proc.returncode == 1 and out.read_text() == shown.stdout
-    assert proc.stdout == f"8 known bug(s) affect this environment; the answer (markdown) is in {out}; exit 1\n"
+    assert proc.stdout == (f"8 known bug(s) affect this environment; the answer (markdown) is in "
+                           f"{out}; exit 1\n")
     bad = repromatrix("check", *REPORTED, "--output", str(tmp_path / "no" / "such" / "f"))
     assert bad.returncode == 2 and "--output" in bad.stderr and "Traceback" not in bad.stderr
 

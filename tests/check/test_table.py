@@ -83,3 +83,11 @@ def test_nothing_to_list_is_no_table():
     clean = result(bug("z", "not affected"))
     assert not table_lines(markdown(clean, PACKAGES, 0))
     assert "verdict" not in columns(clean, PACKAGES, 0)
+
+
+def test_what_run_found_is_said_in_both():
+    ran = {**ANSWER, "run": {"ran": 4, "disagree": ["a"]}}
+    said = "run now: 4 repro(s) run; disagreeing with the records: a"
+    assert said in columns(ran, PACKAGES, 1).splitlines()
+    assert f"{said}." in markdown(ran, PACKAGES, 1)
+    assert "run now" not in columns(ANSWER, PACKAGES, 1)

@@ -19,7 +19,7 @@ from repromatrix.run import ci
 from repromatrix.textsafe import printable
 
 from .decide import AFFECTED, CANNOT_TELL, LABELS, NOT_AFFECTED
-from .text import source_words
+from .text import run_lines, source_words
 
 HEADER = ("verdict", "bug", "package", "installed", "fixed in", "workaround", "link")
 ORDER = (AFFECTED, CANNOT_TELL, NOT_AFFECTED)
@@ -78,7 +78,7 @@ def columns(result: Mapping[str, Any], packages: Mapping[str, str], exit_code: i
         lines += ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in table]
         lines.append("")
     up = upgrade_lines(result)
-    lines += [*up, *([""] if up else []), summary(result, exit_code)]
+    lines += [*up, *([""] if up else []), *run_lines(result), summary(result, exit_code)]
     return printable("\n".join(lines), newlines=True) + "\n"
 
 
@@ -139,6 +139,7 @@ def markdown(result: Mapping[str, Any], packages: Mapping[str, str], exit_code: 
     found = rows(result, packages, ORDER if every else (AFFECTED, CANNOT_TELL), short=False)
     if found:
         lines.append(ci.markdown_table(HEADER, [astuple(r) for r in found]))
+    lines += [f"{ci.markdown_text(line)}.\n" for line in run_lines(result)]
     up = result["upgrade"]
     if up is not None:
         first, *rest = upgrade_lines(result)

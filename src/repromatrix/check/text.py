@@ -43,7 +43,7 @@ def render(result: Mapping[str, Any]) -> str:
                 lines += _wrapped(f"workaround stage on that record: {record['workaround']}")
             lines += _wrapped(f"workaround: {bug['workaround'] or 'none documented'}")
             lines += _wrapped(f"fixed in: {bug['fixed_in'] or 'no release known to fix it'}")
-    lines += ["", *_upgrade(result), "", *_run(result), _summary(result)]
+    lines += ["", *_upgrade(result), "", *run_lines(result), _summary(result)]
     return printable("\n".join(lines), newlines=True) + "\n"
 
 
@@ -78,7 +78,8 @@ def _upgrade(result: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _run(result: Mapping[str, Any]) -> list[str]:
+def run_lines(result: Mapping[str, Any]) -> list[str]:
+    """What ``--run`` found beside the records, in one line (none without ``--run``)."""
     run = result.get("run")
     if not run:
         return []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from importlib import resources
@@ -34,7 +35,7 @@ def valid(stdout: str) -> dict:
 
 def test_a_stack_with_a_known_bug_exits_1_and_says_the_upgrade():
     # without the torchvision bug (fixed only with torch 2.11: tests/check/test_decide.py)
-    proc = repromatrix("check", *REPORTED, "--ignore", "tv_masks_to_boxes_empty")
+    proc = repromatrix("check", *REPORTED, "--ignore", "tv_masks_to_boxes_empty", "--verbose")
     assert proc.returncode == 1, proc.stderr
     out = " ".join(proc.stdout.split(" "))  # lines are wrapped at 100 columns
     assert "AFFECTED  deform_conv2d_device" in out and "fixed in: torch-tensorrt 2.5.0" in out
@@ -46,7 +47,8 @@ def test_no_known_bug_exits_0():
     proc = repromatrix("check", "torch==2.4.1", "--ignore", "torchscript_device_mix",
                        "--ignore", "tv_masks_to_boxes_empty")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert f"0 of {len(CATALOG)} known bug(s) affect this environment (2 ignored); exit 0" in proc.stdout
+    assert f"0 of {len(CATALOG)} known bug(s) affect this environment (2 ignored); " in proc.stdout
+    assert proc.stdout.rstrip().endswith("; exit 0")
 
 
 @pytest.mark.parametrize("args", [
@@ -66,7 +68,12 @@ def test_a_requirements_file_and_a_store(tmp_path):
     from_file = valid(repromatrix("check", "-r", str(req), "--format", "json").stdout)
     from_pins = valid(repromatrix("check", *REPORTED, "--format", "json").stdout)
     assert from_file["affected"] == from_pins["affected"]
+    file_install, pins_install = from_file["upgrade"].pop("install"), from_pins["upgrade"].pop("install")
     assert from_file["upgrade"] == from_pins["upgrade"]
+    # the file's CUDA 12.4 build is kept where it exists, else said (tests/check/test_candidates.py)
+    assert file_install.startswith(pins_install)
+    assert "has no cu124 build" in file_install or "--index-url https://download.pytorch.org/whl/cu124" \
+        in file_install
 
 
 def test_pins_without_torchvision_take_the_table_s_pairing():
@@ -79,7 +86,7 @@ def test_pins_without_torchvision_take_the_table_s_pairing():
     assert "deform_conv2d_device" in data["affected"]
     text = repromatrix("check", "torch==2.4.1", "torch-tensorrt==2.4.0").stdout
     assert "note: torchvision not given: taken as 0.19.1" in text
-    assert "AFFECTED  deform_conv2d_device" in text
+    assert re.search(r"^affected +deform_conv2d_device ", text, re.M), text
 
 
 def test_pip_freeze_on_standard_input():
@@ -179,3 +186,66 @@ def test_bad_input_exits_2_with_a_message(args, needle):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "repromatrix: error: " in proc.stderr and needle in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_default_is_a_short_table_affected_first():
+    proc = repromatrix("check", *REPORTED, "--ignore", "tv_masks_to_boxes_empty")
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stdout.splitlines()
+    alias = repromatrix("check", *REPORTED, "--ignore", "tv_masks_to_boxes_empty", "--format", "text")
+    assert len(lines) < 25 and lines == alias.stdout.splitlines()
+    assert lines[3].split() == ["verdict", "bug", "package", "installed", "fixed", "in", "workaround", "link"]
+    row = next(line.split() for line in lines if " deform_conv2d_device " in line)
+    assert row[:5] == ["affected", "deform_conv2d_device", "torch-tensorrt", "2.4.0", "2.5.0"]
+    assert row[-1] == "https://github.com/pytorch/TensorRT/issues/3556"
+    verdicts = [line.split()[0] for line in lines[5:] if line.startswith(("affected", "cannot"))]
+    assert verdicts == sorted(verdicts) and not any(line.startswith("not affected") for line in lines)
+    assert "  pip install torch==2.5.0 torchvision==0.20.0 torch-tensorrt==2.5.0" in lines
+
+
+def test_markdown_for_a_pull_request_and_output_to_a_file(tmp_path):
+    shown = repromatrix("check", *REPORTED, "--format", "markdown")
+    assert shown.returncode == 1 and "| verdict | bug | package |" in shown.stdout
+    assert "| affected | deform_conv2d_device | torch-tensorrt | 2.4.0 | 2.5.0 |" in shown.stdout
+    out = tmp_path / "check.md"
+    proc = repromatrix("check", *REPORTED, "--format", "markdown", "--output", str(out))
+    assert proc.returncode == 1 and out.read_text() == shown.stdout
+    assert proc.stdout == (f"8 known bug(s) affect this environment; the answer (markdown) is in "
+                           f"{out}; exit 1\n")
+    bad = repromatrix("check", *REPORTED, "--output", str(tmp_path / "no" / "such" / "f"))
+    assert bad.returncode == 2 and "--output" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_strict_fails_on_cannot_tell_too():
+    args = ("check", "torch==2.4.1", "--ignore", "torchscript_device_mix",
+            "--ignore", "tv_masks_to_boxes_empty")
+    assert repromatrix(*args).returncode == 0
+    strict = repromatrix(*args, "--strict", "--format", "json")
+    assert strict.returncode == 1 and valid(strict.stdout)["exit"] == 1
+    unknown = [b["id"] for b in valid(strict.stdout)["bugs"]
+               if b["verdict"] == "cannot tell" and not b["ignored"]]
+    assert unknown
+    told = [a for bug in unknown for a in ("--ignore", bug)]
+    assert repromatrix(*args, *told, "--strict").returncode == 0
+
+
+def test_github_actions_gets_the_step_summary_and_an_annotation_per_bug(tmp_path):
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)}
+    proc = repromatrix("check", "torch==2.4.1", "--strict", "--format", "json", env=env)
+    assert proc.returncode == 1 and json.loads(proc.stdout)["exit"] == 1  # stdout stays the answer
+    answer = json.loads(proc.stdout)
+    notes = [line for line in proc.stderr.splitlines() if line.startswith("::")]
+    assert notes[0].startswith("::error title=repromatrix check%3A torchscript_device_mix::"
+                               "torchscript_device_mix affects this environment (torch 2.4.1)")
+    said = [n.split("::")[1] for n in notes]
+    assert said == [f"error title=repromatrix check%3A {b}" for b in answer["affected"]] + [
+        f"warning title=repromatrix check%3A {b['id']}" for b in answer["bugs"]
+        if b["verdict"] == "cannot tell"]
+    text = summary.read_text()
+    assert text.startswith("earlier step\n") and "### repromatrix check: torch==2.4.1" in text
+    assert "| affected | torchscript_device_mix | torch | 2.4.1 | no fix yet |" in text
+    plain = repromatrix("check", "torch==2.4.1", env={"GITHUB_ACTIONS": "false",
+                                                        "GITHUB_STEP_SUMMARY": str(summary)})
+    assert "::" not in plain.stderr and summary.read_text() == text

@@ -109,6 +109,8 @@ def test_workflow_command_escapes_follow_githubs_rules():
     assert ci.escape_property("50%\r\nnext: a,b") == "50%25%0D%0Anext%3A a%2Cb"
     assert ci.error("x\ny", title="t: 1,2") == "::error title=t%3A 1%2C2::x%0Ay"
     assert ci.group_start("s (broken)") == "::group::s (broken)"
+    assert ci.warning("50%\nx", title="a,b") == "::warning title=a%2Cb::50%25%0Ax"
+    assert ci.markdown_text("a|b <i>\n") == "a\\|b &lt;i&gt;\\n"
 
 
 def test_markdown_cells_stay_in_their_column():

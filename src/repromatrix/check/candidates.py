@@ -7,7 +7,10 @@ torch each one requires; without it, along torch releases; torchvision follows t
 table's pairing). An NGC environment moves to later NGC releases. A release whose wheels do
 not support the environment's Python, and a torch-tensorrt release the table marks broken,
 are left out. Each candidate says which packages change, how many releases they move in
-all (``distance``) and the command that installs it.
+all (``distance``) and the command that installs it. An environment whose torch is a
+CUDA (or CPU) build of the PyTorch wheel index (``2.9.1+cu128``) keeps that build: the
+command pins it and names its index (as ``engines.images.index_options`` does), or, where
+the target torch was never published for it, says so in a shell comment.
 """
 
 from __future__ import annotations
@@ -92,12 +95,37 @@ def _pip(table: CompatTable, lists: Mapping[str, list[str]], versions: Mapping[s
         new["torchvision"] = now if now in paired else (paired[0] if paired else None)
     changes = [p for p in ("torch", "torchvision", "torch_tensorrt") if p in new
                and new[p] is not None and boundary_version(new[p]) != boundary_version(versions.get(p))]
-    pins = " ".join(f"{PIP_NAMES[p]}=={new[p]}" for p in ("torch", "torchvision", "torch_tensorrt")
-                    if new.get(p))
     return {"kind": "pip", "versions": {p: new.get(p) for p in AXES if p != "ngc"},
             "changes": changes,
             "distance": sum(_steps(lists[p], versions.get(p), new[p]) for p in changes),
-            "install": f"pip install {pins}"}
+            "install": install(table, new, build(table, versions.get("torch")))}
+
+
+def build(table: CompatTable, torch: Any) -> str | None:
+    """The wheel index build of an installed torch (``2.9.1+cu128`` -> ``cu128``), or None for
+    PyPI's (no local part, or one that names no index of the table)."""
+    local = str(torch or "").partition("+")[2].lower()
+    return local if local in table.indexes else None
+
+
+def install(table: CompatTable, new: Mapping[str, Any], index: str | None) -> str:
+    """The ``pip install`` of the versions ``new``; on the PyTorch wheel index ``index`` (its
+    build pinned: PyPI stays an extra index for the dependencies) when the target torch was
+    published for it, else PyPI's wheels and a comment saying that build does not exist."""
+    names = [p for p in ("torch", "torchvision", "torch_tensorrt") if new.get(p)]
+    plain_pins = " ".join(f"{PIP_NAMES[p]}=={new[p]}" for p in names)
+    if index is None:
+        return f"pip install {plain_pins}"
+    rel = table.torch[new["torch"]]
+    if index != "cpu" and index not in rel.indexes:
+        published = ", ".join(rel.indexes) or "none known"
+        return (f"pip install {plain_pins}  # torch {rel.version} has no {index} build "
+                f"(its CUDA builds: {published}); this installs PyPI's (CUDA {rel.pypi_cuda})")
+    from repromatrix.engines.images import PYPI_INDEX, TORCH_INDEX
+
+    local = {"torch": f"+{index}", "torchvision": f"+{index}"}
+    pins = " ".join(f"{PIP_NAMES[p]}=={new[p]}{local.get(p, '')}" for p in names)
+    return f"pip install {pins} --index-url {TORCH_INDEX}/{index} --extra-index-url {PYPI_INDEX}"
 
 
 def _steps(known: list[str], old: Any, new: str) -> int:

@@ -24,7 +24,7 @@ def render(result: Mapping[str, Any]) -> str:
     lines = [f"environment: {env['label']}",
              "  " + ", ".join(f"{LABELS[k]} {v}" for k, v in env["versions"].items() if v),
              *(f"  note: {n}" for n in env.get("notes", ())),
-             f"records: {_source(source)}", ""]
+             f"records: {source_words(source)}", ""]
     for bug in result["bugs"]:
         mark = "ignored" if bug["ignored"] else MARKS[bug["verdict"]]
         lines.append(f"{mark:<9} {bug['id']}: {bug['title']}")
@@ -43,11 +43,11 @@ def render(result: Mapping[str, Any]) -> str:
                 lines += _wrapped(f"workaround stage on that record: {record['workaround']}")
             lines += _wrapped(f"workaround: {bug['workaround'] or 'none documented'}")
             lines += _wrapped(f"fixed in: {bug['fixed_in'] or 'no release known to fix it'}")
-    lines += ["", *_upgrade(result), "", *_run(result), _summary(result)]
+    lines += ["", *_upgrade(result), "", *run_lines(result), _summary(result)]
     return printable("\n".join(lines), newlines=True) + "\n"
 
 
-def _source(source: Mapping[str, Any]) -> str:
+def source_words(source: Mapping[str, Any]) -> str:
     what = {"snapshot": "the snapshot shipped with repromatrix, made from",
             "store": "the store", "results.json": "the page's results.json"}[source["kind"]]
     newest = f", newest {source['newest'][:10]}" if source.get("newest") else ""
@@ -78,7 +78,8 @@ def _upgrade(result: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _run(result: Mapping[str, Any]) -> list[str]:
+def run_lines(result: Mapping[str, Any]) -> list[str]:
+    """What ``--run`` found beside the records, in one line (none without ``--run``)."""
     run = result.get("run")
     if not run:
         return []

@@ -1,7 +1,10 @@
 """`repromatrix check`: which known bugs an environment has, and the smallest upgrade.
 
 Like pip-audit: exit 0 when no known bug of the catalog affects it, 1 when one does (not
-``--ignore``d), 2 for bad input. The environment is an interpreter (``--python``, default
+``--ignore``d; with ``--strict`` also when one cannot be told), 2 for bad input. The answer:
+a short table (``check.table``; ``--verbose``: every bug with its evidence, ``check.text``),
+Markdown or JSON, on stdout or ``--output``; under GitHub Actions also the step summary and
+an annotation per bug found (``run.ci``). The environment is an interpreter (``--python``, default
 the ``python3`` on PATH), pins (``torch==2.4.1 ...``), a requirements file (``-r``) or an
 NGC release (``--ngc``); the records are the snapshot shipped in the package, a store
 (``--results``) or a published page's ``results.json`` (``--from``).
@@ -18,18 +21,20 @@ from typing import TYPE_CHECKING, Any
 
 from repromatrix.config.options import DEFAULT_RESULTS
 from repromatrix.errors import Exit, UsageError, did_you_mean
+from repromatrix.textsafe import printable
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
 HELP = "which known bugs an environment has, and the smallest upgrade that avoids them"
-FORMATS = ("text", "json")
+FORMATS = ("columns", "markdown", "json", "text")  # text: columns' former name
 DEFAULT_PYTHON = "python3"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser("check", help=HELP, description=HELP + ". Exit 0: none; 1: at least one; "
-                       "2: bad input.")
+    p = sub.add_parser("check", help=HELP, description=HELP + ". Exit 0: none; 1: at least one "
+                       "(with --strict: or one that cannot be told); 2: bad input; 3: --from "
+                       "unreachable.")
     p.add_argument("pins", nargs="*", metavar="PKG==V",
                    help="the environment as pins, e.g. torch==2.4.1 torch-tensorrt==2.4.0 "
                         "torchvision==0.19.1")
@@ -55,8 +60,17 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "and say where the run disagrees with the records")
     p.add_argument("--run-results", type=Path, default=DEFAULT_RESULTS, metavar="DIR",
                    help=f"where --run records its results (default: {DEFAULT_RESULTS}/)")
-    p.add_argument("--format", choices=FORMATS, default="text",
-                   help="text, or json (its schema: repromatrix/data/check.schema.json)")
+    p.add_argument("--format", choices=FORMATS, default="columns",
+                   help="columns (a table, the default; text is its former name), markdown (for a "
+                        "pull-request comment), or json (its schema: "
+                        "repromatrix/data/check.schema.json)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="every bug with the record or rule behind its answer (columns); every "
+                        "bug in the table (markdown)")
+    p.add_argument("-o", "--output", type=Path, metavar="FILE",
+                   help="write the answer there instead of stdout (stdout says where)")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 also when a bug cannot be told (not only when one affects it)")
     return p
 
 
@@ -71,14 +85,19 @@ class CheckRequest:
     results: Path | None = None
     from_page: str | None = None
     ignore: tuple[str, ...] = ()
-    format: str = "text"
+    format: str = "columns"
     run: bool = False
     run_results: Path = DEFAULT_RESULTS
+    verbose: bool = False
+    output: Path | None = None
+    strict: bool = False
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> CheckRequest:
         request = cls(tuple(args.pins), args.python, args.requirement, args.ngc, args.results,
-                      args.from_page, tuple(args.ignore), args.format, args.run, args.run_results)
+                      args.from_page, tuple(args.ignore),
+                      "columns" if args.format == "text" else args.format, args.run,
+                      args.run_results, args.verbose, args.output, args.strict)
         inputs = [name for name, value in (("pins", request.pins), ("--python", request.python),
                                            ("-r", request.requirement), ("--ngc", request.ngc))
                   if value]
@@ -111,13 +130,77 @@ def execute(request: CheckRequest) -> int:
         from repromatrix.check.decide import compare_run
 
         result = compare_run(result, run_now(request))
-    if request.format == "json":
-        sys.stdout.write(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    from repromatrix.check import table
+
+    code = exit_code(result, request.strict)
+    result["exit"] = code
+    packages = table.packages_of(bugs)
+    answer = formatted(result, packages, request)
+    if request.output is None:
+        sys.stdout.write(answer)
     else:
+        write_output(request.output, answer)
+        sys.stdout.write(f"{table.counts(result)['affected']} known bug(s) affect this environment; "
+                         f"the answer ({request.format}) is in {printable(str(request.output))}; "
+                         f"exit {code}\n")
+    tell_ci(result, packages, request.strict)
+    return Exit.AFFECTED if code else Exit.OK
+
+
+def exit_code(result: dict[str, Any], strict: bool) -> int:
+    """1 when a bug not ignored affects the environment, or (``strict``) cannot be told."""
+    from repromatrix.check.decide import CANNOT_TELL
+
+    untold = strict and any(b["verdict"] == CANNOT_TELL and not b["ignored"] for b in result["bugs"])
+    return 1 if result["exit"] or untold else 0
+
+
+def formatted(result: dict[str, Any], packages: dict[str, str], request: CheckRequest) -> str:
+    """The answer in the request's format."""
+    from repromatrix.check import table
+
+    if request.format == "json":
+        return json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    if request.format == "markdown":
+        return table.markdown(result, packages, result["exit"], every=request.verbose)
+    if request.verbose:
         from repromatrix.check.text import render
 
-        sys.stdout.write(render(result))
-    return Exit.AFFECTED if result["exit"] else Exit.OK
+        return render(result)
+    return table.columns(result, packages, result["exit"])
+
+
+def write_output(path: Path, answer: str) -> None:
+    try:
+        path.write_text(answer, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"--output {printable(str(path))}: cannot write it "
+                         f"({exc.strerror or exc})") from None
+
+
+def tell_ci(result: dict[str, Any], packages: dict[str, str], strict: bool) -> None:
+    """Under GitHub Actions: the Markdown answer appended to the step summary, and on stderr
+    (never mixed with the answer; the runner reads workflow commands on both streams) an
+    error annotation per bug that affects the environment, a warning per bug that cannot be
+    told under ``--strict`` (``run.ci``'s)."""
+    from repromatrix.check import table
+    from repromatrix.check.decide import AFFECTED, CANNOT_TELL
+    from repromatrix.run import ci
+
+    if not ci.on_github_actions():
+        return
+    try:
+        ci.append_step_summary("\n" + table.markdown(result, packages, result["exit"]))
+    except OSError as exc:  # the answer is given: a summary it cannot write is only said
+        sys.stderr.write(f"note: the step summary could not be written: {printable(str(exc))}\n")
+    kinds = {AFFECTED: ci.error, **({CANNOT_TELL: ci.warning} if strict else {})}
+    titles = {b["id"]: b["title"] for b in result["bugs"]}
+    for row in table.rows(result, packages, tuple(kinds)):
+        said = "affects this environment" if row.verdict == AFFECTED else "cannot be told here"
+        message = (f"{row.bug} {said} ({row.package} {row.installed}): "
+                   f"{printable(titles[row.bug])}. Fixed in: {row.fixed_in}. "
+                   f"Workaround: {row.workaround}. {row.link}")
+        sys.stderr.write(kinds[row.verdict](message, title=f"repromatrix check: {row.bug}") + "\n")
 
 
 def catalog() -> dict[str, dict[str, Any]]:

@@ -3,8 +3,9 @@
 Run stage -> **ci** -> the CI service's log and job page. Only GitHub Actions is known
 (``GITHUB_ACTIONS=true``); there ``run.progress`` folds each stack's lines between
 ``group_start`` and ``GROUP_END`` and ends a run with one ``::error::`` annotation per
-broken stack (``broken_stack``). Wherever ``GITHUB_STEP_SUMMARY`` names a file, the closing
-summary is appended to it as Markdown (``append_step_summary``, ``markdown_table``).
+broken stack (``broken_stack``); ``check`` annotates each bug it finds (``error``,
+``warning``). Wherever ``GITHUB_STEP_SUMMARY`` names a file, the closing summary is appended
+to it as Markdown (``append_step_summary``, ``markdown_table``, ``markdown_text``).
 Nothing else in the tree writes workflow commands; both variables are read here, where
 they are used. Escaping follows GitHub's workflow-command rules: ``%``, ``\\r`` and ``\\n``
 in a message, and ``:`` and ``,`` too in a property.
@@ -44,8 +45,17 @@ def group_start(title: str) -> str:
 
 def error(message: str, title: str = "") -> str:
     """An ``::error::`` annotation line: shown on the run's page, titled when ``title``."""
+    return _annotation("error", message, title)
+
+
+def warning(message: str, title: str = "") -> str:
+    """A ``::warning::`` annotation line: shown on the run's page, titled when ``title``."""
+    return _annotation("warning", message, title)
+
+
+def _annotation(kind: str, message: str, title: str) -> str:
     properties = f" title={escape_property(title)}" if title else ""
-    return f"::error{properties}::{escape_data(message)}"
+    return f"::{kind}{properties}::{escape_data(message)}"
 
 
 def broken_stack(stack_id: str, reason: str) -> str:
@@ -59,13 +69,14 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]],
     """A GitHub-flavoured Markdown table; columns numbered in ``right`` align right. Cells are
     one line, their ``|`` and markup escaped (record text is hostile)."""
     def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(_cell(c) for c in cells) + " |"
+        return "| " + " | ".join(markdown_text(c) for c in cells) + " |"
 
     rule = ["---:" if n in right else "---" for n in range(len(header))]
     return "\n".join([line(header), "| " + " | ".join(rule) + " |", *map(line, rows)]) + "\n"
 
 
-def _cell(text: str) -> str:
+def markdown_text(text: str) -> str:
+    """Record text for Markdown: one line, its markup and ``|`` escaped (a table cell's rule)."""
     return html.escape(printable(text), quote=False).replace("|", "\\|")
 
 

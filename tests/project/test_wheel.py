@@ -142,6 +142,15 @@ def test_check_answers_offline_from_the_wheel_in_a_fresh_venv(wheel, tmp_path):
     code, answer = check(*pins)
     assert code == 1 and "deform_conv2d_device" in answer["affected"]
     assert answer["source"]["kind"] == "snapshot" and answer["source"]["cells"] > 20
+    # the deform_conv2d report's own pins, torchvision not typed: taken as the table pairs it
+    code, partial = check("torch==2.4.1", "torch-tensorrt==2.4.0")
+    assert code == 1 and "deform_conv2d_device" in partial["affected"]
+    assert "torchvision" in partial["environment"]["inferred"]
+    typo = subprocess.run([str(venv / "bin" / "repromatrix"), "check", "torch==2.41"], cwd=home,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert typo.returncode == 2 and "2.4.1" in typo.stderr, typo.stderr
+    ngc = {b["id"]: b for b in check("--ngc", "26.09")[1]["bugs"]}  # torch 2.14.0a0: as 2.14
+    assert ngc["export_dynamic_shapes_var_kwargs"]["verdict"] == "not affected"
     # every other kind of input, from the same installed wheel
     (home / "requirements.txt").write_text("\n".join(pins) + "\n")
     assert check("-r", "requirements.txt")[1]["affected"] == answer["affected"]

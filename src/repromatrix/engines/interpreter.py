@@ -49,23 +49,33 @@ def env_probe(python: str, harness_dir: Path | None = None,
     runner = (harness_dir or default_harness_dir()) / "runner.py"
     if not runner.is_file():
         raise HarnessError(f"{runner} is missing: is this a source checkout?")
-    try:
-        proc = subprocess.run([exe, str(runner), "--probe", "-"], capture_output=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
+    ran = _json_of([exe, str(runner), "--probe", "-"], timeout, f"{label} {python}")
+    if ran is None:
         return {"python_executable": exe, "error": f"environment probe timed out after {timeout:g}s"}
-    except OSError as exc:
-        raise UsageError(f"{label} {python}: cannot run it: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(proc.stdout.decode("utf-8", "replace"))
-    except (ValueError, RecursionError):
-        data = None
+    proc, data = ran
     if isinstance(data, dict):
         return data
     raise UsageError(f"{label} {python}: not a working Python interpreter: the environment probe "
                      f"({runner} --probe) {_how_it_ended(proc.returncode)} and printed "
                      f"{'no JSON' if data is None else 'JSON that is not an object'}; "
                      f"its output ends with:\n{_tail(proc.stdout + proc.stderr)}")
+
+
+def _json_of(command: list[str], timeout: float, named: str
+             ) -> tuple[subprocess.CompletedProcess[bytes], Any] | None:
+    """Run ``command`` (an interpreter's) and parse what it printed as JSON (None for output
+    that is not JSON); None when it overran ``timeout``; a UsageError naming ``named`` when it
+    cannot be run."""
+    try:
+        proc = subprocess.run(command, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return None
+    except OSError as exc:
+        raise UsageError(f"{named}: cannot run it: {exc.strerror or exc}") from None
+    try:
+        return proc, json.loads(proc.stdout.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return proc, None
 
 
 def _how_it_ended(code: int) -> str:
@@ -108,18 +118,11 @@ def distributions_probe(python: str, timeout: float = 60.0, *, label: str = "--p
     torch_tensorrt, tensorrt, cuda: the CUDA build of torch's local part, ``+cu128`` ->
     12.8; ``error`` when torch is not installed). Bad interpreters as ``env_probe``."""
     exe = resolve_python(python)
-    try:
-        proc = subprocess.run([exe, "-c", _DISTRIBUTIONS], capture_output=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
+    ran = _json_of([exe, "-c", _DISTRIBUTIONS], timeout, f"{label} {python}")
+    if ran is None:
         return {"python_executable": exe, "error": f"reading its distributions timed out after "
                                                    f"{timeout:g}s"}
-    except OSError as exc:
-        raise UsageError(f"{label} {python}: cannot run it: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(proc.stdout.decode("utf-8", "replace"))
-    except (ValueError, RecursionError):
-        data = None
+    proc, data = ran
     if not isinstance(data, dict) or not isinstance(data.get("distributions"), dict):
         raise UsageError(f"{label} {python}: not a working Python interpreter: reading its "
                          f"distributions (importlib.metadata) {_how_it_ended(proc.returncode)} "

@@ -78,6 +78,18 @@ class Repro:
     expect: tuple[dict[str, Any], ...] = ()
     requires: tuple[str, ...] = ()
     description: str = ""
+    kind: str = "bug"  # one of KINDS: what the entry is to a user
+
+
+# What a catalog entry is (META "kind"): a defect, a defect that gives wrong numbers without an
+# error, a removal or changed default (worth knowing before an upgrade, not a defect), or a
+# mistake in the user's own code that a release happens to reject or accept.
+KINDS = {
+    "bug": "bug",
+    "silent-wrong-output": "silent wrong output",
+    "breaking-change": "breaking change",
+    "user-error": "user error",
+}
 
 
 @dataclass(frozen=True)

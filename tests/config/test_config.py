@@ -131,6 +131,16 @@ def test_bad_repro_meta_names_the_repro_file(tmp_path, repros):
     assert "broken_one.py: META: unknown META keys ['oops']" in msg
 
 
+def test_a_repro_kind_is_one_of_the_four(tmp_path, repros):
+    from repromatrix.config.catalog import read_repro
+
+    (repros / "kinded.py").write_text("META = {'id': 'kinded', 'kind': 'breaking-change'}\n")
+    assert read_repro(repros / "kinded.py").kind == "breaking-change"
+    (repros / "odd_kind.py").write_text("META = {'id': 'odd_kind', 'kind': 'regression'}\n")
+    msg = error(tmp_path, repros, "stacks: [{kind: pip, torch: '2.5'}]")
+    assert "odd_kind.py: META.kind: unknown kind 'regression'; one of bug, silent-wrong-output" in msg
+
+
 def test_overrides_from_arguments_and_environment(tmp_path, repros, monkeypatch):
     m = load(tmp_path, repros, "stacks: [{kind: pip, torch: '2.5'}]")
     monkeypatch.setenv("REPROMATRIX_BASE_IMAGES", "python:3.11-slim=local/a")

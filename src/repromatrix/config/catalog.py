@@ -29,7 +29,7 @@ from typing import Any
 
 from repromatrix import paths
 from repromatrix.errors import ConfigError
-from repromatrix.model import Repro
+from repromatrix.model import KINDS, Repro
 from repromatrix.textsafe import brief
 
 from .validate import check_id, read_regular, regular_file
@@ -39,7 +39,7 @@ REPRO_FILES = "a repro folder holds plain .py files"
 NOT_PACKAGES = ("cuda", "cuda-build", "fake-cuda", "gpus", "python", "ngc")  # protocol's own
 STACK_PINS = {"torchvision": "torchvision", "torch-tensorrt": "torch_tensorrt",
               "tensorrt": "torch_tensorrt"}  # TensorRT comes with torch-tensorrt
-META_KEYS = {"id", "title", "upstream", "description", "requires", "expect"}
+META_KEYS = {"id", "title", "kind", "upstream", "description", "requires", "expect"}
 
 
 def repro_files(repros_dir: Path) -> list[Path]:
@@ -122,6 +122,10 @@ def read_repro(path: Path) -> Repro:
         raise ConfigError(f"id {brief(meta['id'])} must equal the file name {path.stem!r}",
                           file=str(path), key="META.id")
     _check_meta_types(meta, str(path))
+    kind = meta.get("kind", "bug")
+    if kind not in KINDS:
+        raise ConfigError(f"unknown kind {brief(kind)}; one of {', '.join(KINDS)}",
+                          file=str(path), key="META.kind")
     return Repro(
         id=path.stem,
         path=str(path),
@@ -130,12 +134,13 @@ def read_repro(path: Path) -> Repro:
         expect=tuple(meta.get("expect", ())),
         requires=tuple(meta.get("requires", ())),
         description=str(meta.get("description", "")),
+        kind=kind,
     )
 
 
 _META_TYPES: dict[str, tuple[type, type | None]] = {
     # key: (container or scalar type, item type)
-    "id": (str, None), "title": (str, None), "description": (str, None),
+    "id": (str, None), "title": (str, None), "description": (str, None), "kind": (str, None),
     "upstream": ((list, tuple), str), "requires": ((list, tuple), str),
     "expect": ((list, tuple), dict),
 }

@@ -46,21 +46,26 @@ META = {
         "children that are not GraphModules. Workaround: keep the default fast partitioner."
     ),
     "requires": ["cuda", "torch_tensorrt"],
+    "introduced_by": {
+        "commits": ["08a2ee4a49f621e10b92f527d958d45dc6ef51df"],
+        "note": "compile_module loops over partitioned_module.named_children(), skips a child "
+                "only for the fast partitioner and reads submodule.graph: v2.4.0 "
+                "py/torch_tensorrt/dynamo/_compiler.py:352/:355/:364 (v2.3.0 :347/:350/:359; "
+                "release/ngc/24.04 :356/:359/:368; 24.10 :428). Measured with TensorRT stood in: "
+                "2.3.0 (torch 2.3.1) and 2.4.0 (torch 2.4.1) raise there on the child 'conv'",
+    },
+    "fixed_by": {
+        "commits": ["ce38387b6c49d127bddfff9b6c335b261f461bdd",
+                    "2468a42f643da346721874eee8f7acf7b7ca27d8"],
+        "note": "PR #3195 (on release/2.5 as #3209): v2.5.0 py/torch_tensorrt/dynamo/_compiler.py:413 "
+                "skips a child that is not a torch.fx.GraphModule (release/ngc/24.11 the same); "
+                "measured with TensorRT stood in: 2.5.0 gets past the loop to convert_module",
+    },
     "expect": [
-        {"when": {"torch_tensorrt": ">=2.3,<2.5"}, "status": "fail",
-         "note": "v2.4.0:py/torch_tensorrt/dynamo/_compiler.py:352 loops over "
-                 "partitioned_module.named_children(); :355 skips a child only for the fast "
-                 "partitioner; :364 reads submodule.graph.nodes (v2.3.0: :347/:350/:359). "
-                 "Measured with TensorRT stood in: 2.3.0 (torch 2.3.1) and 2.4.0 (torch 2.4.1) "
-                 "raise there on the child 'conv'"},
-        {"when": {"torch_tensorrt": ">=2.5"}, "status": "pass",
-         "note": "v2.5.0:py/torch_tensorrt/dynamo/_compiler.py:413 skips a child that is not a "
-                 "torch.fx.GraphModule (PR #3195 via #3209, commit 2468a42f64); measured with "
-                 "TensorRT stood in: 2.5.0 gets past the loop to convert_module"},
-        {"when": {"torch_tensorrt": "<2.3"}, "status": "pass",
-         "note": "v2.2.0 has the same loop, but its torch (2.2) keeps no plain child modules in "
-                 "ExportedProgram.module() (measured on the stand-ins: only fused_0/fused_1); "
-                 "a pass on a GPU is an inference"},
+        {"when": {"torch": "<2.3"}, "status": "pass",
+         "note": "the loop is there, but torch 2.2's ExportedProgram.module() keeps no plain child "
+                 "module: measured on the stand-ins at 2.2.0 (torch 2.2.2), the partitioned "
+                 "module's only child is fused_0, no conv; a pass on a GPU is an inference"},
     ],
 }
 

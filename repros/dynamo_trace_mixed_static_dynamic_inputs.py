@@ -47,22 +47,23 @@ META = {
         "ExportedProgram to torch_tensorrt.dynamo.compile."
     ),
     "requires": ["cuda", "torch_tensorrt"],
-    "expect": [
-        {"when": {"torch_tensorrt": ">=2.3,<2.5"}, "status": "fail",
-         "note": "v2.4.0:py/torch_tensorrt/dynamo/_tracer.py:61 dynamic_shapes = [], :79 appends "
-                 "for a dynamic Input only, :81 export(..., dynamic_shapes=tuple(dynamic_shapes)) "
-                 "(the same lines at v2.3.0, from PR #2775). Measured with TensorRT stood in: "
-                 "2.3.0 (torch 2.3.1) UserError, 2.4.0 (torch 2.4.1) ValueError, raised at :81"},
-        {"when": {"torch_tensorrt": ">=2.2,<2.3"}, "status": "fail",
-         "note": "v2.2.0:py/torch_tensorrt/dynamo/_tracer.py:61 dynamic_shapes = {} keyed by "
-                 "Input.name for dynamic inputs only, :63-66 assert a name, :85 export(...). "
-                 "Measured with TensorRT stood in (torch 2.2.2): the AssertionError at :65"},
-        {"when": {"torch_tensorrt": ">=2.5"}, "status": "pass",
-         "note": "v2.5.0:py/torch_tensorrt/dynamo/_tracer.py:81 get_dynamic_shapes_args(mod, "
-                 "arg_inputs), :112 one entry per forward parameter, :125 {} for a static input "
-                 "(PR #2970, commit 3a0b244b6e); measured with TensorRT stood in: 2.5.0 exports "
-                 "x static and y dynamic"},
-    ],
+    "introduced_by": {
+        "commits": ["bc6e1faa846908e5c29cf0300a25f00eb56be4cf",
+                    "12c71d6906eed76f50d7ffc075f5441293d27dbb"],
+        "note": "trace gives torch.export dynamic_shapes for the dynamic inputs only: v2.2.0 "
+                "py/torch_tensorrt/dynamo/_tracer.py:61 a dict keyed by Input.name (PR #2376; "
+                "release/ngc/24.01 to 24.06 the same); v2.3.0/v2.4.0 :61 a list, :79 appends "
+                "for a dynamic Input only, :81 export(..., dynamic_shapes=tuple(dynamic_shapes)) "
+                "(PR #2775; release/ngc/24.07 and 24.08 :61). Measured with TensorRT stood in: "
+                "2.3.0 (torch 2.3.1) UserError, 2.4.0 (torch 2.4.1) ValueError, raised at :81",
+    },
+    "fixed_by": {
+        "commits": ["3a0b244b6e0a591d6dd7124cb16b9ec657518f85"],
+        "note": "PR #2970: v2.5.0 py/torch_tensorrt/dynamo/_tracer.py:81 "
+                "get_dynamic_shapes_args(mod, arg_inputs), :112 one entry per forward parameter, "
+                ":125 {} for a static input (release/ngc/24.09 and 24.10 :81 the same); measured "
+                "with TensorRT stood in: 2.5.0 exports x static and y dynamic",
+    },
 }
 
 _STANDIN_STAGES = ("trace_mixed_standin",)

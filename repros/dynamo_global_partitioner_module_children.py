@@ -15,10 +15,12 @@ Stages:
   on fake cuda:0, exported and lowered with torch-tensorrt's decomposition table, handed
   to the real ``compile_module`` (where the bug is) with ``use_fast_partitioner=False``,
   up to ``convert_module`` (the first TensorRT step). ``compile_module`` rather than
-  ``dynamo.compile``: from 2.14.0 compile asks the GPU for its free memory first.
-  It either raises this bug in ``compile_module`` or gets past the loop, with the
-  partitioned module's children recorded and checked (a plain ``conv`` beside fused
-  ``GraphModule`` partitions); then ``skip``: the engine build needs real TensorRT.
+  ``dynamo.compile``: from 2.8.0 compile asks the GPU for its free memory first
+  (``torch.cuda.mem_get_info()``, v2.8.0 ``_compiler.py:717``). It either raises this bug
+  in ``compile_module`` or gets past the loop, with the partitioned module's children
+  recorded and checked: the model's ``conv``, by name, a plain child beside fused
+  ``GraphModule`` partitions (any other plain child, such as 2.14.0's ``_guards_fn``, is
+  not the bug's input); then ``skip``: the engine build needs real TensorRT.
 - eager, trt_compile, trt_run (main, GPU + TensorRT): the same call on a GPU, the
   output checked against eager.
 - workaround (GPU + TensorRT): the default fast partitioner.
@@ -158,10 +160,10 @@ def stage_global_partitioner_standin(s):
         s.note("partitioned_children", seen.get("children"))
     children = seen.get("children")
     s.check(children is not None, "compile_module ran the global partitioner")
-    graphs = [n for n, kind in children if kind == "GraphModule"]
-    plain = [n for n, kind in children if kind != "GraphModule"]
-    s.check(graphs and plain, "the partitioned module has fused GraphModule partitions and a "
-            "plain child (the model's conv): the loop had the bug's input", children=children)
+    kinds = dict(children)
+    s.check(kinds.get("conv") not in (None, "GraphModule") and "GraphModule" in kinds.values(),
+            "the partitioned module has fused GraphModule partitions and the model's conv as a "
+            "plain child: the loop had the bug's input", children=children)
     _standin.past(s, state, "compile_module's loop over the global partitioner's children")
 
 

@@ -377,8 +377,9 @@ FRAME_CASES = [
     ("dynamo_trace_mixed_static_dynamic_inputs", ["AssertionError"],
      "AssertionError: Expected a name for a dynamic input with shape {'min_shape': (1, 5), 'opt_shape': "
      "(4, 5), 'max_shape': (8, 5)} but found none", "trace_mixed_standin", "2.2.2",
-     "torch_tensorrt/dynamo/_tracer.py:65 in trace: raise AssertionError(", "dynamic_input_needs_a_name",
-     "torch-tensorrt 2.2.0 (torch 2.2.2), TensorRT stood in: research probe e_mixed.py"),
+     "torch_tensorrt/dynamo/_tracer.py:65 in trace: raise AssertionError(", None,
+     "torch-tensorrt 2.2.0 (torch 2.2.2), TensorRT stood in: another problem (an unnamed dynamic "
+     "Input), not this bug: the stages name their inputs"),
     ("dynamo_trace_mixed_static_dynamic_inputs", ["ValueError"], _NODE_ARITY, "trace_mixed_standin",
      "2.4.1", "torch_tensorrt/dynamo/_compiler.py:200 in compile: exported_program = "
      "exported_program.run_decompositions(", None, "near miss: the text from outside trace"),

@@ -58,6 +58,7 @@ from protocol import Signature
 
 META = {
     "id": "deform_conv2d_device",
+    "kind": "bug",
     "title": "deform_conv2d: Unhandled FakeTensor Device Propagation in torch_tensorrt.compile",
     "upstream": [
         "https://github.com/pytorch/TensorRT/issues/3556",

@@ -33,6 +33,7 @@ from protocol import Signature
 
 META = {
     "id": "dynamo_global_partitioner_module_children",
+    "kind": "bug",
     "title": "use_fast_partitioner=False: 'Module' object has no attribute 'graph' in compile_module",
     "upstream": [
         "https://github.com/pytorch/TensorRT/issues/3157",

@@ -42,6 +42,7 @@ from protocol import Signature
 
 META = {
     "id": "dynamo_require_full_compilation_ignored",
+    "kind": "bug",
     "title": "dynamo compile: require_full_compilation=True is ignored, a hybrid graph comes back",
     "upstream": [
         "https://github.com/pytorch/TensorRT/issues/3171",

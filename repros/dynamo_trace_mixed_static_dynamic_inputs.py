@@ -32,6 +32,7 @@ from protocol import Signature
 
 META = {
     "id": "dynamo_trace_mixed_static_dynamic_inputs",
+    "kind": "bug",
     "title": "dynamo.trace / compile(ir='dynamo') refuse one static and one dynamic Input",
     "upstream": [
         "https://github.com/pytorch/TensorRT/pull/2970",

@@ -38,6 +38,7 @@ from protocol import Signature
 
 META = {
     "id": "ts_device_gpu_id",
+    "kind": "bug",
     "title": "torch_tensorrt TorchScript API: 'torch.device' object has no attribute 'gpu_id'",
     "upstream": [
         "https://github.com/Project-MONAI/MONAI/issues/8017",

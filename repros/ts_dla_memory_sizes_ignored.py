@@ -34,6 +34,7 @@ from protocol import Signature
 
 META = {
     "id": "ts_dla_memory_sizes_ignored",
+    "kind": "bug",
     "title": "torch_tensorrt TorchScript compile: dla_sram_size / dla_local_dram_size / "
              "dla_global_dram_size silently dropped",
     "upstream": [

@@ -31,6 +31,7 @@ bisects=(
   "ts_dla_memory_sizes_ignored|fix|${lane[*]} --find-fix --bad 2.2.0 --good 2.5.0"
   "onnx_ts_rshift_signed|fix|${cpu[*]} --base torchvision=none --find-fix --bad 2.13.0 --good 2.14.1"
   "export_dynamic_shapes_var_kwargs|fix|${cpu[*]} --base torchvision=none --find-fix --bad 2.13.0 --good 2.14.1"
+  "export_dynamic_shapes_var_kwargs_nested|fix|${cpu[*]} --base torchvision=none --find-fix --bad 2.13.0 --good 2.14.1"
   "onnx_dynamic_axes_names_dropped|fix|${cpu[*]} --base torchvision=none --find-fix --bad 2.9.1 --good 2.12.1"
   "onnx_export_fallback_removed|regression|${cpu[*]} --base torchvision=none --good 2.9.1 --bad 2.12.1"
   "pt2e_quant_removed|regression|${cpu[*]} --base torchvision=none --good 2.9.1 --bad 2.12.1"

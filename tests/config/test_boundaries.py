@@ -161,3 +161,43 @@ def test_the_maintainer_command_reads_tags_and_ngc_branches(tmp_path: Path) -> N
     git("commit", "-q", "--allow-empty", "-m", "later")
     git("tag", "v3.1.0")
     assert subprocess.run([*run, "--check"], capture_output=True).returncode == 1
+
+
+def releases_of(package: str) -> list[str]:
+    """The releases of torch or torchvision the compatibility table knows, oldest first."""
+    from packaging.version import Version
+
+    table = load_table()
+    found = set(table.torch) if package == "torch" else {
+        tv for row in table.torch.values() for tv in row.torchvision}
+    return sorted(found, key=Version)
+
+
+FIRST = sorted(DATA["first_release"])
+
+
+def test_every_bounded_torch_or_torchvision_bug_has_its_first_release_in_the_file() -> None:
+    from repromatrix.rules.versions import key_package
+
+    for rid, repro in CATALOG.items():
+        package = key_package(repro.expect)
+        statuses = {r["status"] for r in repro.expect if package in r.get("when", {})}
+        if package != "torch_tensorrt" and {"fail", "pass"} <= statuses:
+            assert rid in DATA["first_release"], rid
+    assert set(FIRST) <= set(CATALOG)
+
+
+@pytest.mark.parametrize("rid", FIRST)
+def test_meta_s_rules_turn_at_the_first_release_the_file_gives(rid: str) -> None:
+    """The rule at the release the file names gives its status, the rule at the release before
+    it (in the compatibility table) the other one: META's typed boundary is the one read."""
+    found = boundaries.first_release(rid)
+    assert found and found["read"] and found["status"] in ("pass", "fail")
+    package, version = found["package"], found["version"]
+    known = releases_of(package)
+    before = known[known.index(version) - 1]
+    at = first_rule(CATALOG[rid].expect, {package: version}.get)
+    below = first_rule(CATALOG[rid].expect, {package: before}.get)
+    other = {"pass": "fail", "fail": "pass"}[found["status"]]
+    assert at is not None and at["status"] == found["status"], (rid, version, at)
+    assert below is not None and below["status"] == other, (rid, before, below)

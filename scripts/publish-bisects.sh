@@ -20,7 +20,8 @@ lane=(--axis torch_tensorrt --standin tensorrt --with torchvision --base index=p
 cpu=(--axis torch --base index=pypi --base torch_tensorrt=none)
 # repro, report name, bisect arguments (one line a bisect). The good bound is a release whose
 # published record decides: 2.5.0 for the torch-tensorrt fixes of that release (for
-# require_full_compilation the lane cannot tell from 2.8.0, its lowering meeting two fake modes)
+# require_full_compilation the lane cannot tell from 2.8.0: compile asks the GPU for its free
+# memory at 2.8.0 and 2.9.0, and its lowering meets two fake modes from 2.10.0)
 bisects=(
   "ts_device_gpu_id|regression|${lane[*]} --good 2.2.0 --bad 2.14.0"
   "deform_conv2d_device|regression|${lane[*]} --good 2.3.0 --bad 2.4.0"

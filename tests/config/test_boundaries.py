@@ -155,7 +155,7 @@ def test_the_maintainer_command_reads_tags_and_ngc_branches(tmp_path: Path) -> N
     assert subprocess.run([*run, "--check"], capture_output=True).returncode == 0
     rules = boundaries.derived_rules("one_bug", bug, {}, path=out)
     assert [(r["when"], r["status"]) for r in rules] == [
-        ({"ngc": "<24.01"}, "pass"), ({"ngc": ">=24.01,<24.02"}, "fail"), ({"ngc": ">=24.02"}, "pass"),
+        ({"ngc": "<24.01"}, "pass"), ({"ngc": "==24.01"}, "fail"), ({"ngc": ">=24.02"}, "pass"),
         ({"torch_tensorrt": "<2.0"}, "pass"), ({"torch_tensorrt": ">=2.0,<3.0"}, "fail"),
         ({"torch_tensorrt": ">=3.0"}, "pass")]
     git("commit", "-q", "--allow-empty", "-m", "later")

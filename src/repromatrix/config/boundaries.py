@@ -128,7 +128,11 @@ def _bound(version: str) -> str:
     return version[:-2] if version.endswith(".0") and version.count(".") == 2 else version
 
 
-def _spec(refs: Sequence[str], start: int, stop: int) -> str:
+def _spec(refs: Sequence[str], start: int, stop: int, exact: bool = False) -> str:
+    """The specifier of refs[start:stop]: ``<next``, ``>=first,<next``, ``>=first``; one
+    NGC release between two others is ``==`` (NGC tags have no patch releases)."""
+    if exact and stop - start == 1 and 0 < start and stop < len(refs):
+        return f"=={refs[start]}"
     low = f">={refs[start]}" if start > 0 else ""
     high = f"<{refs[stop]}" if stop < len(refs) else ""
     return ",".join(p for p in (low, high) if p) or ">=0"
@@ -168,7 +172,8 @@ def derived_rules(rid: str, bug: Mapping[str, Any], notes: Mapping[str, str],
                 why = f"{where} {verb} {short['introduced_by']} (introduced_by)"
                 cite = ""
             note = f"derived ({DATA_FILE.name}): {why}" + (f". {cite}" if cite else "")
-            out.append({"when": {key: _spec(refs, start, stop)}, "status": said, "note": note})
+            spec = _spec(refs, start, stop, exact=key == "ngc")
+            out.append({"when": {key: spec}, "status": said, "note": note})
     return out
 
 

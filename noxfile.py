@@ -124,9 +124,11 @@ SLOW_MARKERS = ("docker", "torch", "browser", "slow", "slurm", "pypi")
 
 @nox.session
 def fast(session: nox.Session) -> None:
-    """The tests that need no docker, no torch environment, no browser (about a minute)."""
+    """The tests that need no docker, no torch environment, no browser and take under a few
+    seconds each, on every core (pytest-xdist; `-- -n 0` runs them in one process)."""
     _install(session, "test")
-    session.run("pytest", "-m", " and ".join(f"not {m}" for m in SLOW_MARKERS), *session.posargs)
+    session.run("pytest", "-n", "auto", "-m", " and ".join(f"not {m}" for m in SLOW_MARKERS),
+                *session.posargs)
 
 
 @nox.session

@@ -9,6 +9,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
 from support import ROOT
 from support.sites import (
     CATALOG,
@@ -333,6 +334,7 @@ def synthetic(root: Path, stacks: int, repros: int, runs: int = 1) -> None:
                 }))
 
 
+@pytest.mark.slow
 def test_hundred_stacks_by_twenty_repros(tmp_path):
     synthetic(tmp_path / "store", 100, 20, runs=2)
     summary = render_site([tmp_path / "store"], tmp_path / "site")

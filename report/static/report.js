@@ -15,6 +15,22 @@
     return node;
   }
 
+  /* ------------------------------------------------- the known bugs' table, by kind */
+  var kindSelect = byId("bugs-kind");
+  if (kindSelect) {
+    kindSelect.addEventListener("change", function () {
+      var want = kindSelect.value;
+      var rows = slice(document.querySelectorAll("#bugs-table tbody tr[data-kind]"));
+      var shown = 0;
+      rows.forEach(function (tr) {
+        var on = !want || tr.getAttribute("data-kind") === want;
+        tr.hidden = !on;
+        shown += on ? 1 : 0;
+      });
+      byId("bugs-shown").textContent = shown + " of " + rows.length + " bugs";
+    });
+  }
+
   var dataNode = byId("report-data");
   if (!dataNode) { return; }
   var data = JSON.parse(dataNode.textContent);

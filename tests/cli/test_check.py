@@ -175,6 +175,8 @@ def test_run_checks_by_running_the_catalog_now(tmp_path):
     (("torch==2.4.1", "--from", "/etc/hostname"), "not a page's results.json"),
     (("torch==2.4.1", "--results", "/no/such/store"), "not a results folder"),
     (("torch==2.4.1", "--ignore", "deform_conv2d"), 'did you mean "deform_conv2d_device"'),
+    (("torch==2.4.1", "--kind", "bug,breaking"),
+     '--kind breaking: no such kind (did you mean "breaking-change"?)'),
     (("torch==2.4.1", "--ngc", "25.01"), "give one environment"),
     (("torch==2.4.1", "--run"), "--run runs an interpreter (--python), not pins"),
     (("torch==2.41",), 'torch==2.41: not a torch release the compatibility table knows (did you mean'),
@@ -194,9 +196,10 @@ def test_the_default_is_a_short_table_affected_first():
     lines = proc.stdout.splitlines()
     alias = repromatrix("check", *REPORTED, "--ignore", "tv_masks_to_boxes_empty", "--format", "text")
     assert len(lines) < 25 and lines == alias.stdout.splitlines()
-    assert lines[3].split() == ["verdict", "bug", "package", "installed", "fixed", "in", "workaround", "link"]
+    assert lines[3].split() == ["verdict", "bug", "kind", "package", "installed", "fixed", "in",
+                                "workaround", "link"]
     row = next(line.split() for line in lines if " deform_conv2d_device " in line)
-    assert row[:5] == ["affected", "deform_conv2d_device", "torch-tensorrt", "2.4.0", "2.5.0"]
+    assert row[:6] == ["affected", "deform_conv2d_device", "bug", "torch-tensorrt", "2.4.0", "2.5.0"]
     assert row[-1] == "https://github.com/pytorch/TensorRT/issues/3556"
     verdicts = [line.split()[0] for line in lines[5:] if line.startswith(("affected", "cannot"))]
     assert verdicts == sorted(verdicts) and not any(line.startswith("not affected") for line in lines)
@@ -249,3 +252,35 @@ def test_github_actions_gets_the_step_summary_and_an_annotation_per_bug(tmp_path
     plain = repromatrix("check", "torch==2.4.1", env={"GITHUB_ACTIONS": "false",
                                                         "GITHUB_STEP_SUMMARY": str(summary)})
     assert "::" not in plain.stderr and summary.read_text() == text
+
+
+def test_kind_answers_only_the_bugs_of_that_kind():
+    from repromatrix.cli.check import catalog
+    from repromatrix.model import KINDS
+
+    kinds = {bug_id: bug["kind"] for bug_id, bug in catalog().items()}
+    assert set(kinds.values()) <= set(KINDS)
+    for kind in ("bug", "breaking-change"):
+        data = valid(repromatrix("check", *REPORTED, "--kind", kind, "--format", "json").stdout)
+        assert [b["id"] for b in data["bugs"]] == sorted(k for k, v in kinds.items() if v == kind)
+        assert data["kinds"] == [kind] and {b["kind"] for b in data["bugs"]} <= {kind}
+    # repeatable, comma-separated, by key or in words: the same answer
+    both = repromatrix("check", *REPORTED, "--kind", "breaking change,user-error", "--kind", "bug",
+                       "--format", "json")
+    data = valid(both.stdout)
+    assert data["kinds"] == ["bug", "breaking-change", "user-error"]
+    assert [b["id"] for b in data["bugs"]] == sorted(
+        k for k, v in kinds.items() if v in data["kinds"])
+    text = repromatrix("check", *REPORTED, "--kind", "breaking-change", "-v").stdout
+    assert "kinds: breaking change only (--kind)" in text
+
+
+def test_the_json_says_each_bug_s_kind_and_the_schema_knows_every_kind():
+    from repromatrix.cli.check import catalog
+    from repromatrix.model import KINDS
+
+    data = valid(repromatrix("check", *REPORTED, "--format", "json").stdout)
+    assert {b["id"]: b["kind"] for b in data["bugs"]} == {k: v["kind"] for k, v in catalog().items()}
+    assert "kinds" not in data
+    assert schema()["$defs"]["bug"]["properties"]["kind"]["enum"] == list(KINDS)
+    assert schema()["properties"]["kinds"]["items"]["enum"] == list(KINDS)

@@ -448,3 +448,37 @@ def test_the_published_page_answers_above_the_fold(browser, tmp_path, artifacts,
     else:
         assert page.evaluate("document.documentElement.scrollWidth") <= width
     assert not tab.problems, tab.problems
+
+
+def test_the_known_bugs_say_their_kind_and_filter_by_it(tmp_path, tabs):
+    """A catalog with kinds: the table of known bugs has each bug's kind, a select (counts of
+    the kinds present) shows one kind's rows only, the repro page and the feed say it."""
+    rule = ({"when": {"torch": ">=2.4"}, "status": "fail"},)
+    catalog = {rid: Repro(id=rid, path=f"repros/{rid}.py", title=f"{rid} title", kind=kind, expect=rule)
+               for rid, kind in (("gone", "breaking-change"), ("wrong", "silent-wrong-output"),
+                                 ("gone_too", "breaking-change"), ("plain", "bug"))}
+    store = ResultStore(tmp_path / "results")
+    for rid in catalog:
+        store.append(record("pip-a", rid, "pass", 0))
+        store.append(record("pip-a", rid, "fail", 1))
+    render_site([store.root], tmp_path / "site", catalog)
+    tab = tabs().open(tmp_path / "site" / "index.html")
+    page = tab.page
+    kinds = {tr.get_attribute("data-repro"): tr.locator("td.kind").inner_text()
+             for tr in page.locator("#bugs tbody tr").all()}
+    assert kinds == {"gone": "breaking change", "wrong": "silent wrong output",
+                     "gone_too": "breaking change", "plain": "bug"}
+    options = page.locator("#bugs-kind option").all_inner_texts()
+    assert options == ["all kinds (4)", "bug (1)", "silent wrong output (1)", "breaking change (2)"]
+    page.focus("#bugs-kind")  # a native select: reachable and changed from the keyboard
+    page.select_option("#bugs-kind", "breaking-change")
+    visible = page.locator("#bugs tbody tr:visible")
+    assert [tr.get_attribute("data-repro") for tr in visible.all()] == ["gone", "gone_too"]
+    assert page.inner_text("#bugs-shown") == "2 of 4 bugs"
+    page.select_option("#bugs-kind", "")
+    assert page.locator("#bugs tbody tr:visible").count() == 4
+    repro = tabs().open(tmp_path / "site" / page_name("wrong"))
+    assert repro.page.inner_text("p.kind") == "kind: silent wrong output"
+    feed = (tmp_path / "site" / "changes.atom").read_text()
+    assert '<category term="breaking-change" label="breaking change"/>' in feed
+    assert tab.problems == [] and repro.problems == []

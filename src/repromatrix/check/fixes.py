@@ -17,12 +17,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from repromatrix.model import KINDS
 from repromatrix.rules.verdict import LEVEL_WORDS
 from repromatrix.rules.verdict import verdict as verdict_of
 from repromatrix.rules.versions import LABELS, key_package, plain
 
 from .candidates import releases
-from .decide import AFFECTED, NOT_AFFECTED, RULES, RowTable, verdict, workaround
+from .decide import AFFECTED, NOT_AFFECTED, RULES, RowTable, kind_of, verdict, workaround
 
 if TYPE_CHECKING:
     from repromatrix.config.compat import CompatTable
@@ -100,12 +101,14 @@ def fix_words(fix: Mapping[str, Any] | None) -> str:
 
 def known_bug(bug: Mapping[str, Any], fix: Mapping[str, Any],
               rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """A bug as the page's table of known bugs lists it: the package it is about, the releases
+    """A bug as the page's table of known bugs lists it: the package it is about, its kind
+    (``model.KINDS``: its key and its words), the releases
     it affects (runs, in words), its fix (``fix_words``' parts), its workaround (the
     description's own sentences) and the evidence of its decided records (``rows``: this
     bug's, ``check.records``), by level (GPU, TensorRT stood in, CPU or fake CUDA)."""
     levels = Counter(verdict_of(r["status"], r["evidence"], bool(r.get("gpu"))).level for r in rows)
-    return {"package": fix["label"],
+    kind = kind_of(bug)
+    return {"package": fix["label"], "kind": kind, "kind_words": KINDS.get(kind, kind),
             "affects": ", ".join(a if a == b else f"{a} to {b}" for a, b in fix["affected"]),
             "fixed_in": fix["fixed_in"] or ("no fix yet" if fix["affected"] else ""),
             "ngc_fixed_in": fix["ngc"]["fixed_in"] or ("no fix yet" if fix["ngc"]["affected"] else ""),

@@ -10,6 +10,7 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
+from repromatrix.model import KINDS
 from repromatrix.textsafe import printable
 
 from .decide import AFFECTED, LABELS, NOT_AFFECTED
@@ -24,10 +25,11 @@ def render(result: Mapping[str, Any]) -> str:
     lines = [f"environment: {env['label']}",
              "  " + ", ".join(f"{LABELS[k]} {v}" for k, v in env["versions"].items() if v),
              *(f"  note: {n}" for n in env.get("notes", ())),
-             f"records: {source_words(source)}", ""]
+             f"records: {source_words(source)}", *kinds_line(result), ""]
     for bug in result["bugs"]:
         mark = "ignored" if bug["ignored"] else MARKS[bug["verdict"]]
-        lines.append(f"{mark:<9} {bug['id']}: {bug['title']}")
+        lines.append(f"{mark:<9} {bug['id']} ({KINDS.get(bug['kind'], bug['kind'])}): "
+                     f"{bug['title']}")
         lines += _wrapped(f"{bug['verdict']}: {bug['why']}")
         if bug["rule"] and bug["rule"]["note"]:
             lines += _wrapped(f"rule's note: {bug['rule']['note']}")
@@ -52,6 +54,14 @@ def source_words(source: Mapping[str, Any]) -> str:
             "store": "the store", "results.json": "the page's results.json"}[source["kind"]]
     newest = f", newest {source['newest'][:10]}" if source.get("newest") else ""
     return f"{what} {source['where']} ({source['cells']} cells{newest})"
+
+
+def kinds_line(result: Mapping[str, Any]) -> list[str]:
+    """The kinds of bug answered, in one line, when ``--kind`` chose them (none otherwise)."""
+    kinds = result.get("kinds")
+    if not kinds:
+        return []
+    return [f"kinds: {', '.join(KINDS.get(k, k) for k in kinds)} only (--kind)"]
 
 
 def _wrapped(text: str) -> list[str]:

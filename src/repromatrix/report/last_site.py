@@ -120,9 +120,9 @@ class KeptSite:
 def site_inputs(site_key: str, paths: Sequence[Path], repros: Mapping[str, Repro], title: str,
                 published: Collection[str] | None) -> str:
     """A digest of every input of the page beside the cells: the pieces' site key (sources,
-    catalog expectations, matrix, current folder), the store read, the catalog's texts, the
+    catalog expectations, matrix, current folder), the store read, the catalog's texts and kinds, the
     title and the published stacks."""
-    catalog = [[r.id, r.title, r.description, list(r.upstream)] for r in repros.values()]
+    catalog = [[r.id, r.title, r.kind, r.description, list(r.upstream)] for r in repros.values()]
     text = json.dumps([FORMAT, site_key, [os.path.realpath(p) for p in paths], catalog, title,
                        None if published is None else sorted(published)],
                       default=str)

@@ -282,7 +282,8 @@ class _Patch:
         pages["results.csv"] = kept.pages["results.csv"]._replace(
             start=len(CSV_HEAD), lengths=[len(line) for line in lines])
         write_feed(out / "changes.atom", title, now.isoformat(timespec="seconds"),
-                   status_changes(self.feed, FEED_ENTRIES), state)
+                   status_changes(self.feed, FEED_ENTRIES), state,
+                   {r.id: r.kind for r in self.repros.values()})
         write_verdicts(out, rows, self.repros, state)
         copy_static(out, state)
         state.save()

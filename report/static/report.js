@@ -161,6 +161,7 @@
       field(dl, "expected", c.expected + (c.expected_note ? " — " + c.expected_note : "") +
             (c.contradicted ? " (contradicted)" : ""), c.contradicted ? "contra" : null);
     }
+    if (c.untold) { field(dl, c.status === "error" ? "not the bug" : "cannot tell", c.untold, "untold"); }
     if (c.standin) { field(dl, "evidence", "◇ " + c.standin + " (no GPU; a record from real TensorRT outranks it)", "standin-flag"); }
     field(dl, "stack", c.stack + (c.scope && c.scope !== "published" ? " (" + c.scope + ")" : ""));
     field(dl, "repro", c.repro);

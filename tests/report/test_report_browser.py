@@ -482,3 +482,26 @@ def test_the_known_bugs_say_their_kind_and_filter_by_it(tmp_path, tabs):
     feed = (tmp_path / "site" / "changes.atom").read_text()
     assert '<category term="breaking-change" label="breaking change"/>' in feed
     assert tab.problems == [] and repro.problems == []
+
+
+def test_an_error_cell_s_drawer_says_why_it_is_not_the_bug(tmp_path, tabs):
+    stages = [{"name": "compile", "role": "main", "status": "error",
+               "message": "TypeError: expected str, not BytesIO\nTraceback ..."}]
+    store = ResultStore(tmp_path / "results")
+    store.append(record("pip-a", "bug", "error", stages=stages, message="compile: TypeError: ..."))
+    store.append(record("pip-b", "bug", "skip", torch="2.5.1", stages=[
+        {"name": "compile", "role": "main", "status": "skip", "message": "no CUDA device"}]))
+    render_site([store.root], tmp_path / "site")
+    tab = tabs().open(tmp_path / "site" / "index.html")
+    tab.open_cell("pip-a--bug")
+    fields = tab.page.locator("#drawer .d-fields")
+    assert fields.locator("dt", has_text="not the bug").count() == 1
+    assert fields.locator("dd.untold").inner_text() == "compile: TypeError: expected str, not BytesIO"
+    tab.open_cell("pip-b--bug")
+    assert tab.page.locator("#drawer dd.untold").inner_text() == "compile: no CUDA device"
+    assert tab.page.locator("#drawer dt", has_text="cannot tell").count() == 1
+    repro = tabs().open(tmp_path / "site" / page_name("bug"))
+    groups = [" ".join(t.split()) for t in repro.page.locator("#untold li").all_inner_texts()]
+    assert groups[0].startswith("E error 1 compile: TypeError: expected str, not BytesIO: pip-a")
+    assert groups[1].startswith("S skip 1 compile: no CUDA device: pip-b")
+    assert tab.problems == [] and repro.problems == []

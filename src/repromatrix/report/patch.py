@@ -51,7 +51,7 @@ from .verdicts import decided_by_level, page_fixes, verdict_rows, write_verdicts
 from .written import RenderState
 
 _FROM_VIEW = ("status", "previous", "contradicted", "expected", "expected_when", "workaround",
-              "standin", "verdict")
+              "standin", "verdict", "untold")
 
 
 class _Unpatchable(Exception):
@@ -327,7 +327,8 @@ class _Patch:
         """What repro column ``j`` says now (``render.repro_view``'s answers and counts)."""
         cols, stacks = self.cols, self.kept.stacks
         shown = [{"stack": stacks[r], "cell": {k: cols[k][n] for k in (
-            "id", "status", "verdict", "workaround", "contradicted", "expected", "expected_when")}}
+            "id", "status", "verdict", "workaround", "contradicted", "expected", "expected_when",
+            "untold")}}
             for r, n in self._entries(j) if not hidden[r]]
         view = self.kept.views[j]
         return column_answers(shown, view["rules"], view["about"], fix)

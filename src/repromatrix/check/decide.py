@@ -242,12 +242,22 @@ def answer(bugs: Mapping[str, Mapping[str, Any]], rows: Iterable[Mapping[str, An
         found = verdict(bug_id, bug, versions, env, table)
         out.append({"id": bug_id, "title": str(bug.get("title", bug_id)), "kind": kind_of(bug),
                     "upstream": list(bug.get("upstream") or ()), "ignored": bug_id in ignored,
-                    **found, "workaround": workaround(bug), "fixed_in": None})
+                    **found, "workaround": workaround(bug), "fixed_in": None,
+                    "releases": releases_of(fixes.get(bug_id))})
     affected = [b for b in out if b["verdict"] == AFFECTED and not b["ignored"]]
     upgrade = smallest_upgrade(bugs, out, env, candidates, table, fixes)
     return {"format": FORMAT, "environment": dict(env), "records": table.count,
             "bugs": out, "affected": [b["id"] for b in affected],
             "ignored": sorted(ignored), "upgrade": upgrade, "exit": 1 if affected else 0}
+
+
+def releases_of(fix: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """What the bug's verdict stands on, release by release of its package and NGC release by
+    release (``check.fixes.evidence``: runs of releases with a decided record, inferred from
+    the rules alone, or that cannot tell); None without its fix."""
+    if fix is None:
+        return None
+    return {"package": fix["package"], **fix["evidence"], "ngc": dict(fix["ngc"]["evidence"])}
 
 
 def smallest_upgrade(bugs: Mapping[str, Mapping[str, Any]], found: list[dict[str, Any]],

@@ -14,6 +14,7 @@ from repromatrix.model import KINDS
 from repromatrix.textsafe import printable
 
 from .decide import AFFECTED, LABELS, NOT_AFFECTED
+from .fixes import evidence_words
 
 MARKS = {AFFECTED: "AFFECTED", NOT_AFFECTED: "ok", "cannot tell": "?"}
 WIDTH = 100
@@ -33,6 +34,8 @@ def render(result: Mapping[str, Any]) -> str:
         lines += _wrapped(f"{bug['verdict']}: {bug['why']}")
         if bug["rule"] and bug["rule"]["note"]:
             lines += _wrapped(f"rule's note: {bug['rule']['note']}")
+        if bug.get("releases"):
+            lines += _wrapped("releases: " + "; ".join(releases_words(bug["releases"])))
         if bug.get("run"):
             run = bug["run"]
             level = f", {run['level']}" if run["level"] else ""
@@ -54,6 +57,13 @@ def source_words(source: Mapping[str, Any]) -> str:
             "store": "the store", "results.json": "the page's results.json"}[source["kind"]]
     newest = f", newest {source['newest'][:10]}" if source.get("newest") else ""
     return f"{what} {source['where']} ({source['cells']} cells{newest})"
+
+
+def releases_words(releases: Mapping[str, Any]) -> list[str]:
+    """A bug's ``releases`` (``decide.releases_of``) in words: the releases of its package
+    and the NGC releases with a record, inferred from its rules, or that cannot tell."""
+    return [*evidence_words(releases, LABELS[releases["package"]]),
+            *evidence_words(releases["ngc"], "NGC")]
 
 
 def kinds_line(result: Mapping[str, Any]) -> list[str]:

@@ -15,6 +15,22 @@
     return node;
   }
 
+  /* ------------------------------------------------- the known bugs' table, by kind */
+  var kindSelect = byId("bugs-kind");
+  if (kindSelect) {
+    kindSelect.addEventListener("change", function () {
+      var want = kindSelect.value;
+      var rows = slice(document.querySelectorAll("#bugs-table tbody tr[data-kind]"));
+      var shown = 0;
+      rows.forEach(function (tr) {
+        var on = !want || tr.getAttribute("data-kind") === want;
+        tr.hidden = !on;
+        shown += on ? 1 : 0;
+      });
+      byId("bugs-shown").textContent = shown + " of " + rows.length + " bugs";
+    });
+  }
+
   var dataNode = byId("report-data");
   if (!dataNode) { return; }
   var data = JSON.parse(dataNode.textContent);
@@ -145,6 +161,7 @@
       field(dl, "expected", c.expected + (c.expected_note ? " — " + c.expected_note : "") +
             (c.contradicted ? " (contradicted)" : ""), c.contradicted ? "contra" : null);
     }
+    if (c.untold) { field(dl, c.status === "error" ? "not the bug" : "cannot tell", c.untold, "untold"); }
     if (c.standin) { field(dl, "evidence", "◇ " + c.standin + " (no GPU; a record from real TensorRT outranks it)", "standin-flag"); }
     field(dl, "stack", c.stack + (c.scope && c.scope !== "published" ? " (" + c.scope + ")" : ""));
     field(dl, "repro", c.repro);

@@ -57,3 +57,52 @@ def test_an_ngc_release_is_told_the_first_ngc_release_with_the_fix(fixes):
     deform = next(b for b in result["bugs"] if b["id"] == "deform_conv2d_device")
     assert deform["verdict"] == "affected"
     assert deform["fixed_in"] == f"NGC {fixes['deform_conv2d_device']['ngc']['fixed_in']}"
+
+
+def _expand(runs: list[list[str]], versions: list[str]) -> list[str]:
+    return [v for a, b in runs for v in versions[versions.index(a):versions.index(b) + 1]]
+
+
+def test_each_release_is_run_inferred_or_untold_as_the_records_and_rules_say(fixes):
+    """Every release of a bug's package is in exactly one of ``run`` (a decided record on
+    that release), ``inferred`` (none, and a rule decides) or ``untold``; the answer of
+    ``check`` carries the same runs."""
+    from repromatrix.check.candidates import releases
+    from repromatrix.check.decide import decisive
+    from repromatrix.rules.versions import normalize_version, when_holds
+
+    rows, table = snapshot_rows()[0], load_table()
+    known, bugs = releases(table), catalog()
+    for bug_id, fix in fixes.items():
+        versions, package = known[fix["package"]], fix["package"]
+        found = {k: _expand(fix["evidence"][k], versions) for k in ("run", "inferred", "untold")}
+        assert sorted(sum(found.values(), [])) == sorted(versions), bug_id
+        recorded = {normalize_version(r["versions"][package]) for r in rows
+                    if r["repro"] == bug_id and decisive(r) and r["versions"].get(package)}
+        assert {v for v in versions if normalize_version(v) in recorded} == set(found["run"]), bug_id
+        first = {v: next((r for r in bugs[bug_id]["expect"]
+                          if when_holds(r.get("when") or {}, {package: v}.get)), None)
+                 for v in versions}
+        ruled = {v for v in versions if v not in found["run"] and first[v]
+                 and first[v].get("status") in ("pass", "fail")}
+        assert ruled == set(found["inferred"]), bug_id
+    result = check_answer(bugs, rows, {}, from_pins(("torch==2.9.1",)), table)
+    for bug in result["bugs"]:
+        fix = fixes[bug["id"]]
+        assert bug["releases"] == {"package": fix["package"], **fix["evidence"],
+                                   "ngc": fix["ngc"]["evidence"]}
+
+
+def test_evidence_runs_follow_the_release_order():
+    from repromatrix.check.fixes import evidence, evidence_words
+
+    record = {"record": {"cell": "c"}, "basis": "same versions", "verdict": "affected"}
+    rule = {"record": None, "basis": "expect rules", "verdict": "not affected"}
+    rule_untold = {"record": None, "basis": "expect rules", "verdict": "cannot tell"}
+    nothing = {"record": None, "basis": "nothing", "verdict": "cannot tell"}
+    said = [("1", nothing), ("2", record), ("3", record), ("4", rule), ("5", record),
+            ("6", rule_untold)]
+    found = evidence(said)
+    assert found == {"run": [["2", "3"], ["5", "5"]], "inferred": [["4", "4"]],
+                     "untold": [["1", "1"], ["6", "6"]]}
+    assert evidence_words(found, "torch")[0] == "records on torch 2 to 3, 5"

@@ -378,3 +378,33 @@ def test_a_cell_whose_torch_tensorrt_needed_symbols_stood_in_says_it_is_not_inst
     ResultStore(store).append(record)
     render_site([store], tmp_path / "site", CATALOG)
     assert chunk_data(tmp_path / "site")["cells"][record.cell]["built"] == note
+
+
+def test_every_published_error_cell_says_why_it_is_not_the_bug(tmp_path):
+    """Each published cell whose record reads ``error`` has, in its drawer, the new problem in
+    one line (the stage that raised, its exception's type and first line), and its repro page
+    lists that line with a link to the cell, errors grouped first."""
+    from markupsafe import escape
+
+    from repromatrix import paths
+    from repromatrix.config.catalog import load_catalog
+    from repromatrix.report.markup import fragment
+
+    out = tmp_path / "site"
+    render_site([ROOT / "results" / "published"], out, load_catalog(paths.repros_dir()))
+    cells = chunk_data(out)["cells"]
+    errors = {cid: c for cid, c in cells.items() if c["status"] == "error"}
+    assert errors  # the published records have some
+    pages: dict[str, str] = {}
+    for cid, cell in errors.items():
+        stage = next(s for s in cell["stages"] if s["role"] == "main" and s["status"] == "error")
+        assert cell["untold"].startswith(f"{stage['name']}: "), cid
+        problem = cell["untold"][len(stage["name"]) + 2:]
+        assert re.match(r"[A-Za-z_.]+: \S", problem), cell["untold"]  # the exception's type
+        page = pages.setdefault(cell["repro"], (out / page_name(cell["repro"])).read_text(encoding="utf-8"))
+        section = page.split('<section class="untold" id="untold">', 1)[1].split("</section>", 1)[0]
+        group = next(li for li in section.split("<li ")[1:] if f'href="#{fragment(cid)}"' in li)
+        assert group.startswith('data-status="error"')
+        assert f'<code class="untold-line">{escape(cell["untold"])}</code>' in group
+    decided = [c for c in cells.values() if c["status"] in ("pass", "fail")]
+    assert decided and not any(c.get("untold") for c in decided)

@@ -448,3 +448,60 @@ def test_the_published_page_answers_above_the_fold(browser, tmp_path, artifacts,
     else:
         assert page.evaluate("document.documentElement.scrollWidth") <= width
     assert not tab.problems, tab.problems
+
+
+def test_the_known_bugs_say_their_kind_and_filter_by_it(tmp_path, tabs):
+    """A catalog with kinds: the table of known bugs has each bug's kind, a select (counts of
+    the kinds present) shows one kind's rows only, the repro page and the feed say it."""
+    rule = ({"when": {"torch": ">=2.4"}, "status": "fail"},)
+    catalog = {rid: Repro(id=rid, path=f"repros/{rid}.py", title=f"{rid} title", kind=kind, expect=rule)
+               for rid, kind in (("gone", "breaking-change"), ("wrong", "silent-wrong-output"),
+                                 ("gone_too", "breaking-change"), ("plain", "bug"))}
+    store = ResultStore(tmp_path / "results")
+    for rid in catalog:
+        store.append(record("pip-a", rid, "pass", 0))
+        store.append(record("pip-a", rid, "fail", 1))
+    render_site([store.root], tmp_path / "site", catalog)
+    tab = tabs().open(tmp_path / "site" / "index.html")
+    page = tab.page
+    kinds = {tr.get_attribute("data-repro"): tr.locator("td.kind").inner_text()
+             for tr in page.locator("#bugs tbody tr").all()}
+    assert kinds == {"gone": "breaking change", "wrong": "silent wrong output",
+                     "gone_too": "breaking change", "plain": "bug"}
+    options = page.locator("#bugs-kind option").all_inner_texts()
+    assert options == ["all kinds (4)", "bug (1)", "silent wrong output (1)", "breaking change (2)"]
+    page.focus("#bugs-kind")  # a native select: reachable and changed from the keyboard
+    page.select_option("#bugs-kind", "breaking-change")
+    visible = page.locator("#bugs tbody tr:visible")
+    assert [tr.get_attribute("data-repro") for tr in visible.all()] == ["gone", "gone_too"]
+    assert page.inner_text("#bugs-shown") == "2 of 4 bugs"
+    page.select_option("#bugs-kind", "")
+    assert page.locator("#bugs tbody tr:visible").count() == 4
+    repro = tabs().open(tmp_path / "site" / page_name("wrong"))
+    assert repro.page.inner_text("p.kind") == "kind: silent wrong output"
+    feed = (tmp_path / "site" / "changes.atom").read_text()
+    assert '<category term="breaking-change" label="breaking change"/>' in feed
+    assert tab.problems == [] and repro.problems == []
+
+
+def test_an_error_cell_s_drawer_says_why_it_is_not_the_bug(tmp_path, tabs):
+    stages = [{"name": "compile", "role": "main", "status": "error",
+               "message": "TypeError: expected str, not BytesIO\nTraceback ..."}]
+    store = ResultStore(tmp_path / "results")
+    store.append(record("pip-a", "bug", "error", stages=stages, message="compile: TypeError: ..."))
+    store.append(record("pip-b", "bug", "skip", torch="2.5.1", stages=[
+        {"name": "compile", "role": "main", "status": "skip", "message": "no CUDA device"}]))
+    render_site([store.root], tmp_path / "site")
+    tab = tabs().open(tmp_path / "site" / "index.html")
+    tab.open_cell("pip-a--bug")
+    fields = tab.page.locator("#drawer .d-fields")
+    assert fields.locator("dt", has_text="not the bug").count() == 1
+    assert fields.locator("dd.untold").inner_text() == "compile: TypeError: expected str, not BytesIO"
+    tab.open_cell("pip-b--bug")
+    assert tab.page.locator("#drawer dd.untold").inner_text() == "compile: no CUDA device"
+    assert tab.page.locator("#drawer dt", has_text="cannot tell").count() == 1
+    repro = tabs().open(tmp_path / "site" / page_name("bug"))
+    groups = [" ".join(t.split()) for t in repro.page.locator("#untold li").all_inner_texts()]
+    assert groups[0].startswith("E error 1 compile: TypeError: expected str, not BytesIO: pip-a")
+    assert groups[1].startswith("S skip 1 compile: no CUDA device: pip-b")
+    assert tab.problems == [] and repro.problems == []

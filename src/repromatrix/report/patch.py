@@ -51,7 +51,7 @@ from .verdicts import decided_by_level, page_fixes, verdict_rows, write_verdicts
 from .written import RenderState
 
 _FROM_VIEW = ("status", "previous", "contradicted", "expected", "expected_when", "workaround",
-              "standin", "verdict")
+              "standin", "verdict", "untold")
 
 
 class _Unpatchable(Exception):
@@ -282,7 +282,8 @@ class _Patch:
         pages["results.csv"] = kept.pages["results.csv"]._replace(
             start=len(CSV_HEAD), lengths=[len(line) for line in lines])
         write_feed(out / "changes.atom", title, now.isoformat(timespec="seconds"),
-                   status_changes(self.feed, FEED_ENTRIES), state)
+                   status_changes(self.feed, FEED_ENTRIES), state,
+                   {r.id: r.kind for r in self.repros.values()})
         write_verdicts(out, rows, self.repros, state)
         copy_static(out, state)
         state.save()
@@ -326,7 +327,8 @@ class _Patch:
         """What repro column ``j`` says now (``render.repro_view``'s answers and counts)."""
         cols, stacks = self.cols, self.kept.stacks
         shown = [{"stack": stacks[r], "cell": {k: cols[k][n] for k in (
-            "id", "status", "verdict", "workaround", "contradicted", "expected", "expected_when")}}
+            "id", "status", "verdict", "workaround", "contradicted", "expected", "expected_when",
+            "untold")}}
             for r, n in self._entries(j) if not hidden[r]]
         view = self.kept.views[j]
         return column_answers(shown, view["rules"], view["about"], fix)

@@ -35,7 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from repromatrix.model import Repro
+from repromatrix.model import KINDS, Repro
 from repromatrix.rules.versions import key_package
 from repromatrix.store.index import StaleIndex
 from repromatrix.store.lines import dumps, loads
@@ -139,7 +139,7 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
     shown = {c["id"] for c in site["cells"].values() if c["in_scope"]}
     feed = {c: reduced.timeline(c) for c in reduced.feed_cells(shown.__contains__, FEED_ENTRIES)}
     write_feed(out / "changes.atom", title, now.isoformat(timespec="seconds"),
-               status_changes(feed, FEED_ENTRIES), state)
+               status_changes(feed, FEED_ENTRIES), state, {r.id: r.kind for r in repros.values()})
     write_verdicts(out, rows, repros, state)
     copy_static(out, state)
     state.save()
@@ -262,6 +262,7 @@ def repro_view(repro_id: str, column: int, repro: Repro | None,
     return {
         "id": repro_id, "page": page_name(repro_id),
         "title": repro.title if repro else repro_id,
+        "kind": repro.kind if repro else "", "kind_words": KINDS.get(repro.kind, "") if repro else "",
         "description": repro.description if repro else "",
         "upstream": [{"url": u, "href": safe_url(u)} for u in (repro.upstream if repro else ())],
         "rules": rules, "about": about, "known": repro is not None,

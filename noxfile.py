@@ -124,8 +124,7 @@ SLOW_MARKERS = ("docker", "torch", "browser", "slow", "slurm", "pypi")
 
 @nox.session
 def fast(session: nox.Session) -> None:
-    """The tests that need no docker, no torch environment, no browser and take under a few
-    seconds each, on every core (pytest-xdist; `-- -n 0` runs them in one process)."""
+    """The quick tests (no docker, torch, browser or slow ones) on every core (`-- -n 0`: one)."""
     _install(session, "test")
     session.run("pytest", "-n", "auto", "-m", " and ".join(f"not {m}" for m in SLOW_MARKERS),
                 *session.posargs)

@@ -1,0 +1,133 @@
+"""The site rendered from the published records (results/published), as a visitor gets it:
+every relative link and fragment of every page resolves (parsed, no browser needed), and in
+chromium every text's colour has WCAG contrast on its background, light and dark."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import pytest
+from support import ROOT
+
+from repromatrix.config.catalog import load_catalog
+from repromatrix.paths import repros_dir
+from repromatrix.report.render import render_site
+
+PUBLISHED = ROOT / "results" / "published"
+# WCAG 2.x, 1.4.3: normal text 4.5:1, large text (24 px, or 18.66 px bold) 3:1
+NORMAL, LARGE = 4.5, 3.0
+# the page and two repro pages (every page shares the stylesheet; between them every status
+# a published record has, and the legend every one)
+PAGES = ("index.html", "repro-dynamo_require_full_compilation_ignored.html",
+         "repro-onnx_dynamic_axes_names_dropped.html")
+CONTRAST_JS = (Path(__file__).with_name("contrast.js")).read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("published") / "site"
+    render_site([PUBLISHED], out, load_catalog(repros_dir()),
+                matrix=str(PUBLISHED / "matrix.yaml"))
+    return out
+
+
+class _Page(HTMLParser):
+    """A page's ids, grid cells and relative references (tag, attribute, value)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+        self.cells: set[str] = set()
+        self.refs: list[tuple[str, str, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = {k: v for k, v in attrs if v is not None}
+        if "id" in found:
+            self.ids.add(found["id"])
+        if "data-cell" in found:
+            self.cells.add(found["data-cell"])
+        for key in ("href", "src"):
+            if key in found:
+                self.refs.append((tag, key, found[key]))
+
+
+def parsed(site: Path) -> dict[Path, _Page]:
+    pages = {}
+    for path in sorted(site.rglob("*.html")):
+        pages[path] = _Page()
+        pages[path].feed(path.read_text(encoding="utf-8"))
+    return pages
+
+
+def broken_links(site: Path) -> list[str]:
+    """Each relative href/src of every page whose file is missing, each ``#fragment`` naming
+    no id of its page, and each ``#cell=`` state naming no cell of its page."""
+    pages = parsed(site)
+    bad = []
+    for path, page in pages.items():
+        for tag, key, ref in page.refs:
+            url = urlsplit(ref)
+            if url.scheme or url.netloc:  # http(s), data: (the icon), mailto
+                continue
+            target = (path.parent / unquote(url.path)).resolve() if url.path else path
+            where = f"{path.name}: <{tag} {key}={ref!r}>"
+            if not target.is_file() or site.resolve() not in target.parents:
+                bad.append(f"{where}: no file {target}")
+                continue
+            if not url.fragment or target.suffix != ".html":
+                continue
+            fragment = unquote(url.fragment)
+            if "=" in fragment:  # the grid's state in the URL (report.js)
+                cells = parse_qs(url.fragment).get("cell", [])
+                bad += [f"{where}: no cell {c}" for c in cells if c not in pages[target].cells]
+            elif fragment not in pages[target].ids:
+                bad.append(f"{where}: no id {fragment!r} in {target.name}")
+    return bad
+
+
+def test_every_link_on_every_page_resolves(site: Path) -> None:
+    pages = parsed(site)
+    assert len(pages) == 1 + len(load_catalog(repros_dir()))
+    assert sum(len(p.refs) for p in pages.values()) > 100
+    assert broken_links(site) == []
+
+
+def test_a_link_to_nothing_is_found(site: Path, tmp_path: Path) -> None:
+    """The check itself: a missing file, a missing id and a missing cell are each named."""
+    copy = tmp_path / "site"
+    copy.mkdir()
+    (copy / "index.html").write_text(
+        '<a href="gone.html">x</a><a href="#nowhere">y</a><a href="#cell=nope">z</a>'
+        '<p id="here"></p><a href="#here">ok</a>', encoding="utf-8")
+    found = broken_links(copy)
+    assert len(found) == 3
+    assert "no file" in found[0] and "'nowhere'" in found[1] and "no cell nope" in found[2]
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_every_text_has_contrast_on_its_background(browser, site: Path, scheme: str) -> None:
+    """Chromium's computed colours of every visible text (the legend and every details
+    opened, the check box answered) on the backgrounds behind it, composited, gradients by
+    each stop: at least 4.5:1 (3:1 for large text)."""
+    low = []
+    for path in [site / name for name in PAGES]:
+        page = browser.new_page(viewport={"width": 1400, "height": 900}, color_scheme=scheme)
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(path.resolve().as_uri())
+        page.wait_for_load_state("load")
+        if path.name == "index.html":
+            page.fill("#c-torch", "2.4.1")
+            page.click("#check-form button")
+            page.wait_for_selector("#check-answer li")
+        page.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
+        page.wait_for_timeout(100)
+        texts = page.evaluate(CONTRAST_JS)
+        assert len(texts) > 20 and not errors, (path.name, errors)
+        low += [f"{path.name}: {t['text']!r} ({t['where']}) {t['color']} on {t['background']}: "
+                f"{t['ratio']:.2f}" for t in texts if t["ratio"] < (LARGE if t["large"] else NORMAL)]
+        page.close()
+    assert low == []

@@ -4,6 +4,7 @@ chromium every text's colour has WCAG contrast on its background, light and dark
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -11,9 +12,12 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import pytest
 from support import ROOT
 
+from repromatrix.check.candidates import releases
 from repromatrix.config.catalog import load_catalog
+from repromatrix.config.compat import load_table
 from repromatrix.paths import repros_dir
-from repromatrix.report.render import render_site
+from repromatrix.report.render import page_name, render_site
+from repromatrix.rules.versions import LABELS, key_package
 
 PUBLISHED = ROOT / "results" / "published"
 # WCAG 2.x, 1.4.3: normal text 4.5:1, large text (24 px, or 18.66 px bold) 3:1
@@ -22,6 +26,9 @@ NORMAL, LARGE = 4.5, 3.0
 # a published record has, and the legend every one)
 PAGES = ("index.html", "repro-dynamo_require_full_compilation_ignored.html",
          "repro-onnx_dynamic_axes_names_dropped.html")
+MARK = re.compile(r'<li class="rel rel-([a-z-]+)[^"]*" title="[^"]*"><span class="rel-mark" '
+                  r'aria-hidden="true">.</span><span class="rel-v">([^<]+)</span>'
+                  r'<span class="visually-hidden">: ([^<]+)</span>(<span class="rel-fix")?')
 CONTRAST_JS = (Path(__file__).with_name("contrast.js")).read_text(encoding="utf-8")
 
 
@@ -106,6 +113,27 @@ def test_a_link_to_nothing_is_found(site: Path, tmp_path: Path) -> None:
     assert "no file" in found[0] and "'nowhere'" in found[1] and "no cell nope" in found[2]
 
 
+def test_each_bug_page_shows_its_release_timeline(site: Path) -> None:
+    """Each repro page: a mark per release of the bug's package the table knows, in release
+    order, each with its verdict in words for a screen reader; the release marked as the fix
+    is the one the page's "fix" line names."""
+    known = releases(load_table())
+    for repro in load_catalog(repros_dir()).values():
+        html = (site / page_name(repro.id)).read_text(encoding="utf-8")
+        package = key_package(repro.expect)
+        marks = MARK.findall(html)
+        assert [m[1] for m in marks] == known[package], repro.id
+        assert all(m[2].startswith(m[0].replace("-", " ")) for m in marks), repro.id
+        fixes = [m[1] for m in marks if m[3]]
+        fix_line = re.search(r'<dd id="fix"[^>]*>([^<]*)</dd>', html)
+        if fixes:
+            assert len(fixes) == 1 and fix_line, repro.id
+            assert f"fixed in {LABELS[package]} {fixes[0]}" in fix_line.group(1), repro.id
+        else:
+            assert not fix_line or "fixed in " not in fix_line.group(1), repro.id
+        assert f'id="releases-text">{LABELS[package]} ' in html, repro.id
+
+
 @pytest.mark.browser
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_every_text_has_contrast_on_its_background(browser, site: Path, scheme: str) -> None:
@@ -116,7 +144,7 @@ def test_every_text_has_contrast_on_its_background(browser, site: Path, scheme: 
     for path in [site / name for name in PAGES]:
         page = browser.new_page(viewport={"width": 1400, "height": 900}, color_scheme=scheme)
         errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("pageerror", lambda e, found=errors: found.append(str(e)))
         page.goto(path.resolve().as_uri())
         page.wait_for_load_state("load")
         if path.name == "index.html":

@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 from repromatrix.model import Repro
 
 KEPT_NAME = ".render-site"
-FORMAT = 2
+FORMAT = 3
 # the cells' columns, in the site's cell order
 COLUMNS = ("id", "stack", "repro", "status", "previous", "contradicted", "expected",
            "expected_when", "workaround", "standin", "verdict", "finished", "in_scope", "chunk", "pieces",

@@ -258,7 +258,8 @@ class _Patch:
         fixes = page_fixes(rows, self.repros, {kept.repro_ids[j] for j in self.columns})
         for j in self.columns:
             fix = fixes.get(kept.repro_ids[j])
-            views[j].update(self._answers(j, hidden, fix), known_bug=fix["row"] if fix else None)
+            views[j].update(self._answers(j, hidden, fix), known_bug=fix["row"] if fix else None,
+                            timeline=fix["timeline"] if fix else None)
         trs = self._repro_rows(views, hidden)
         count = len(cols["id"])
         in_scope = [n for n in range(count) if cols["in_scope"][n]]

@@ -268,4 +268,5 @@ def repro_view(repro_id: str, column: int, repro: Repro | None,
         "entries": entries, "entry_count": len(entries), "off_count": len(entries) - len(shown),
         **column_answers(shown, rules, about, fix),
         "known_bug": fix["row"] if fix else None,
+        "timeline": fix["timeline"] if fix else None,
     }

@@ -159,3 +159,74 @@ def test_every_text_has_contrast_on_its_background(browser, site: Path, scheme: 
                 f"{t['ratio']:.2f}" for t in texts if t["ratio"] < (LARGE if t["large"] else NORMAL)]
         page.close()
     assert low == []
+
+
+COLUMNS_JS = """() => {
+  const out = {};
+  document.querySelectorAll('#matrix thead th.repro').forEach(th => {
+    out[th.dataset.repro] = {shown: th.getClientRects().length > 0, verdicts: []};
+  });
+  document.querySelectorAll('#matrix tbody tr:not(.scope-off) td.cell[data-cell]').forEach(td => {
+    out[td.dataset.repro].verdicts.push(td.dataset.v);
+  });
+  return out;
+}"""
+CUT_JS = """() => Array.from(document.querySelectorAll('#matrix thead th.repro a'))
+  .filter(a => a.getClientRects().length)
+  .filter(a => {
+    const range = document.createRange();
+    range.selectNodeContents(a);
+    const text = range.getBoundingClientRect();
+    return [a, a.closest('th')].some(box => {
+      const b = box.getBoundingClientRect();
+      return text.top < b.top - 1 || text.bottom > b.bottom + 1 || text.left < b.left - 1
+             || text.right > b.right + 1;
+    }) || a.scrollHeight > a.clientHeight + 1 || a.scrollWidth > a.clientWidth + 1
+       || a.textContent !== a.closest('th').dataset.repro
+       || !a.title.startsWith(a.closest('th').dataset.repro + ': ');
+  }).map(a => a.textContent)"""
+FOCUSED_JS = "() => { const td = document.activeElement.closest('td'); return td && td.dataset.repro; }"
+
+
+@pytest.mark.browser
+def test_the_grid_folds_what_no_stack_could_tell_and_cuts_no_name(browser, site: Path) -> None:
+    """A column whose every cell in view cannot tell (their ``data-v``, rules.verdict) leaves
+    the grid for one line naming the machine that would decide it; the arrow keys and the
+    tab stop skip it; "show" brings it back (kept in the URL); every shown header's name is
+    whole, none cut, with its full id in the title."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto((site / "index.html").resolve().as_uri())
+    page.wait_for_load_state("load")
+    columns = page.evaluate(COLUMNS_JS)
+    undecided = {r for r, c in columns.items() if set(c["verdicts"]) == {"cannot tell"}}
+    assert undecided and len(undecided) < len(columns)  # no GPU ran the published records
+    assert {r for r, c in columns.items() if not c["shown"]} == undecided
+    lines = {li.get_attribute("data-repro"): li.inner_text() for li in page.locator("#folds li").all()}
+    assert set(lines) == undecided
+    for repro, text in lines.items():
+        n = len(columns[repro]["verdicts"])
+        assert f"cannot tell on any of its {n} stacks here" in text and ": needs a CUDA GPU" in text
+    assert page.evaluate(CUT_JS) == []
+
+    stop = page.locator("#matrix td.cell a[tabindex='0']")
+    assert stop.count() == 1 and stop.is_visible()
+    stop.focus()
+    seen = [page.evaluate(FOCUSED_JS)]
+    for _ in range(len(columns)):
+        page.keyboard.press("ArrowRight")
+        seen.append(page.evaluate(FOCUSED_JS))
+    assert not set(seen) & undecided
+    assert len(set(seen)) == len(columns) - len(undecided)
+
+    page.check("#f-unfold")
+    assert all(c["shown"] for c in page.evaluate(COLUMNS_JS).values())
+    assert "unfold=1" in page.url and page.evaluate(CUT_JS) == []
+    page.uncheck("#f-unfold")
+    assert {r for r, c in page.evaluate(COLUMNS_JS).items() if not c["shown"]} == undecided
+    page.select_option("#f-repro", sorted(undecided)[0])  # picking a folded repro shows it
+    assert page.locator(f'#matrix th.repro[data-repro="{sorted(undecided)[0]}"]').is_visible()
+    assert not errors, errors
+    page.close()

@@ -230,3 +230,19 @@ def test_the_grid_folds_what_no_stack_could_tell_and_cuts_no_name(browser, site:
     assert page.locator(f'#matrix th.repro[data-repro="{sorted(undecided)[0]}"]').is_visible()
     assert not errors, errors
     page.close()
+
+
+@pytest.mark.browser
+def test_every_page_scrolls_vertically_only_at_400_px(browser, site: Path) -> None:
+    """A phone: no page of the site (the index, each repro page with its timeline) is wider
+    than the screen; the grid and wide tables scroll inside their own boxes."""
+    page = browser.new_page(viewport={"width": 400, "height": 900})
+    wide = []
+    for path in sorted(site.glob("*.html")):
+        page.goto(path.resolve().as_uri())
+        page.wait_for_load_state("load")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        if width > 400:
+            wide.append(f"{path.name}: {width} px")
+    page.close()
+    assert wide == []

@@ -110,7 +110,7 @@ def matrix_tr(row: Mapping[str, Any], cells: str, width: int) -> str:
     head = (f'    <tr class="group" data-group="{group}"><th scope="rowgroup" colspan="{width}">'
             f'{group}</th></tr>\n') if row["group_start"] else ""
     classes = ("all-broken" if row["all_broken"] else "") + (" scope-off" if row["hidden"] else "") \
-        + (" folded" if row.get("fold") else "")
+        + (" folded" if row["fold"] else "")
     scope = "" if stack["scope"] == "published" else f" · {escape(stack['scope'])}"
     pairing = f'<small class="pairing">{escape(stack["pairing"])}</small>' if stack["pairing"] else ""
     broken = (f'\n        <small class="broken-note" title="{escape(row["broken_message"])}">'

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from repromatrix.check.candidates import releases
 from repromatrix.check.command import check_answer
 from repromatrix.check.environment import from_ngc, from_pins
-from repromatrix.check.fixes import bug_fixes, fix_words
+from repromatrix.check.fixes import bug_fixes, fix_words, timeline
 from repromatrix.check.records import snapshot_rows
 from repromatrix.cli.check import catalog
 from repromatrix.config.compat import load_table
@@ -106,3 +107,32 @@ def test_evidence_runs_follow_the_release_order():
     assert found == {"run": [["2", "3"], ["5", "5"]], "inferred": [["4", "4"]],
                      "untold": [["1", "1"], ["6", "6"]]}
     assert evidence_words(found, "torch")[0] == "records on torch 2 to 3, 5"
+
+
+def test_the_timeline_marks_every_release_of_the_package_in_order(fixes):
+    """One mark per release of the bug's package the table knows, oldest first, each with the
+    verdict its fix was worked out from; the fix marked once; the sentence says the runs."""
+    known = releases(load_table())
+    for bug_id, fix in fixes.items():
+        line = timeline(fix)
+        assert [m["version"] for m in line["marks"]] == known[fix["package"]], bug_id
+        assert [m["fix"] for m in line["marks"]].count(True) == (fix["fixed_in"] is not None)
+        affected = [m["version"] for m in line["marks"] if m["verdict"] == "affected"]
+        assert bool(affected) == bool(fix["affected"]), bug_id
+        if affected:
+            assert fix["affected"][0][0] == affected[0] and fix["affected"][-1][1] == affected[-1]
+        assert line["text"].startswith(fix["label"] + " ")
+    deform = timeline(fixes["deform_conv2d_device"])
+    assert "; fixed in 2.5.0" in deform["text"]
+    assert next(m for m in deform["marks"] if m["fix"])["words"].startswith("not affected, the fix")
+
+
+def test_the_timeline_sentence_says_runs_and_what_only_rules_say():
+    line = timeline({"label": "torch", "fixed_in": "2.3.0", "releases": [
+        ["2.0.0", "cannot tell", False], ["2.1.0", "affected", False],
+        ["2.2.0", "affected", True], ["2.3.0", "not affected", True]]})
+    assert line["text"] == ("torch 2.0.0 cannot tell; 2.1.0 to 2.2.0 affected; 2.3.0 not "
+                            "affected; fixed in 2.3.0 (2 of 4 by the repro's rules alone: no record)")
+    assert [m["words"] for m in line["marks"]][2:] == [
+        "affected (by its rules: no record)", "not affected, the fix (by its rules: no record)"]
+    assert timeline({"label": "torch", "fixed_in": None, "releases": []})["text"] == ""

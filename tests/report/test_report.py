@@ -192,8 +192,15 @@ def test_stack_with_only_broken(tmp_path):
     table = doc.find("table", id="matrix")
     [row] = [tr for tr in table.find_all("tr") if tr.attrs.get("data-stack") == "pip-torch2.9.1"]
     assert "all-broken" in row.classes
-    assert {td.attrs["data-status"] for td in row.find_all("td")} == {"broken"}
+    cells = row.find_all("td", cls="cell")
+    assert {td.attrs["data-status"] for td in cells} == {"broken"}
     assert row.find("small", cls="broken-note").text() == "environment broken"
+    # every cell cannot tell: the row folds into one cell saying what would decide them
+    assert "folded" in row.classes
+    n = len(cells)
+    assert row.find("td", cls="fold-note").text() == (
+        f"cannot tell on {'its one repro' if n == 1 else f'any of its {n} repros'} here ({n} broken): "
+        "needs a machine that can build its environment")
     other = [tr for tr in table.find_all("tr") if tr.attrs.get("data-stack") == "pip-torch2.10.0"]
     assert "all-broken" not in other[0].classes
 

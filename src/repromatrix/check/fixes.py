@@ -56,13 +56,16 @@ def bug_fixes(bugs: Mapping[str, Mapping[str, Any]], rows: RowTable | Sequence[M
 def fix(bug_id: str, bug: Mapping[str, Any], table: RowTable, known: Mapping[str, list[str]],
         ngc: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
     """One bug: the package it is about, the releases affected (runs ``[first, last]``), the
-    release that fixes it and whether records or only rules say so; the same for NGC."""
+    release that fixes it and whether records or only rules say so, each release's verdict
+    (``releases``: ``[version, verdict, by its rules only]``, oldest first); the same for NGC
+    (but each release)."""
     package = key_package(bug.get("expect") or ())
     env = {"complete": False}
     said = [(v, verdict(bug_id, bug, {package: v}, env, table)) for v in known.get(package, [])]
     on_ngc = [(tag, verdict(bug_id, bug, versions, env, table)) for tag, versions in ngc]
     pip, tags = _turn(said), _turn(on_ngc)
     return {"package": package, "label": LABELS[package], **pip, "evidence": evidence(said),
+            "releases": [[v, found["verdict"], found["basis"] == RULES] for v, found in said],
             "ngc": {"affected": tags["affected"], "fixed_in": tags["fixed_in"],
                     "inferred": tags["inferred"], "evidence": evidence(on_ngc)}}
 
@@ -161,3 +164,27 @@ def known_bug(bug: Mapping[str, Any], fix: Mapping[str, Any],
             "inferred": fix["inferred"], "workaround": workaround(bug),
             "evidence": [[LEVEL_WORDS[k], levels[k]] for k in LEVEL_WORDS if levels[k]],
             "upstream": str((bug.get("upstream") or [""])[0])}
+
+
+def timeline(fix: Mapping[str, Any]) -> dict[str, Any]:
+    """A bug's releases as its page's timeline shows them: each release of its package the
+    table knows, oldest first, affected, not affected or cannot tell (``fix``'s own verdicts),
+    whether only the repro's rules say so (no record), and which one is the fix; with a
+    sentence saying the same for a reader that does not see the marks."""
+    marks = [{"version": v, "verdict": said, "inferred": inferred, "fix": v == fix["fixed_in"],
+              "words": f"{said}{', the fix' if v == fix['fixed_in'] else ''}"
+                       f"{' (by its rules: no record)' if inferred else ''}"}
+             for v, said, inferred in fix["releases"]]
+    runs: list[list[Any]] = []  # [verdict, first, last] of consecutive releases alike
+    for m in marks:
+        if runs and runs[-1][0] == m["verdict"]:
+            runs[-1][2] = m["version"]
+        else:
+            runs.append([m["verdict"], m["version"], m["version"]])
+    text = "; ".join(f"{a if a == b else f'{a} to {b}'} {said}" for said, a, b in runs)
+    if fix["fixed_in"]:
+        text += f"; fixed in {fix['fixed_in']}"
+    inferred = sum(m["inferred"] for m in marks)
+    if inferred:
+        text += f" ({inferred} of {len(marks)} by the repro's rules alone: no record)"
+    return {"label": fix["label"], "marks": marks, "text": f"{fix['label']} {text}" if marks else ""}

@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 from repromatrix.model import Repro
 
 KEPT_NAME = ".render-site"
-FORMAT = 3
+FORMAT = 4
 # the cells' columns, in the site's cell order
 COLUMNS = ("id", "stack", "repro", "status", "previous", "contradicted", "expected",
            "expected_when", "workaround", "standin", "verdict", "untold", "finished", "in_scope",
@@ -120,9 +120,10 @@ class KeptSite:
 def site_inputs(site_key: str, paths: Sequence[Path], repros: Mapping[str, Repro], title: str,
                 published: Collection[str] | None) -> str:
     """A digest of every input of the page beside the cells: the pieces' site key (sources,
-    catalog expectations, matrix, current folder), the store read, the catalog's texts and kinds, the
-    title and the published stacks."""
-    catalog = [[r.id, r.title, r.kind, r.description, list(r.upstream)] for r in repros.values()]
+    catalog expectations, matrix, current folder), the store read, the catalog's texts, kinds
+    and requirements (what a fold says), the title and the published stacks."""
+    catalog = [[r.id, r.title, r.kind, r.description, list(r.upstream), list(r.requires)]
+               for r in repros.values()]
     text = json.dumps([FORMAT, site_key, [os.path.realpath(p) for p in paths], catalog, title,
                        None if published is None else sorted(published)],
                       default=str)

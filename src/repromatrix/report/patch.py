@@ -33,6 +33,7 @@ from .cell import Head
 from .chunks import DATA_DIR, Member, chunk_source, write_chunks
 from .data_files import CSV_HEAD, RawSink, stack_columns, write_csv_lines
 from .feed import write_feed
+from .fold import column_fold, row_fold
 from .last_site import KeptSite, numbered, site_inputs
 from .load import Reduced, add_settled, covers_exactly, newest_changed, sink_files, status_changes
 from .markup import grid_row, repro_tr
@@ -258,7 +259,8 @@ class _Patch:
         fixes = page_fixes(rows, self.repros, {kept.repro_ids[j] for j in self.columns})
         for j in self.columns:
             fix = fixes.get(kept.repro_ids[j])
-            views[j].update(self._answers(j, hidden, fix), known_bug=fix["row"] if fix else None)
+            views[j].update(self._answers(j, hidden, fix), known_bug=fix["row"] if fix else None,
+                            timeline=fix["timeline"] if fix else None)
         trs = self._repro_rows(views, hidden)
         count = len(cols["id"])
         in_scope = [n for n in range(count) if cols["in_scope"][n]]
@@ -314,7 +316,8 @@ class _Patch:
             row = {"stack": kept.stacks[r], "cells": cells,
                    "group_start": r == 0 or kept.stacks[r]["group"] != kept.stacks[r - 1]["group"],
                    "hidden": hidden[r], "all_broken": bool(present) and set(present) == {"broken"},
-                   "broken_message": next((c["message"] for c in cells if c), "")}
+                   "broken_message": next((c["message"] for c in cells if c), ""),
+                   "fold": row_fold(cells, self.repros)}
             rows[r] = grid_row(row, [self.heads[n].td if n >= 0 else None for n in kept.grid[r]],
                                columns)
         return rows
@@ -331,7 +334,8 @@ class _Patch:
             "untold")}}
             for r, n in self._entries(j) if not hidden[r]]
         view = self.kept.views[j]
-        return column_answers(shown, view["rules"], view["about"], fix)
+        return {**column_answers(shown, view["rules"], view["about"], fix),
+                "fold": column_fold([e["cell"] for e in shown], self.repros.get(view["id"]))}
 
     def _repro_rows(self, views: list[dict[str, Any]], hidden: list[bool]) -> list[list[str]]:
         cols, stacks = self.cols, self.kept.stacks

@@ -58,6 +58,7 @@ from protocol import Signature
 
 META = {
     "id": "deform_conv2d_device",
+    "kind": "bug",
     "title": "deform_conv2d: Unhandled FakeTensor Device Propagation in torch_tensorrt.compile",
     "upstream": [
         "https://github.com/pytorch/TensorRT/issues/3556",
@@ -74,30 +75,20 @@ META = {
         "dynamo.compile) runs the same decomposition and does not help on 2.4.0."
     ),
     "requires": ["cuda", "torch_tensorrt", "torchvision>=0.17"],
-    "expect": [
-        {"when": {"ngc": "<24.07"}, "status": "pass",
-         "note": "release/ngc/23.12 to 24.06 (24.06: 09e5e353e2) register no empty_strided "
-                 "decomposition in py/torch_tensorrt/dynamo/lowering/_decompositions.py: PR #2859 "
-                 "is not on those branches although 24.05/24.06 ship torch_tensorrt 2.4.0.dev0"},
-        {"when": {"ngc": "==24.07"}, "status": "fail",
-         "note": "release/ngc/24.07 (8de3900e90) _decompositions.py:231-236: "
-                 "empty_strided_decomposition builds torch.empty(empty_size) with no device, "
-                 "i.e. PR #2859 without PR #2948 (ships 2.5.0.dev0)"},
-        {"when": {"ngc": ">=24.08"}, "status": "pass",
-         "note": "release/ngc/24.08 (c71ce43f87) _decompositions.py:236-240 passes "
-                 "device=to_torch_device(default_device()) (PR #2948), as does every later "
-                 "release/ngc branch up to 26.09"},
-        {"when": {"torch_tensorrt": ">=2.4,<2.5"}, "status": "fail",
-         "note": "TRT 2.4.0's empty_strided decomposition drops the device (PR #2859, first in "
-                 "v2.4.0); the reporter's traceback matches torch 2.4.1. The workaround "
-                 "(export + dynamo.compile) goes through the same lowering: expected to fail "
-                 "too (inference from the code, unverified on a GPU)"},
-        {"when": {"torch_tensorrt": ">=2.5"}, "status": "pass",
-         "note": "fixed by PR #2948 (first in v2.5.0) for a model on the default CUDA device; "
-                 "the reporter confirmed on 2.7.0. Not for cuda:1: see trt_compile_cuda1"},
-        {"when": {"torch_tensorrt": "<2.4"}, "status": "pass",
-         "note": "no TRT empty_strided decomposition before v2.4.0 (inference, unverified)"},
-    ],
+    "introduced_by": {
+        "commits": ["0c3801621dedab462a0163c9be0c1f09d7851678"],
+        "note": "PR #2859: the empty_strided decomposition builds torch.empty(empty_size) with no "
+                "device (v2.4.0 py/torch_tensorrt/dynamo/lowering/_decompositions.py; "
+                "release/ngc/24.07 (8de3900e90) :231-236); the reporter's traceback matches "
+                "torch 2.4.1. The workaround (export + dynamo.compile) goes through the same "
+                "lowering: expected to fail too (inference from the code, unverified on a GPU)",
+    },
+    "fixed_by": {
+        "commits": ["3323156af3eb35013024d72781a974b4fcb570c3"],
+        "note": "PR #2948: _decompositions.py passes device=to_torch_device(default_device()) "
+                "(release/ngc/24.08 (c71ce43f87) :236-240), for a model on the default CUDA "
+                "device; the reporter confirmed on 2.7.0. Not for cuda:1: see trt_compile_cuda1",
+    },
 }
 
 # The failing operator, as the FX interpreter names it ("While executing %deform_conv2d :

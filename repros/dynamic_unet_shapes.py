@@ -66,6 +66,7 @@ from protocol import Signature
 
 META = {
     "id": "dynamic_unet_shapes",
+    "kind": "bug",
     "title": "UNet with pixel_shuffle + interpolate, dynamic H/W: TorchScript frontend wildcard reshape",
     "upstream": [
         "https://github.com/pytorch/TensorRT/issues/2617",

@@ -15,10 +15,12 @@ Stages:
   on fake cuda:0, exported and lowered with torch-tensorrt's decomposition table, handed
   to the real ``compile_module`` (where the bug is) with ``use_fast_partitioner=False``,
   up to ``convert_module`` (the first TensorRT step). ``compile_module`` rather than
-  ``dynamo.compile``: from 2.14.0 compile asks the GPU for its free memory first.
-  It either raises this bug in ``compile_module`` or gets past the loop, with the
-  partitioned module's children recorded and checked (a plain ``conv`` beside fused
-  ``GraphModule`` partitions); then ``skip``: the engine build needs real TensorRT.
+  ``dynamo.compile``: from 2.8.0 compile asks the GPU for its free memory first
+  (``torch.cuda.mem_get_info()``, v2.8.0 ``_compiler.py:717``). It either raises this bug
+  in ``compile_module`` or gets past the loop, with the partitioned module's children
+  recorded and checked: the model's ``conv``, by name, a plain child beside fused
+  ``GraphModule`` partitions (any other plain child, such as 2.14.0's ``_guards_fn``, is
+  not the bug's input); then ``skip``: the engine build needs real TensorRT.
 - eager, trt_compile, trt_run (main, GPU + TensorRT): the same call on a GPU, the
   output checked against eager.
 - workaround (GPU + TensorRT): the default fast partitioner.
@@ -31,6 +33,7 @@ from protocol import Signature
 
 META = {
     "id": "dynamo_global_partitioner_module_children",
+    "kind": "bug",
     "title": "use_fast_partitioner=False: 'Module' object has no attribute 'graph' in compile_module",
     "upstream": [
         "https://github.com/pytorch/TensorRT/issues/3157",
@@ -46,21 +49,26 @@ META = {
         "children that are not GraphModules. Workaround: keep the default fast partitioner."
     ),
     "requires": ["cuda", "torch_tensorrt"],
+    "introduced_by": {
+        "commits": ["08a2ee4a49f621e10b92f527d958d45dc6ef51df"],
+        "note": "compile_module loops over partitioned_module.named_children(), skips a child "
+                "only for the fast partitioner and reads submodule.graph: v2.4.0 "
+                "py/torch_tensorrt/dynamo/_compiler.py:352/:355/:364 (v2.3.0 :347/:350/:359; "
+                "release/ngc/24.04 :356/:359/:368; 24.10 :428). Measured with TensorRT stood in: "
+                "2.3.0 (torch 2.3.1) and 2.4.0 (torch 2.4.1) raise there on the child 'conv'",
+    },
+    "fixed_by": {
+        "commits": ["ce38387b6c49d127bddfff9b6c335b261f461bdd",
+                    "2468a42f643da346721874eee8f7acf7b7ca27d8"],
+        "note": "PR #3195 (on release/2.5 as #3209): v2.5.0 py/torch_tensorrt/dynamo/_compiler.py:413 "
+                "skips a child that is not a torch.fx.GraphModule (release/ngc/24.11 the same); "
+                "measured with TensorRT stood in: 2.5.0 gets past the loop to convert_module",
+    },
     "expect": [
-        {"when": {"torch_tensorrt": ">=2.3,<2.5"}, "status": "fail",
-         "note": "v2.4.0:py/torch_tensorrt/dynamo/_compiler.py:352 loops over "
-                 "partitioned_module.named_children(); :355 skips a child only for the fast "
-                 "partitioner; :364 reads submodule.graph.nodes (v2.3.0: :347/:350/:359). "
-                 "Measured with TensorRT stood in: 2.3.0 (torch 2.3.1) and 2.4.0 (torch 2.4.1) "
-                 "raise there on the child 'conv'"},
-        {"when": {"torch_tensorrt": ">=2.5"}, "status": "pass",
-         "note": "v2.5.0:py/torch_tensorrt/dynamo/_compiler.py:413 skips a child that is not a "
-                 "torch.fx.GraphModule (PR #3195 via #3209, commit 2468a42f64); measured with "
-                 "TensorRT stood in: 2.5.0 gets past the loop to convert_module"},
-        {"when": {"torch_tensorrt": "<2.3"}, "status": "pass",
-         "note": "v2.2.0 has the same loop, but its torch (2.2) keeps no plain child modules in "
-                 "ExportedProgram.module() (measured on the stand-ins: only fused_0/fused_1); "
-                 "a pass on a GPU is an inference"},
+        {"when": {"torch": "<2.3"}, "status": "pass",
+         "note": "the loop is there, but torch 2.2's ExportedProgram.module() keeps no plain child "
+                 "module: measured on the stand-ins at 2.2.0 (torch 2.2.2), the partitioned "
+                 "module's only child is fused_0, no conv; a pass on a GPU is an inference"},
     ],
 }
 
@@ -153,10 +161,10 @@ def stage_global_partitioner_standin(s):
         s.note("partitioned_children", seen.get("children"))
     children = seen.get("children")
     s.check(children is not None, "compile_module ran the global partitioner")
-    graphs = [n for n, kind in children if kind == "GraphModule"]
-    plain = [n for n, kind in children if kind != "GraphModule"]
-    s.check(graphs and plain, "the partitioned module has fused GraphModule partitions and a "
-            "plain child (the model's conv): the loop had the bug's input", children=children)
+    kinds = dict(children)
+    s.check(kinds.get("conv") not in (None, "GraphModule") and "GraphModule" in kinds.values(),
+            "the partitioned module has fused GraphModule partitions and the model's conv as a "
+            "plain child: the loop had the bug's input", children=children)
     _standin.past(s, state, "compile_module's loop over the global partitioner's children")
 
 

@@ -42,6 +42,7 @@ from protocol import Signature
 
 META = {
     "id": "dynamo_require_full_compilation_ignored",
+    "kind": "bug",
     "title": "dynamo compile: require_full_compilation=True is ignored, a hybrid graph comes back",
     "upstream": [
         "https://github.com/pytorch/TensorRT/issues/3171",
@@ -60,27 +61,25 @@ META = {
         "compiled module yourself and refuse any child that is not a _run_on_acc segment."
     ),
     "requires": ["cuda", "torch_tensorrt"],
-    "expect": [
-        {"when": {"ngc": ">=24.04,<25.01"}, "status": "fail",
-         "note": "release/ngc/24.04 (384a5bb4ce) to 24.12 (1016dcc3a0): "
-                 "py/torch_tensorrt/dynamo/_compiler.py calls partitioning.fast_partition "
-                 "(24.12: line 373) and global_partition (391) without the flag"},
-        {"when": {"ngc": ">=25.01"}, "status": "pass",
-         "note": "release/ngc/25.01 (02648555c1) dynamo/_compiler.py:698 and :717 pass "
-                 "require_full_compilation=settings.require_full_compilation"},
-        {"when": {"torch_tensorrt": ">=2.2,<2.5"}, "status": "fail",
-         "note": "compile_module calls the partitioners without the flag: v2.4.0 "
-                 "py/torch_tensorrt/dynamo/_compiler.py:317-322 (fast_partition) and 335-340 "
-                 "(global_partition); v2.3.0 313-318 / 330-335; v2.2.0 285-290 / 302-307. The "
-                 "check it skips: partitioning/_adjacency_partitioner.py:206 (v2.2.0: 204), "
-                 "_global_partitioner.py:68. Releases before 2.2.0 not read"},
-        {"when": {"torch_tensorrt": ">=2.5"}, "status": "pass",
-         "note": "v2.5.0 dynamo/_compiler.py:378 (fast_partition) and :397 (global_partition) "
-                 "pass require_full_compilation=settings.require_full_compilation (PR #3193 via "
-                 "#3213, commit 348d21af6f); the partitioner raises at "
-                 "_adjacency_partitioner.py:207. The pass needs a GPU (trt_compile_full_supported); "
-                 "on the stand-ins the refusal is a cleared skip"},
-    ],
+    "introduced_by": {
+        "commits": ["0eae97fbc276789b537a706e1867827fd0275606"],
+        "note": "compile_module calls the partitioners without the flag: v2.4.0 "
+                "py/torch_tensorrt/dynamo/_compiler.py:317-322 (fast_partition) and 335-340 "
+                "(global_partition); v2.3.0 313-318 / 330-335; v2.2.0 285-290 / 302-307; "
+                "release/ngc/24.01 266 / 283; 24.12 (1016dcc3a0) 373 / 391. The check it skips: "
+                "partitioning/_adjacency_partitioner.py:206 (v2.2.0: 204), "
+                "_global_partitioner.py:68. The oldest commit read: the Dynamo refactor (#2104)",
+    },
+    "fixed_by": {
+        "commits": ["b99d080a8a19a88c6c62a7fd34d2a76387c1350f",
+                    "348d21af6fa88220d19df8a5ec6688ffaa7c4d07"],
+        "note": "PR #3193 (on release/2.5 as #3213): v2.5.0 dynamo/_compiler.py:378 "
+                "(fast_partition) and :397 (global_partition) pass "
+                "require_full_compilation=settings.require_full_compilation; release/ngc/25.01 "
+                "(02648555c1) :698 and :717; the partitioner raises at "
+                "_adjacency_partitioner.py:207. The pass needs a GPU (trt_compile_full_supported); "
+                "on the stand-ins the refusal is a cleared skip",
+    },
 }
 
 _CHECK = r"check failed: require_full_compilation=True leaves no PyTorch-run segment"

@@ -5,9 +5,12 @@ torch.export's ``dynamic_shapes`` from the ``Input``s. v2.3.0 and v2.4.0 append 
 for dynamic inputs only (``py/torch_tensorrt/dynamo/_tracer.py`` lines 61-81), so a
 static ``x`` and a dynamic ``y`` give a 1-tuple for a 2-argument ``forward``, which export
 refuses. v2.2.0 builds a dict keyed by ``Input.name`` for the dynamic inputs only, and
-asserts a name first (lines 61-85). v2.5.0 (PR #2970, commit 3a0b244b6e, "Added kwarg
-support for dynamo.compile") builds a dict over every ``forward`` parameter, ``{}`` for a
-static input (``get_dynamic_shapes_args``, line 112). The error text is torch's and
+asserts a name first (lines 61-85): the stages name their inputs (``x``, ``y``, as
+``forward`` does), so that assertion, another problem (an unnamed dynamic ``Input``), never
+decides; what torch 2.2's export makes of the one-key dict is not measured here. v2.5.0
+(PR #2970, commit 3a0b244b6e, "Added kwarg support for dynamo.compile") builds a dict
+over every ``forward`` parameter, ``{}`` for a static input (``get_dynamic_shapes_args``,
+line 112). The error text is torch's and
 differs by torch release (UserError on 2.3, ValueError on 2.4).
 
 Stages:
@@ -29,6 +32,7 @@ from protocol import Signature
 
 META = {
     "id": "dynamo_trace_mixed_static_dynamic_inputs",
+    "kind": "bug",
     "title": "dynamo.trace / compile(ir='dynamo') refuse one static and one dynamic Input",
     "upstream": [
         "https://github.com/pytorch/TensorRT/pull/2970",
@@ -40,34 +44,34 @@ META = {
         "torch-tensorrt 2.3.0/2.4.0 pass torch.export a dynamic_shapes tuple with an entry for "
         "the dynamic input only (2.2.0: a dict keyed by Input.name, dynamic inputs only), which "
         "export refuses (torch 2.3: UserError 'Expected (...) to have 2 items'; torch 2.4: "
-        "ValueError 'Node arity mismatch'; 2.2.0 unnamed: AssertionError 'Expected a name for a "
-        "dynamic input'). No upstream issue for this symptom; fixed in Torch-TensorRT 2.5.0 by "
-        "PR #2970 (commit 3a0b244b6e), which gives every forward parameter an entry. "
+        "ValueError 'Node arity mismatch'). No upstream issue for this symptom; fixed in "
+        "Torch-TensorRT 2.5.0 by PR #2970 (commit 3a0b244b6e), which gives every forward parameter an entry. "
         "Workaround: torch.export the model with dynamic_shapes yourself and pass the "
         "ExportedProgram to torch_tensorrt.dynamo.compile."
     ),
     "requires": ["cuda", "torch_tensorrt"],
-    "expect": [
-        {"when": {"torch_tensorrt": ">=2.3,<2.5"}, "status": "fail",
-         "note": "v2.4.0:py/torch_tensorrt/dynamo/_tracer.py:61 dynamic_shapes = [], :79 appends "
-                 "for a dynamic Input only, :81 export(..., dynamic_shapes=tuple(dynamic_shapes)) "
-                 "(the same lines at v2.3.0, from PR #2775). Measured with TensorRT stood in: "
-                 "2.3.0 (torch 2.3.1) UserError, 2.4.0 (torch 2.4.1) ValueError, raised at :81"},
-        {"when": {"torch_tensorrt": ">=2.2,<2.3"}, "status": "fail",
-         "note": "v2.2.0:py/torch_tensorrt/dynamo/_tracer.py:61 dynamic_shapes = {} keyed by "
-                 "Input.name for dynamic inputs only, :63-66 assert a name, :85 export(...). "
-                 "Measured with TensorRT stood in (torch 2.2.2): the AssertionError at :65"},
-        {"when": {"torch_tensorrt": ">=2.5"}, "status": "pass",
-         "note": "v2.5.0:py/torch_tensorrt/dynamo/_tracer.py:81 get_dynamic_shapes_args(mod, "
-                 "arg_inputs), :112 one entry per forward parameter, :125 {} for a static input "
-                 "(PR #2970, commit 3a0b244b6e); measured with TensorRT stood in: 2.5.0 exports "
-                 "x static and y dynamic"},
-    ],
+    "introduced_by": {
+        "commits": ["bc6e1faa846908e5c29cf0300a25f00eb56be4cf",
+                    "12c71d6906eed76f50d7ffc075f5441293d27dbb"],
+        "note": "trace gives torch.export dynamic_shapes for the dynamic inputs only: v2.2.0 "
+                "py/torch_tensorrt/dynamo/_tracer.py:61 a dict keyed by Input.name (PR #2376; "
+                "release/ngc/24.01 to 24.06 the same); v2.3.0/v2.4.0 :61 a list, :79 appends "
+                "for a dynamic Input only, :81 export(..., dynamic_shapes=tuple(dynamic_shapes)) "
+                "(PR #2775; release/ngc/24.07 and 24.08 :61). Measured with TensorRT stood in: "
+                "2.3.0 (torch 2.3.1) UserError, 2.4.0 (torch 2.4.1) ValueError, raised at :81",
+    },
+    "fixed_by": {
+        "commits": ["3a0b244b6e0a591d6dd7124cb16b9ec657518f85"],
+        "note": "PR #2970: v2.5.0 py/torch_tensorrt/dynamo/_tracer.py:81 "
+                "get_dynamic_shapes_args(mod, arg_inputs), :112 one entry per forward parameter, "
+                ":125 {} for a static input (release/ngc/24.09 and 24.10 :81 the same); measured "
+                "with TensorRT stood in: 2.5.0 exports x static and y dynamic",
+    },
 }
 
 _STANDIN_STAGES = ("trace_mixed_standin",)
 _TRACE_STAGES = _STANDIN_STAGES + ("trt_compile",)
-# Where the bug is: torch-tensorrt's trace, at its export call or (2.2.0) its name assertion.
+# Where the bug is: torch-tensorrt's trace, at its export call.
 _TRACE_FRAME = r"torch_tensorrt/dynamo/_tracer\.py:\d+ in trace: "
 
 SIGNATURES = [
@@ -81,11 +85,6 @@ SIGNATURES = [
         stage=_TRACE_STAGES, frame=_TRACE_FRAME + r".*export\(",
         pattern=r"Node arity mismatch; expected 2, but got 1\.",
         note="torch 2.4's text for the same 1-tuple"),
-    Signature(
-        "dynamic_input_needs_a_name", exc="AssertionError", when={"torch": "<2.3"},
-        stage=_TRACE_STAGES, frame=_TRACE_FRAME,
-        pattern=r"Expected a name for a dynamic input with shape .* but found none",
-        note="torch-tensorrt 2.2.0 asserts a name for each dynamic input (dict keyed by name)"),
 ]
 
 STATIC_X = (2, 3)
@@ -103,8 +102,9 @@ def build_model():
 
 
 def mixed_inputs(trt):
-    """A static ``x`` and a dynamic ``y`` (dim 0), unnamed, as a user writes them."""
-    return [trt.Input(STATIC_X), trt.Input(**DYNAMIC_Y)]
+    """A static ``x`` and a dynamic ``y`` (dim 0), named as ``forward``'s parameters (2.2.0
+    asserts a name for a dynamic input before it builds ``dynamic_shapes``)."""
+    return [trt.Input(STATIC_X, name="x"), trt.Input(name="y", **DYNAMIC_Y)]
 
 
 def stage_trace_mixed_standin(s):

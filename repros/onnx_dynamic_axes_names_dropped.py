@@ -1,13 +1,14 @@
 """pytorch #165748: the dynamo ONNX exporter drops the axis names given in ``dynamic_axes``.
 
-``torch.onnx.export(..., dynamo=True)`` (the default from 2.9) with the legacy-style
-``dynamic_axes={"x": {0: "b"}, ...}`` writes torch.export's symbols (``s31``, ``s77``) as
-the ONNX ``dim_param`` instead of ``b``. Torch 2.9's conversion from ``dynamic_axes`` to
+``torch.onnx.export(..., dynamo=True)`` (opt-in from 2.5, the default from 2.9) with the
+legacy-style ``dynamic_axes={"x": {0: "b"}, ...}`` writes torch.export's symbols (``s0``,
+``s31``) as the ONNX ``dim_param`` instead of ``b``, from 2.5 on; 2.9 made it every
+default export's problem. Torch 2.9's conversion from ``dynamic_axes`` to
 ``dynamic_shapes`` turned every named axis into ``Dim.DYNAMIC``, so no name was left for
 the rename pass after the export. The model is still dynamic, but its interface changed:
 whatever addresses dims by name (onnxruntime's free-dimension overrides, serving configs,
 checks that input and output share ``b``) breaks, for export scripts that worked with the
-TorchScript exporter. Fixed by PR #165769 (in 2.12.1; most likely from 2.10.0).
+TorchScript exporter. Fixed by PR #165769 (merged before the 2.10 branch).
 
 Stages (CPU; onnx's reference evaluator runs the model):
 - dynamo_export (main): the export with ``input_names``, ``output_names`` and named
@@ -29,6 +30,7 @@ from protocol import Signature
 
 META = {
     "id": "onnx_dynamic_axes_names_dropped",
+    "kind": "bug",
     "title": "Dynamo ONNX export: dynamic_axes names replaced by torch.export symbols (s31)",
     "upstream": [
         "https://github.com/pytorch/pytorch/issues/165748",
@@ -36,7 +38,8 @@ META = {
     ],
     "description": (
         "torch.onnx.export(dynamo=True) with dynamic_axes={'x': {0: 'b'}} names the axis 's31' "
-        "(torch.export's symbol), not 'b'. In the 2.9.1 wheel (git "
+        "(torch.export's symbol), not 'b', from torch 2.5 (where dynamo=True is opt-in; 2.5 to "
+        "2.8 write 's0') to 2.9, whose exporter is the default. In the 2.9.1 wheel (git "
         "5811a8d7da873dd699ff6687092c225caffcf1bb) "
         "torch/onnx/_internal/exporter/_dynamic_shapes.py:65-66 maps every named axis to "
         "torch.export.Dim.DYNAMIC, so _compat.py:204-205 never calls _rename_dynamic_axes. "
@@ -46,15 +49,19 @@ META = {
         "convert_str_to_export_dim') and the rename runs (_compat.py:179-180); same in 2.14.1. "
         "The merge commit is not cited: the pytorch repository could not be fetched here, so "
         "the lines are read from the released wheels. Workarounds: dynamic_shapes with string "
-        "names, dynamo=False, or torch >= 2.12 (most likely 2.10)."
+        "names, dynamo=False, or torch >= 2.10."
     ),
     "requires": ["onnx", "onnxscript", "torch>=2.5"],
     "expect": [
         {"when": {"torch": ">=2.10"}, "status": "pass",
-         "note": "PR #165769: run on 2.12.1 and 2.14.1; 2.10.0 and 2.11.0 inferred from the PR's "
-                 "date (2025-10-17, before the 2.10 branch), not run"},
-        {"when": {"torch": ">=2.9,<2.10"}, "status": "fail",
-         "note": "2.9.0 in #165748; run on 2.9.1 (onnxscript 0.7.2)"},
+         "note": "PR #165769 (merged 2025-10-17, before the 2.10 branch): "
+                 "torch/onnx/_internal/exporter/_dynamic_shapes.py:74-75 keeps the names and "
+                 "_compat.py:179-180 renames the axes in the 2.12.1 wheel; the same in 2.14.1"},
+        {"when": {"torch": ">=2.5,<2.10"}, "status": "fail",
+         "note": "2.9.1 wheel: _dynamic_shapes.py:65-66 maps every named axis to Dim.DYNAMIC, so "
+                 "_compat.py:204-205 never renames (2.9.0 in #165748). Before 2.9 the dynamo "
+                 "exporter is opt-in (dynamo=True) and writes torch.export's symbols (s0) for "
+                 "the named axes too; where it loses them there is not read"},
     ],
 }
 

@@ -61,6 +61,7 @@ from protocol import Signature
 
 META = {
     "id": "onnx_export_device",
+    "kind": "user-error",
     "title": "ONNX export: model on CUDA, dummy input on CPU",
     "upstream": [
         "https://github.com/pytorch/pytorch/issues/84123",

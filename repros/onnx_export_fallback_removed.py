@@ -23,6 +23,7 @@ from protocol import Signature
 
 META = {
     "id": "onnx_export_fallback_removed",
+    "kind": "breaking-change",
     "title": "torch.onnx.export(fallback=True) refused from torch 2.11",
     "upstream": [
         "https://github.com/pytorch/pytorch/pull/173189",
@@ -44,10 +45,11 @@ META = {
     "requires": ["onnx", "onnxscript", "torch>=2.5"],
     "expect": [
         {"when": {"torch": ">=2.11"}, "status": "fail",
-         "note": "the 2.12.1 docstring dates the removal to 2.11; run on 2.12.1 and 2.14.1"},
+         "note": "torch/onnx/__init__.py:280-281 in the 2.12.1 wheel: '.. versionchanged:: 2.11 "
+                 "``fallback`` option has been removed'"},
         {"when": {"torch": ">=2.5,<2.11"}, "status": "pass",
-         "note": "run on 2.9.1 (onnxscript 0.7.2) and 2.5.1 (results/published); 2.10 inferred from "
-                 "the 2.11 removal note"},
+         "note": "torch/onnx/__init__.py:84 in the 2.9.1 wheel: export(..., fallback: bool = False), "
+                 "documented at :157"},
     ],
 }
 

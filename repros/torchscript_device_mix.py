@@ -62,6 +62,7 @@ from protocol import Signature
 
 META = {
     "id": "torchscript_device_mix",
+    "kind": "bug",
     "title": "TorchScript trace run on CUDA mixes cuda:0 and cpu (trace bakes devices)",
     "upstream": [
         "https://github.com/open-mmlab/mmsegmentation/issues/3805",
@@ -78,9 +79,9 @@ META = {
     "requires": ["cuda"],
     "expect": [
         {"when": {"torch": ">=1.8"}, "status": "fail",
-         "note": "a CPU trace bakes device=cpu literals and CPU constants (trace_cpu_inspect, "
-                 "recorded on CPU torch 2.9.1-2.14.1) that .to('cuda') never moves; the failing "
-                 "op's text on CUDA is inferred from TensorIterator's wording, unverified on a GPU"},
+         "note": "a CPU trace bakes device=cpu literals and CPU constants (stage "
+                 "trace_cpu_inspect) that .to('cuda') never moves; the failing op's text on CUDA "
+                 "is TensorIterator's wording, unverified on a GPU"},
     ],
 }
 

@@ -38,6 +38,7 @@ from protocol import Signature
 
 META = {
     "id": "ts_device_gpu_id",
+    "kind": "bug",
     "title": "torch_tensorrt TorchScript API: 'torch.device' object has no attribute 'gpu_id'",
     "upstream": [
         "https://github.com/Project-MONAI/MONAI/issues/8017",
@@ -54,20 +55,14 @@ META = {
         "torch_tensorrt.Device('cuda:N')."
     ),
     "requires": ["cuda", "torch_tensorrt"],
-    "expect": [
-        {"when": {"ngc": "<24.05"}, "status": "pass",
-         "note": "release/ngc/23.12 to 24.04 still convert a torch.device with "
-                 "Device._from_torch_device (24.04: py/torch_tensorrt/ts/_compile_spec.py:133 in "
-                 "_parse_device) and have no ts/_Device.py, although 24.02-24.04 ship "
-                 "torch_tensorrt 2.3.0.dev0"},
-        {"when": {"ngc": ">=24.05"}, "status": "fail",
-         "note": "release/ngc/24.05 and every later branch up to 26.09: "
-                 "py/torch_tensorrt/ts/_Device.py:64-66, TorchScriptDevice._from reads d.gpu_id"},
-        {"when": {"torch_tensorrt": ">=2.3"}, "status": "fail",
-         "note": "introduced by PR #2693 (v2.3.0), unchanged up to v2.13.0 and HEAD"},
-        {"when": {"torch_tensorrt": "<2.3"}, "status": "pass",
-         "note": "v2.2.0 converted torch.device with Device._from_torch_device"},
-    ],
+    "introduced_by": {
+        "commits": ["9cf335604c3c4cd0600a24179f32a9e56f15826f",
+                    "d859859dae75f02b7c919f37397aa477536808be"],
+        "note": "PR #2693 (on release/2.3 as #2761): py/torch_tensorrt/ts/_Device.py:64-66, "
+                "TorchScriptDevice._from reads d.gpu_id, unchanged up to v2.13.0 and HEAD; before "
+                "it a torch.device went through Device._from_torch_device (release/ngc/24.04: "
+                "ts/_compile_spec.py:133 in _parse_device)",
+    },
 }
 
 _STANDIN_STAGES = ("ts_compile_torch_device_standin", "convert_method_torch_device_standin",

@@ -34,6 +34,7 @@ from protocol import Signature
 
 META = {
     "id": "ts_dla_memory_sizes_ignored",
+    "kind": "bug",
     "title": "torch_tensorrt TorchScript compile: dla_sram_size / dla_local_dram_size / "
              "dla_global_dram_size silently dropped",
     "upstream": [
@@ -50,22 +51,19 @@ META = {
         "2.4.0; upgrade."
     ),
     "requires": ["cuda", "torch_tensorrt"],
-    "expect": [
-        {"when": {"ngc": ">=24.02,<24.05"}, "status": "fail",
-         "note": "release/ngc/24.02 (cbaa12ced3) and 24.04 (384a5bb4ce): "
-                 "py/torch_tensorrt/ts/_compiler.py's spec has no dla_* key"},
-        {"when": {"ngc": ">=24.05"}, "status": "pass",
-         "note": "release/ngc/24.05 (a2e005f507) py/torch_tensorrt/ts/_compiler.py:142-144 and "
-                 "24.08 (c71ce43f87) :140-142 put the three sizes into the spec"},
-        {"when": {"torch_tensorrt": ">=2.2,<2.4"}, "status": "fail",
-         "note": "v2.3.0 and v2.2.0 py/torch_tensorrt/ts/_compiler.py: parameters at 26-28, "
-                 "spec = {...} at 128-149 without them, _C.compile_graph at 151. Releases before "
-                 "2.2.0 not read"},
-        {"when": {"torch_tensorrt": ">=2.4"}, "status": "pass",
-         "note": "v2.4.0 ts/_compiler.py:142-144 put them into the spec (PR #2749, commit "
-                 "b76024d9a5), compile_graph at 156; v2.5.0 140-142. The pass needs a GPU "
-                 "(ts_compile_dla_sizes); on the stand-ins it is a cleared skip"},
-    ],
+    "introduced_by": {
+        "commits": ["19fc7a761307efcaff44a8db7d4ab921978c1ca2"],
+        "note": "the TorchScript compile takes the three sizes (19fc7a7613, 2022) and its spec "
+                "never gets them: v2.3.0 and v2.2.0 py/torch_tensorrt/ts/_compiler.py parameters "
+                "at 26-28, spec = {...} at 128-149 without them, _C.compile_graph at 151; "
+                "release/ngc/24.02 (cbaa12ced3) and 24.04 (384a5bb4ce): no dla_* key",
+    },
+    "fixed_by": {
+        "commits": ["b76024d9a5a7f286a99806bf29778a875c7a5407"],
+        "note": "PR #2749: v2.4.0 ts/_compiler.py:142-144 put them into the spec, compile_graph at "
+                "156; v2.5.0 140-142; release/ngc/24.05 (a2e005f507) :142-144. The pass needs a "
+                "GPU (ts_compile_dla_sizes); on the stand-ins it is a cleared skip",
+    },
 }
 
 _CHECK = r"check failed: the compile spec carries the DLA memory sizes passed"

@@ -23,6 +23,7 @@ from protocol import Signature
 
 META = {
     "id": "tv_masks_to_boxes_empty",
+    "kind": "bug",
     "title": "torchvision.ops.masks_to_boxes raises on an all-zero mask (before 0.26)",
     "upstream": [
         "https://github.com/pytorch/vision/issues/9346",
@@ -45,10 +46,11 @@ META = {
     "requires": ["torchvision"],
     "expect": [
         {"when": {"torchvision": ">=0.26"}, "status": "pass",
-         "note": "PR #9357 in the 0.26.0 wheel (read); run on 0.27.1 (torch 2.12.1)"},
+         "note": "PR #9357: torchvision/ops/boxes.py:519 finds the empty masks and :531 gives them "
+                 "zero boxes in the 0.26.0 wheel"},
         {"when": {"torchvision": "<0.26"}, "status": "fail",
-         "note": "run on 0.19.1, 0.20.1 and 0.24.1 (torch 2.4.1, 2.5.1, 2.9.1), 0.25.0 read; the "
-                 "other releases before 0.26 have the same loop, inferred"},
+         "note": "torchvision/ops/boxes.py:513 'y, x = torch.where(mask != 0)' and :515 "
+                 "'torch.min(x)' per mask in the 0.25.0 wheel (the same lines in 0.24.1)"},
     ],
 }
 

@@ -20,7 +20,8 @@ lane=(--axis torch_tensorrt --standin tensorrt --with torchvision --base index=p
 cpu=(--axis torch --base index=pypi --base torch_tensorrt=none)
 # repro, report name, bisect arguments (one line a bisect). The good bound is a release whose
 # published record decides: 2.5.0 for the torch-tensorrt fixes of that release (for
-# require_full_compilation the lane cannot tell from 2.8.0, its lowering meeting two fake modes)
+# require_full_compilation the lane cannot tell from 2.8.0: compile asks the GPU for its free
+# memory at 2.8.0 and 2.9.0, and its lowering meets two fake modes from 2.10.0)
 bisects=(
   "ts_device_gpu_id|regression|${lane[*]} --good 2.2.0 --bad 2.14.0"
   "deform_conv2d_device|regression|${lane[*]} --good 2.3.0 --bad 2.4.0"
@@ -31,6 +32,7 @@ bisects=(
   "ts_dla_memory_sizes_ignored|fix|${lane[*]} --find-fix --bad 2.2.0 --good 2.5.0"
   "onnx_ts_rshift_signed|fix|${cpu[*]} --base torchvision=none --find-fix --bad 2.13.0 --good 2.14.1"
   "export_dynamic_shapes_var_kwargs|fix|${cpu[*]} --base torchvision=none --find-fix --bad 2.13.0 --good 2.14.1"
+  "export_dynamic_shapes_var_kwargs_nested|fix|${cpu[*]} --base torchvision=none --find-fix --bad 2.13.0 --good 2.14.1"
   "onnx_dynamic_axes_names_dropped|fix|${cpu[*]} --base torchvision=none --find-fix --bad 2.9.1 --good 2.12.1"
   "onnx_export_fallback_removed|regression|${cpu[*]} --base torchvision=none --good 2.9.1 --bad 2.12.1"
   "pt2e_quant_removed|regression|${cpu[*]} --base torchvision=none --good 2.9.1 --bad 2.12.1"

@@ -30,6 +30,7 @@ def test_the_known_bugs_are_in_the_catalog():
         "ts_device_gpu_id",
         "onnx_ts_rshift_signed",
         "export_dynamic_shapes_var_kwargs",
+        "export_dynamic_shapes_var_kwargs_nested",
         "onnx_dynamic_axes_names_dropped",
         "onnx_export_fallback_removed",
         "dynamo_global_partitioner_module_children",

@@ -24,6 +24,7 @@ BUILT_IN = (
     "dynamo_require_full_compilation_ignored",
     "dynamo_trace_mixed_static_dynamic_inputs",
     "export_dynamic_shapes_var_kwargs",
+    "export_dynamic_shapes_var_kwargs_nested",
     "onnx_dynamic_axes_names_dropped",
     "onnx_export_device",
     "onnx_export_fallback_removed",

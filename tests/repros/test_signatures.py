@@ -211,13 +211,14 @@ CASES = [
      "torch._dynamo.exc.UserError: When `dynamic_shapes` is specified as a dict, its top-level keys must be "
      "the arg names ['start', 'end'] of `inputs`, but here they are ['end'].", "export_call_style", "2.13.0",
      "", None, "near miss, printed in pytorch #148564: a missing named argument, no **kwargs"),
-    ("export_dynamic_shapes_var_kwargs", ["AssertionError", "ValueError"],
+    # ---- export_dynamic_shapes_var_kwargs_nested
+    ("export_dynamic_shapes_var_kwargs_nested", ["AssertionError", "ValueError"],
      "builtins.AssertionError: Must provide a tree_name when there might be a mismatch\n"
-     "builtins.ValueError: Node arity mismatch; expected 3, but got 1.", "export_signature_style", "2.13.0",
+     "builtins.ValueError: Node arity mismatch; expected 3, but got 1.", "export_nested_spec", "2.13.0",
      "", "var_kwargs_tree_name_assertion", "recorded, torch 2.13.0 (2.9.1: the same assertion, #150022)"),
-    ("export_dynamic_shapes_var_kwargs", ["AssertionError"],
+    ("export_dynamic_shapes_var_kwargs_nested", ["AssertionError"],
      "builtins.AssertionError: Must provide a tree_name when there might be a mismatch",
-     "export_signature_style", "2.14.1", "", None, "near miss: not claimed from 2.14, where it is fixed"),
+     "export_nested_spec", "2.14.1", "", None, "near miss: not claimed from 2.14, where it is fixed"),
     # ---- onnx_dynamic_axes_names_dropped
     ("onnx_dynamic_axes_names_dropped", ["CheckFailed", "AssertionError"],
      "protocol.CheckFailed: check failed: dim 0 of every input and output is named as in dynamic_axes "
@@ -377,8 +378,9 @@ FRAME_CASES = [
     ("dynamo_trace_mixed_static_dynamic_inputs", ["AssertionError"],
      "AssertionError: Expected a name for a dynamic input with shape {'min_shape': (1, 5), 'opt_shape': "
      "(4, 5), 'max_shape': (8, 5)} but found none", "trace_mixed_standin", "2.2.2",
-     "torch_tensorrt/dynamo/_tracer.py:65 in trace: raise AssertionError(", "dynamic_input_needs_a_name",
-     "torch-tensorrt 2.2.0 (torch 2.2.2), TensorRT stood in: research probe e_mixed.py"),
+     "torch_tensorrt/dynamo/_tracer.py:65 in trace: raise AssertionError(", None,
+     "torch-tensorrt 2.2.0 (torch 2.2.2), TensorRT stood in: another problem (an unnamed dynamic "
+     "Input), not this bug: the stages name their inputs"),
     ("dynamo_trace_mixed_static_dynamic_inputs", ["ValueError"], _NODE_ARITY, "trace_mixed_standin",
      "2.4.1", "torch_tensorrt/dynamo/_compiler.py:200 in compile: exported_program = "
      "exported_program.run_decompositions(", None, "near miss: the text from outside trace"),

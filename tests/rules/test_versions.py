@@ -67,6 +67,8 @@ def test_first_rule_is_the_first_that_holds():
     ([{"when": {"ngc": ">=24.09"}, "status": "pass"},
       {"when": {"torch_tensorrt": "<2.5"}, "status": "fail"}], "torch_tensorrt"),
     ([{"when": {"torch": "<2.14", "python": ">=3.9"}, "status": "fail"}], "torch"),
+    ([{"when": {"torch": "<2.3"}, "status": "pass"},  # a torch-tensorrt bug met from torch 2.3
+      {"when": {"torch_tensorrt": "<2.5"}, "status": "fail"}], "torch_tensorrt"),
     ([{"when": {}, "status": "fail"}], "torch"), ([], "torch"),
 ])
 def test_the_package_a_bug_is_about(rules, package):

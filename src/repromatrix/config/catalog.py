@@ -32,6 +32,7 @@ from repromatrix.errors import ConfigError
 from repromatrix.model import KINDS, Repro
 from repromatrix.textsafe import brief
 
+from . import boundaries
 from .validate import check_id, read_regular, regular_file
 
 REPRO_FILES = "a repro folder holds plain .py files"
@@ -39,7 +40,10 @@ REPRO_FILES = "a repro folder holds plain .py files"
 NOT_PACKAGES = ("cuda", "cuda-build", "fake-cuda", "gpus", "python", "ngc")  # protocol's own
 STACK_PINS = {"torchvision": "torchvision", "torch-tensorrt": "torch_tensorrt",
               "tensorrt": "torch_tensorrt"}  # TensorRT comes with torch-tensorrt
-META_KEYS = {"id", "title", "kind", "upstream", "description", "requires", "expect"}
+META_KEYS = {"id", "title", "kind", "upstream", "description", "requires", "expect",
+             *boundaries.COMMIT_KEYS}
+# `expect` keys a bug with commits never types: its rules on them come from data/boundaries.json
+DERIVED_KEYS = ("torch_tensorrt", "ngc")
 
 
 def repro_files(repros_dir: Path) -> list[Path]:
@@ -131,11 +135,36 @@ def read_repro(path: Path) -> Repro:
         path=str(path),
         title=str(meta.get("title", path.stem)),
         upstream=tuple(meta.get("upstream", ())),
-        expect=tuple(meta.get("expect", ())),
+        expect=tuple(expect_rules(path, meta)),
         requires=tuple(meta.get("requires", ())),
         description=str(meta.get("description", "")),
         kind=kind,
     )
+
+
+def expect_rules(path: Path, meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """META's own ``expect`` rules, then, for a bug that names its commits (``introduced_by``,
+    ``fixed_by``), the NGC and torch-tensorrt release rules derived from
+    ``data/boundaries.json``; such a bug typing a rule on those keys is a ConfigError."""
+    typed = [dict(r) for r in meta.get("expect", ())]
+    commits = {k: boundaries.check_commits(meta[k], str(path), k)
+               for k in boundaries.COMMIT_KEYS if k in meta}
+    if not commits:
+        return typed
+    for i, rule in enumerate(typed):
+        clash = [k for k in rule.get("when", {}) if k in DERIVED_KEYS]
+        if clash:
+            raise ConfigError(f"a rule on {clash[0]} for a bug with {', '.join(commits)}: those "
+                              f"rules are derived from {boundaries.DATA_FILE.name}; remove it",
+                              file=str(path), key=f"META.expect[{i}].when")
+    bug = boundaries.entry(path.stem, commits, str(path))
+    notes = {k: v["note"] for k, v in commits.items()}
+    return typed + boundaries.derived_rules(path.stem, bug, notes)
+
+
+def read_meta(path: Path) -> dict[str, Any]:
+    """A repro's META literal as written (``scripts/derive-boundaries.py`` reads its commits)."""
+    return _read_meta(path)
 
 
 _META_TYPES: dict[str, tuple[type, type | None]] = {

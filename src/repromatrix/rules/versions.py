@@ -151,13 +151,10 @@ def when_text(when: Any) -> str:
 
 
 def key_package(rules: Iterable[Mapping[str, Any]]) -> str:
-    """The package a bug is about: the first of torch-tensorrt, torchvision or torch that its
-    ``expect`` rules turn on (torch when they name none). Every answer that names a fix, a
+    """The package a bug is about: the first of torch-tensorrt, torchvision or torch (in that
+    order) that any of its ``expect`` rules turns on (torch when they name none): a
+    torch-tensorrt bug whose first rule is on torch is still about torch-tensorrt. Every answer that names a fix, a
     boundary or an axis of the bug names this package."""
-    for rule in rules:
-        when = rule.get("when") or {}
-        if isinstance(when, Mapping):
-            for package in when:
-                if package in BUG_PACKAGES:
-                    return str(package)
-    return "torch"
+    named = {str(p) for rule in rules if isinstance(rule.get("when"), Mapping)
+             for p in rule["when"]}
+    return next((p for p in BUG_PACKAGES if p in named), "torch")

@@ -45,7 +45,7 @@ META = {
         "basicConfig. Workaround: configure logging (logging.basicConfig with your own level) "
         "before importing torch_tensorrt, or reset the root logger's level after the import."
     ),
-    "requires": ["torch_tensorrt"],
+    "requires": ["cuda", "torch_tensorrt"],
     "expect": [
         {"when": {"torch_tensorrt": ">=2.2,<2.5"}, "status": "fail",
          "note": "fx/__init__.py:16 logging.basicConfig(level=logging.INFO) at v2.2.0, v2.3.0 and "

@@ -73,6 +73,11 @@ _EP_CALL = ("builtins.RuntimeError: Unable to call ExportedProgram directly. You
 _ROOT_INFO = ("_stages.CheckFailed: check failed: the root logger keeps the application's level before="
               "{'level': 'WARNING', 'handlers': []}, after={'level': 'INFO', 'handlers': ['StreamHandler']}")
 _BASIC_CONFIG = "torch_tensorrt/fx/__init__.py:16 in <module>: logging.basicConfig(level=logging.INFO)"
+# recorded with TensorRT stood in: trt_convert_method_inputs_dropped/convert_method_inputs_standin (2.5.0)
+_NO_INPUTS = ("_stages.CheckFailed: check failed: the compile spec carries the inputs passed passed=1, "
+              "spec=[]")
+_SPEC_270 = ("torch_tensorrt/ts/_compiler.py:270 in convert_method_to_trt_engine: module._c, method_name, "
+             "_parse_compile_spec(compile_spec)")
 _TS_FORMAT = ("builtins.ValueError: Provided model is a torch.jit.ScriptModule but the output_format "
               "specified is not torchscript. Other output formats are not supported")
 
@@ -276,6 +281,9 @@ CASES = [
     # ---- trt_import_root_logger: a frame signature (FRAME_CASES); the text alone is refused
     ("trt_import_root_logger", ["CheckFailed", "AssertionError"], _ROOT_INFO, "import_root_logger_standin",
      "2.2.2", "", None, "near miss: no torch-tensorrt frame"),
+    # ---- trt_convert_method_inputs_dropped: a frame signature (FRAME_CASES); the text alone is refused
+    ("trt_convert_method_inputs_dropped", ["CheckFailed", "AssertionError"], _NO_INPUTS,
+     "convert_method_inputs_standin", "2.5.1", "", None, "near miss: no torch-tensorrt frame"),
     # ---- trt_save_torchscript_refused: a frame signature (FRAME_CASES); the text alone is refused
     ("trt_save_torchscript_refused", ["ValueError"], _TS_FORMAT, "save_torchscript_standin", "2.8.0", "",
      None, "near miss: no torch-tensorrt frame"),
@@ -438,6 +446,13 @@ FRAME_CASES = [
      "torch_tensorrt/_enums.py:388 in to: logging.warning(", None,
      "near miss: 2.8.0's root-level logging.warning adds a handler at import, the level unchanged "
      "(recorded while the check still compared handlers)"),
+    ("trt_convert_method_inputs_dropped", ["CheckFailed", "AssertionError"], _NO_INPUTS,
+     "convert_method_inputs_standin", "2.5.1", _SPEC_270, "ts_inputs_dropped",
+     "recorded, torch-tensorrt 2.5.0 (torch 2.5.1)"),
+    ("trt_convert_method_inputs_dropped", ["CheckFailed", "AssertionError"], _NO_INPUTS,
+     "convert_method_inputs_standin", "2.5.1",
+     "torch_tensorrt/ts/_compiler.py:151 in compile: compiled_cpp_mod = _C.compile_graph(module._c, "
+     "_parse_compile_spec(spec))", None, "near miss: ts.compile's spec, not convert_method_to_trt_engine's"),
     ("trt_save_torchscript_refused", ["ValueError"], _TS_FORMAT, "save_torchscript_standin", "2.8.0",
      "torch_tensorrt/_compile.py:643 in save: raise ValueError(", "scriptmodule_format_refused",
      "recorded, torch-tensorrt 2.8.0 (torch 2.8.0)"),

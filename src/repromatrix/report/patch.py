@@ -254,7 +254,7 @@ class _Patch:
         stacks, shown_scope = kept.stacks, kept.shown_scope
         hidden = [shown_scope != "all" and st["scope"] != shown_scope for st in stacks]
         views = [dict(rv) for rv in kept.views]
-        rows = verdict_rows(self.index, [self.index.root], out)
+        rows = verdict_rows(self.index)
         fixes = page_fixes(rows, self.repros, {kept.repro_ids[j] for j in self.columns})
         for j in self.columns:
             fix = fixes.get(kept.repro_ids[j])

@@ -121,7 +121,7 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
         sink = RawSink(out / "results.json", now.strftime("%Y-%m-%d %H:%M UTC"), state)
         try:
             with reduce_records(paths, sink, cache) as reduced:
-                rows = verdict_rows(reduced.index, paths, out)
+                rows = verdict_rows(reduced.index)
                 site = build_site(reduced, repros, matrix=matrix, title=title,
                                   published=published, now=now, fixes=page_fixes(rows, repros))
                 site["freshness"], site["decided"] = freshness, decided_by_level(rows)

@@ -128,7 +128,8 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
                 pages = write_pages(out, site, state)
                 groups = chunk_groups(site["cells"])
                 sources = {n: chunk_source(n, members) for n, members in groups.items()}
-                chunks = write_chunks(out, groups, sources, site["details"], state)
+                chunks = write_chunks(out, groups, sources, site["details"], state,
+                                      reduced.keep_placed)
                 head, lines = write_csv(out, site, site["heads"], state)
                 pages["results.csv"] = Spans.of(head, lines, "\r\n", "\r\n")
                 reduced.keep_only_shown()

@@ -138,7 +138,7 @@ def read_entries(path: Path, cells: Collection[str]) -> dict[str, tuple[bytes, b
             if type(env) is int and 0 <= env < len(envs) and raw.endswith(tail):
                 found[value[0]] = (raw[:-len(tail)].encode("utf-8"), envs[env][1].encode("utf-8"))
         return found
-    except (OSError, ValueError, IndexError, TypeError, KeyError):
+    except (OSError, ValueError, IndexError, TypeError, KeyError, RecursionError):
         return {}
 
 

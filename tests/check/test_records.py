@@ -131,3 +131,28 @@ def test_a_results_json_with_differing_copies_of_one_record_is_settled(published
     page.write_text(json.dumps({"records": [record, other, {**record}]}))
     rows, source = results_json_rows(str(page))
     assert [r["cell"] for r in rows] == [record["cell"]] and source["cells"] == 1
+
+
+def test_the_index_keeps_each_record_s_versions_as_check_reads_them(published):
+    """What the index keeps per record (kind, GPU seen, versions) is ``check.decide.row_of``'s
+    reading of that record, for every published record, shown or not."""
+    import sqlite3
+
+    from repromatrix.check.decide import row_of
+    from repromatrix.rules.versions import RECORD_PACKAGES
+    from repromatrix.store.index import INDEX_NAME
+
+    store_rows(published)  # the index made
+    with sqlite3.connect(published / INDEX_NAME) as db:
+        kept = {(run, cell, attempt): (kind, bool(gpu), dict(zip(RECORD_PACKAGES, versions, strict=True)))
+                for run, cell, attempt, kind, gpu, *versions in db.execute(
+                    f"SELECT run_id, cell, attempt, kind, gpu, {', '.join(RECORD_PACKAGES)} FROM records")}
+    read = {}
+    for path in sorted((published / "vm").glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                record = json.loads(line)
+                row = row_of(record)
+                read[(record["run_id"], record["cell"], record.get("attempt", 1))] = (
+                    row["kind"], row["gpu"], row["versions"])
+    assert len(kept) > 100 and kept == read

@@ -37,7 +37,7 @@ MANY = 2000  # rows asked for at once above which a table is read in one pass
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 -- rowid tables: a row of up to ~4 KB stays in its leaf page (a WITHOUT ROWID row spills
--- past ~1 KB), and a cell's heads and bodies are read in separate passes
+-- past ~1 KB), and a cell's head and its place are read in separate passes
 CREATE TABLE IF NOT EXISTS pieces (cell TEXT PRIMARY KEY, key TEXT, head BLOB, markup BLOB);
 CREATE TABLE IF NOT EXISTS placed (cell TEXT PRIMARY KEY, key TEXT, chunk INTEGER, source TEXT);
 """

@@ -43,7 +43,13 @@ def test_a_report_cache_of_another_format_is_made_anew_and_the_store_index_left_
         assert db.execute("SELECT count(*) FROM pieces").fetchone()[0] > 0
     monkeypatch.setattr(cache_mod, "FORMAT", cache_mod.FORMAT + "-next")  # the report changed
     (out / KEPT_NAME).unlink()  # (else the render patches, reading no pieces)
+    with sqlite3.connect(out / CACHE_NAME) as db:  # an older format's table, still large
+        db.execute("CREATE TABLE bodies (cell TEXT PRIMARY KEY, detail BLOB)")
+        db.executemany("INSERT INTO bodies VALUES (?, ?)",
+                       [(str(n), b"x" * 4096) for n in range(500)])
+    assert (out / CACHE_NAME).stat().st_size > 2_000_000
     render_site([store], out, now=NOW)
+    assert (out / CACHE_NAME).stat().st_size < 1_000_000  # its space given back
     with sqlite3.connect(out / CACHE_NAME) as db:
         meta = dict(db.execute("SELECT key, value FROM meta"))
         cells = db.execute("SELECT count(*) FROM pieces").fetchone()[0]

@@ -149,12 +149,14 @@ class RenderCache:
 
 
 def _connect(db: Path) -> sqlite3.Connection:
-    """The cache's database, its tables made (emptied first when of another ``FORMAT``)."""
+    """The cache's database, its tables made (emptied first when of another ``FORMAT``, and
+    the file shrunk: an older format's could keep its space)."""
     conn = sqlite3.connect(str(db), timeout=60.0, isolation_level=None)
     try:
         conn.execute("PRAGMA page_size = 16384")  # (a new file only) rows of 2 to 5 KB fill its pages
         conn.execute("PRAGMA synchronous = OFF")  # a cache: a torn one is only made anew
-        lay_out(conn, _SCHEMA, FORMAT, _TABLES)
+        if lay_out(conn, _SCHEMA, FORMAT, _TABLES) not in (None, FORMAT):
+            conn.execute("VACUUM")
     except BaseException:
         conn.close()
         raise

@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
 from support.sites import ATOM, chunk_cells, history_record
 
 from repromatrix.model import Repro
@@ -34,6 +35,7 @@ def site_files(out: Path) -> dict[str, bytes]:
             if p.is_file() and not p.name.startswith(".")}
 
 
+@pytest.mark.slow
 def test_an_incremental_render_leaves_what_a_cold_render_writes(tmp_path, monkeypatch):
     """Render into one folder after each change; render cold into a new folder, and once
     more reading every record (not the histories the index keeps); every file equal. One

@@ -35,7 +35,8 @@ DATA_DIR = "data"
 _DETAIL_KEYS = ("id", "stack", "repro", "status", "signature", "workaround", "message",
                 "traceback", "duration", "exit", "stages", "image", "run_id", "host",
                 "backend", "started_at", "finished_at", "expected", "expected_note",
-                "contradicted", "conflict", "flaky", "previous", "command", "standin", "built")
+                "contradicted", "conflict", "flaky", "previous", "command", "standin", "built",
+                "untold")
 
 
 def assign_chunks(columns: Sequence[Sequence[str]], leftover: Sequence[str],

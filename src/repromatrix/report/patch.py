@@ -33,6 +33,7 @@ from .cell import Head
 from .chunks import DATA_DIR, Member, chunk_source, write_chunks
 from .data_files import CSV_HEAD, RawSink, stack_columns, write_csv_lines
 from .feed import write_feed
+from .fold import column_fold, row_fold
 from .last_site import KeptSite, numbered, site_inputs
 from .load import Reduced, add_settled, covers_exactly, newest_changed, sink_files, status_changes
 from .markup import grid_row, repro_tr
@@ -51,7 +52,7 @@ from .verdicts import decided_by_level, page_fixes, verdict_rows, write_verdicts
 from .written import RenderState
 
 _FROM_VIEW = ("status", "previous", "contradicted", "expected", "expected_when", "workaround",
-              "standin", "verdict")
+              "standin", "verdict", "untold")
 
 
 class _Unpatchable(Exception):
@@ -255,7 +256,8 @@ class _Patch:
         fixes = page_fixes(rows, self.repros, {kept.repro_ids[j] for j in self.columns})
         for j in self.columns:
             fix = fixes.get(kept.repro_ids[j])
-            views[j].update(self._answers(j, hidden, fix), known_bug=fix["row"] if fix else None)
+            views[j].update(self._answers(j, hidden, fix), known_bug=fix["row"] if fix else None,
+                            timeline=fix["timeline"] if fix else None)
         trs = self._repro_rows(views, hidden)
         count = len(cols["id"])
         in_scope = [n for n in range(count) if cols["in_scope"][n]]
@@ -280,7 +282,8 @@ class _Patch:
         pages["results.csv"] = kept.pages["results.csv"]._replace(
             start=len(CSV_HEAD), lengths=[len(line) for line in lines])
         write_feed(out / "changes.atom", title, now.isoformat(timespec="seconds"),
-                   status_changes(self.feed, FEED_ENTRIES), state)
+                   status_changes(self.feed, FEED_ENTRIES), state,
+                   {r.id: r.kind for r in self.repros.values()})
         write_verdicts(out, rows, self.repros, state)
         copy_static(out, state)
         state.save()
@@ -311,7 +314,8 @@ class _Patch:
             row = {"stack": kept.stacks[r], "cells": cells,
                    "group_start": r == 0 or kept.stacks[r]["group"] != kept.stacks[r - 1]["group"],
                    "hidden": hidden[r], "all_broken": bool(present) and set(present) == {"broken"},
-                   "broken_message": next((c["message"] for c in cells if c), "")}
+                   "broken_message": next((c["message"] for c in cells if c), ""),
+                   "fold": row_fold(cells, self.repros)}
             rows[r] = grid_row(row, [self.heads[n].td if n >= 0 else None for n in kept.grid[r]],
                                columns)
         return rows
@@ -324,10 +328,12 @@ class _Patch:
         """What repro column ``j`` says now (``render.repro_view``'s answers and counts)."""
         cols, stacks = self.cols, self.kept.stacks
         shown = [{"stack": stacks[r], "cell": {k: cols[k][n] for k in (
-            "id", "status", "verdict", "workaround", "contradicted", "expected", "expected_when")}}
+            "id", "status", "verdict", "workaround", "contradicted", "expected", "expected_when",
+            "untold")}}
             for r, n in self._entries(j) if not hidden[r]]
         view = self.kept.views[j]
-        return column_answers(shown, view["rules"], view["about"], fix)
+        return {**column_answers(shown, view["rules"], view["about"], fix),
+                "fold": column_fold([e["cell"] for e in shown], self.repros.get(view["id"]))}
 
     def _repro_rows(self, views: list[dict[str, Any]], hidden: list[bool]) -> list[list[str]]:
         cols, stacks = self.cols, self.kept.stacks

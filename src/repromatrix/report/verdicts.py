@@ -50,17 +50,19 @@ def page_fixes(rows: Sequence[Mapping[str, Any]], repros: Mapping[str, Repro],
                only: Collection[str] | None = None) -> dict[str, dict[str, Any]]:
     """Each bug as ``check`` answers it, by id: its fix in ``check``'s words (``text``,
     ``check.fixes.fix_words``) and its row of the page's table of known bugs (``row``,
-    ``check.fixes.known_bug``); of the bugs ``only`` names, when given (the table is read only
+    ``check.fixes.known_bug``) and its page's release timeline (``timeline``,
+    ``check.fixes.timeline``); of the bugs ``only`` names, when given (the table is read only
     when there is one)."""
     bugs = {k: v for k, v in catalog_bugs(repros).items() if only is None or k in only}
     if not bugs:
         return {}
-    from repromatrix.check.fixes import bug_fixes, fix_words, known_bug
+    from repromatrix.check.fixes import bug_fixes, fix_words, known_bug, timeline
     from repromatrix.config.compat import load_table
 
     found = bug_fixes(bugs, rows, load_table())
     return {bug_id: {"text": fix_words(fix),
-                     "row": known_bug(bugs[bug_id], fix, [r for r in rows if r["repro"] == bug_id])}
+                     "row": known_bug(bugs[bug_id], fix, [r for r in rows if r["repro"] == bug_id]),
+                     "timeline": timeline(fix)}
             for bug_id, fix in found.items()}
 
 

@@ -38,10 +38,11 @@ from repromatrix.rules.verdict import verdict as verdict_of
 from repromatrix.rules.versions import (
     BUG_PACKAGES,
     LABELS,
+    RECORD_PACKAGES,
     boundary_version,
     normalize_version,
     plain,
-    probe_version,
+    record_versions,
     when_holds,
 )
 from repromatrix.rules.versions import key_package as rules_package
@@ -66,7 +67,7 @@ def row_of(record: Mapping[str, Any]) -> dict[str, Any]:
     gpu = on_gpu(env)
     return {"cell": str(record.get("cell", "")), "repro": str(record.get("repro", "")),
             "stack": str(stack.get("id", "")), "kind": str(stack.get("kind", "")),
-            "versions": {p: plain(probe_version(env, stack, p)) for p in (*AXES, "python")},
+            "versions": dict(zip(RECORD_PACKAGES, record_versions(env, stack), strict=True)),
             "status": status, "evidence": level, "gpu": gpu,
             "workaround": record.get("workaround"), "run_id": str(record.get("run_id", "")),
             "finished_at": str(record.get("finished_at", "")), "host": str(record.get("host", ""))}

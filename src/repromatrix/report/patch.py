@@ -47,7 +47,7 @@ from .pages import (
     status_counts,
     write_pages,
 )
-from .pieces import CellPieces
+from .pieces import CellPieces, kept_details
 from .verdicts import decided_by_level, page_fixes, verdict_rows, write_verdicts
 from .written import RenderState
 
@@ -233,17 +233,14 @@ class _Patch:
             raise _Unpatchable("a chunk changed under the page")
         stale = [k for k in touched if not state.kept(folder / f"c{k}.js", self.sources[k])]
         wanted = [n for k in stale for n in positions[k]]
-        bodies = self.cache.bodies(cols["id"][n] for n in wanted) if wanted else {}
-        self.details: dict[str, tuple[bytes, bytes]] = {}
-        for n in wanted:
-            cid = cols["id"][n]
-            found = bodies.get(cid)
-            if found is not None and found[0] == cols["pieces"][n]:
-                self.details[cid] = found[1:]
-            elif cid in self.pieces.made:
-                self.details[cid] = self.pieces.made[cid]
-            else:
-                raise _Unpatchable("pieces another render replaced")
+        made = self.pieces.made
+        keys = {cols["id"][n]: cols["pieces"][n] for n in wanted}
+        self.details: dict[str, tuple[bytes, bytes]] = {c: made[c] for c in keys if c in made}
+        rest = [c for c in keys if c not in made]
+        if rest:
+            self.details.update(kept_details(self.cache.placed(rest), keys, folder, state))
+        if len(self.details) < len(keys):
+            raise _Unpatchable("pieces another render replaced")
         self.groups = groups
 
     # -- writing -------------------------------------------------------------------------
@@ -255,7 +252,7 @@ class _Patch:
         stacks, shown_scope = kept.stacks, kept.shown_scope
         hidden = [shown_scope != "all" and st["scope"] != shown_scope for st in stacks]
         views = [dict(rv) for rv in kept.views]
-        rows = verdict_rows(self.index, [self.index.root], out)
+        rows = verdict_rows(self.index)
         fixes = page_fixes(rows, self.repros, {kept.repro_ids[j] for j in self.columns})
         for j in self.columns:
             fix = fixes.get(kept.repro_ids[j])
@@ -278,7 +275,8 @@ class _Patch:
             "grid_rows": self._grid_rows(views, hidden), "decided": decided_by_level(rows),
         }
         pages = write_pages(out, site, state)
-        chunks = write_chunks(out, self.groups, self.sources, lambda _: self.details, state)
+        chunks = write_chunks(out, self.groups, self.sources, lambda *_: self.details, state,
+                              self.cache.keep_placed)
         lines = self._csv_lines()
         write_csv_lines(out, lines, state)
         pages["results.csv"] = kept.pages["results.csv"]._replace(

@@ -122,14 +122,15 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
         sink = RawSink(out / "results.json", now.strftime("%Y-%m-%d %H:%M UTC"), state)
         try:
             with reduce_records(paths, sink, cache) as reduced:
-                rows = verdict_rows(reduced.index, paths, out)
+                rows = verdict_rows(reduced.index)
                 site = build_site(reduced, repros, matrix=matrix, title=title,
                                   published=published, now=now, fixes=page_fixes(rows, repros))
                 site["freshness"], site["decided"] = freshness, decided_by_level(rows)
                 pages = write_pages(out, site, state)
                 groups = chunk_groups(site["cells"])
                 sources = {n: chunk_source(n, members) for n, members in groups.items()}
-                chunks = write_chunks(out, groups, sources, site["details"], state)
+                chunks = write_chunks(out, groups, sources, site["details"], state,
+                                      reduced.keep_placed)
                 head, lines = write_csv(out, site, site["heads"], state)
                 pages["results.csv"] = Spans.of(head, lines, "\r\n", "\r\n")
                 reduced.keep_only_shown()

@@ -37,17 +37,13 @@ WHERE = "results.json"  # the page's own records, as the answers' source names t
 FORMER = "upgrades.js"  # what an earlier box read (the table's upgrade paths): removed
 
 
-def verdict_rows(index: StoreIndex | None, paths: Sequence[Path], out: Path) -> list[dict[str, Any]]:
+def verdict_rows(index: StoreIndex | None) -> list[dict[str, Any]]:
     """The rows ``check --from out/results.json`` reads (``check.records``): each cell's shown
     record that says yes or no, read through the index the report read (one store's, or the
-    merged index of several), whose stacks' versions are kept in the per-user cache under the
-    store's folder (or ``out`` for several)."""
+    merged index of several), as it keeps them (no record line read)."""
     from repromatrix.check.records import index_rows
 
-    if index is None:
-        return []
-    one = len(paths) == 1 and Path(paths[0]).is_dir()
-    return index_rows(index, Path(paths[0]) if one else out)
+    return [] if index is None else index_rows(index)
 
 
 def page_fixes(rows: Sequence[Mapping[str, Any]], repros: Mapping[str, Repro],

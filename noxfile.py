@@ -124,9 +124,10 @@ SLOW_MARKERS = ("docker", "torch", "browser", "slow", "slurm", "pypi")
 
 @nox.session
 def fast(session: nox.Session) -> None:
-    """The tests that need no docker, no torch environment, no browser (about a minute)."""
+    """The quick tests (no docker, torch, browser or slow ones) on every core (`-- -n 0`: one)."""
     _install(session, "test")
-    session.run("pytest", "-m", " and ".join(f"not {m}" for m in SLOW_MARKERS), *session.posargs)
+    session.run("pytest", "-n", "auto", "-m", " and ".join(f"not {m}" for m in SLOW_MARKERS),
+                *session.posargs)
 
 
 @nox.session

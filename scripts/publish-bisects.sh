@@ -37,6 +37,12 @@ bisects=(
   "onnx_export_fallback_removed|regression|${cpu[*]} --base torchvision=none --good 2.9.1 --bad 2.12.1"
   "pt2e_quant_removed|regression|${cpu[*]} --base torchvision=none --good 2.9.1 --bad 2.12.1"
   "tv_masks_to_boxes_empty|fix|${cpu[*]} --with torchvision --find-fix --bad 2.9.1 --good 2.12.1"
+  "trt_save_torchscript_refused|regression|${lane[*]} --good 2.7.0 --bad 2.8.0"
+  "trt_import_root_logger|fix|${lane[*]} --find-fix --bad 2.4.0 --good 2.5.0"
+  "trt_convert_method_inputs_dropped|fix|${lane[*]} --find-fix --bad 2.5.0 --good 2.6.0"
+  "export_capture_pre_autograd_graph_removed|regression|${cpu[*]} --base torchvision=none --good 2.6.0 --bad 2.7.0"
+  "export_program_call_removed|regression|${cpu[*]} --base torchvision=none --good 2.2.2 --bad 2.3.0"
+  "trt_save_torchscript_refused|fix|${lane[*]} --find-fix --bad 2.13.0 --good 2.14.0"
 )
 status=0
 for line in "${bisects[@]}"; do

@@ -131,10 +131,12 @@
       var li = el("li", "check-bug");
       li.setAttribute("data-bug", b.id);
       li.setAttribute("data-verdict", b.verdict);
+      li.setAttribute("data-kind", b.kind);
       var head = el("p", "check-head");
       head.appendChild(el("strong", "check-mark", MARKS[b.verdict]));
       head.appendChild(document.createTextNode(" "));
       head.appendChild(el("code", null, b.id));
+      head.appendChild(el("span", "check-kind", " (" + b.kind.replace(/-/g, " ") + ")"));  /* model.KINDS' words */
       head.appendChild(document.createTextNode(": " + b.title));
       li.appendChild(head);
       li.appendChild(el("p", "check-why", b.verdict + ": " + b.why));

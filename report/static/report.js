@@ -15,6 +15,22 @@
     return node;
   }
 
+  /* ------------------------------------------------- the known bugs' table, by kind */
+  var kindSelect = byId("bugs-kind");
+  if (kindSelect) {
+    kindSelect.addEventListener("change", function () {
+      var want = kindSelect.value;
+      var rows = slice(document.querySelectorAll("#bugs-table tbody tr[data-kind]"));
+      var shown = 0;
+      rows.forEach(function (tr) {
+        var on = !want || tr.getAttribute("data-kind") === want;
+        tr.hidden = !on;
+        shown += on ? 1 : 0;
+      });
+      byId("bugs-shown").textContent = shown + " of " + rows.length + " bugs";
+    });
+  }
+
   var dataNode = byId("report-data");
   if (!dataNode) { return; }
   var data = JSON.parse(dataNode.textContent);
@@ -145,6 +161,7 @@
       field(dl, "expected", c.expected + (c.expected_note ? " — " + c.expected_note : "") +
             (c.contradicted ? " (contradicted)" : ""), c.contradicted ? "contra" : null);
     }
+    if (c.untold) { field(dl, c.status === "error" ? "not the bug" : "cannot tell", c.untold, "untold"); }
     if (c.standin) { field(dl, "evidence", "◇ " + c.standin + " (no GPU; a record from real TensorRT outranks it)", "standin-flag"); }
     field(dl, "stack", c.stack + (c.scope && c.scope !== "published" ? " (" + c.scope + ")" : ""));
     field(dl, "repro", c.repro);
@@ -233,6 +250,9 @@
   var textInput = byId("f-q");
   var contraBox = byId("f-contra");
   var compactBox = byId("f-compact");
+  /* columns and rows the page folded (report.fold: no stack here could tell), shown on demand */
+  var unfoldBox = byId("f-unfold");
+  var folded = slice(document.querySelectorAll("#folds li[data-repro]")).map(function (li) { return li.getAttribute("data-repro"); });
   var headers = slice(document.querySelectorAll("#matrix thead [data-repro]"));
   var groupRows = slice(document.querySelectorAll("#matrix tbody tr.group"));
   var rows = slice(document.querySelectorAll("#matrix tbody tr[data-stack]")).map(function (tr) {
@@ -270,6 +290,7 @@
       q: p.get("q") || "",
       contra: p.get("contra") === "1",
       compact: p.get("compact") === "1",
+      unfold: p.get("unfold") === "1",
       stage: p.get("stage") || "",
       scope: scope === null ? defaultScope : scope,
       bugs: (p.get("bugs") || "").split(",").filter(function (b) { return b; }),
@@ -284,6 +305,7 @@
     if (state.q) { p.set("q", state.q); }
     if (state.contra) { p.set("contra", "1"); }
     if (state.compact) { p.set("compact", "1"); }
+    if (state.unfold) { p.set("unfold", "1"); }
     if (state.stage) { p.set("stage", state.stage); }
     if (state.scope !== defaultScope) { p.set("scope", state.scope); }
     if (state.bugs && state.bugs.length) { p.set("bugs", state.bugs.join(",")); }
@@ -301,7 +323,7 @@
     return {
       status: statusBoxes.filter(function (b) { return b.checked; }).map(function (b) { return b.value; }),
       repro: reproSelect.value, q: textInput.value.trim(), contra: contraBox.checked,
-      compact: compactBox.checked, stage: stageName(), scope: scopeSelect.value, bugs: pickedBugs(),
+      compact: compactBox.checked, unfold: unfoldBox.checked, stage: stageName(), scope: scopeSelect.value, bugs: pickedBugs(),
       cell: selected
     };
   }
@@ -324,6 +346,7 @@
     textInput.value = state.q;
     contraBox.checked = state.contra;
     compactBox.checked = state.compact;
+    unfoldBox.checked = !!state.unfold;
     if (state.bugs) {
       slice(document.querySelectorAll("#advisor input[name=bug]")).forEach(function (b) {
         b.checked = state.bugs.indexOf(b.value) >= 0;
@@ -366,6 +389,7 @@
     var counts = {};
     var groupsOn = new Set();
     document.body.classList.toggle("compact", state.compact);
+    byId("matrix").classList.toggle("unfold", !!state.unfold || folded.indexOf(state.repro) >= 0);
     colourByStage(state.stage ? data.stages.indexOf(state.stage) : -1);
     headers.forEach(function (th) {
       th.classList.toggle("col-off", !!state.repro && th.getAttribute("data-repro") !== state.repro);
@@ -399,6 +423,20 @@
       var count = b.parentNode.querySelector(".count");
       if (count) { count.textContent = String(counts[b.value] || 0); }
     });
+    keepTabStop();
+  }
+
+  /* the grid's one tab stop stays on a cell in view (a fold or a filter may hide it) */
+  function keepTabStop() {
+    var current = links.filter(function (l) { return l.tabIndex === 0; })[0];
+    if (current && visibleLink(current.parentNode)) { return; }
+    for (var i = 0; i < links.length; i++) {
+      if (visibleLink(links[i].parentNode)) {
+        if (current) { current.tabIndex = -1; }
+        links[i].tabIndex = 0;
+        return;
+      }
+    }
   }
 
   /* ---------------------------------------------------------------- the drawer */
@@ -452,6 +490,7 @@
   /* ---------------------------------------------------------------- keyboard: arrows move in the grid */
   function visibleLink(td) {
     if (!td || td.classList.contains("off") || td.classList.contains("col-off")) { return null; }
+    if (!td.getClientRects().length) { return null; }  /* folded (report.fold) */
     var tr = td.parentNode;
     if (tr.classList.contains("row-off") || tr.classList.contains("scope-off")) { return null; }
     return td.querySelector("a");
@@ -549,7 +588,7 @@
   byId("advisor").addEventListener("change", update);
   byId("f-reset").addEventListener("click", function () {
     showState({status: allStatuses.slice(), repro: "", q: "", contra: false, compact: false, stage: "",
-               scope: defaultScope});
+               scope: defaultScope, unfold: false});
     update();
   });
   byId("matrix").addEventListener("click", function (ev) {

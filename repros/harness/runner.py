@@ -3,6 +3,7 @@
 Container side of the run stage. The host (docker or local backend) starts::
 
     python repros/harness/runner.py --out DIR [--repros id1,id2] [--timeout S] [--dir REPROS]
+                                    [--parallel N]
     python repros/harness/runner.py --probe PATH|-        # only the environment probe
 
 and reads back files, never stdout:
@@ -14,7 +15,8 @@ and reads back files, never stdout:
   duration_s, exit_code, signal (+ log_tail, running).
 - ``DIR/<repro id>.log``: the repro's stdout and stderr.
 
-Every repro runs in its own process group with a timeout. A death by signal
+Every repro runs in its own process group with a timeout, ``--parallel`` of them at once
+(the host asks for more than one only where no GPU is shared by them). A death by signal
 becomes ``crash`` (signal name and output tail attached) unless the repro
 declared that death as a signature of the stage that was running (then
 ``fail``); a hang becomes ``timeout`` (the whole group is killed); a missing
@@ -41,6 +43,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -207,12 +210,15 @@ def _spawn(cmd: List[str], log_path: str, env: Optional[Dict[str, str]] = None) 
         log.close()
 
 
-_CURRENT: List[subprocess.Popen[bytes]] = []
+_CURRENT: List[subprocess.Popen[bytes]] = []  # the repros running now (one per worker)
+_STOPPING = False  # set by SIGTERM: no worker starts another repro
 
 
 def _wait(proc: subprocess.Popen[bytes], timeout: float) -> tuple[Optional[int], bool]:
     _CURRENT.append(proc)
     try:
+        if _STOPPING:  # SIGTERM came between this repro's start and its listing: end it too
+            _signal_group(proc.pid, signal.SIGKILL)
         return proc.wait(timeout=timeout), False
     except subprocess.TimeoutExpired:
         _kill_group(proc)
@@ -222,7 +228,9 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float) -> tuple[Optional[int],
 
 
 def _on_term(signum: int, frame: Any) -> None:
-    """Stopped from outside (stack timeout, Ctrl-C): take the running repro down too."""
+    """Stopped from outside (stack timeout, Ctrl-C): take the running repros down too."""
+    global _STOPPING
+    _STOPPING = True
     for proc in list(_CURRENT):
         _signal_group(proc.pid, signal.SIGKILL)
     sys.exit(128 + signum)
@@ -385,28 +393,51 @@ def broken(repro_id: str, reason: str) -> Dict[str, Any]:
 # -------------------------------------------------------------------- main
 
 def run_all(out_dir: str, repros: Sequence[str], repros_dir: str, timeout: float,
-            probe_timeout: float = 300.0) -> int:
-    """Probe once and run every repro; the probe overlaps the first repro (one torch
-    import less on the critical path) and is settled before any result is written."""
+            probe_timeout: float = 300.0, parallel: int = 1) -> int:
+    """Probe once and run every repro, ``parallel`` at a time (each in its own process
+    group, whatever the number); the probe overlaps the first repros (one torch import less
+    on the critical path) and is settled before any result is written."""
     os.makedirs(out_dir, exist_ok=True)
     _say("probing the environment with %s" % sys.executable)
     probe_proc = start_probe(out_dir)
-    env = None  # type: Optional[Dict[str, Any]]
-    for repro_id in repros:
-        if env is not None and env.get("error"):
-            res = broken(repro_id, env["error"])
-        else:
-            _say("%s: running (timeout %gs)" % (repro_id, timeout))
-            res = run_repro(repro_id, repros_dir, out_dir, timeout)
-        if env is None:
-            env = _settle_probe(probe_proc, out_dir, probe_timeout)
+    pending = list(reversed(repros))  # popped from the end: the given order
+    lock = threading.Lock()
+    settled = []  # type: List[Dict[str, Any]]
+
+    def env_now() -> Dict[str, Any]:
+        with lock:
+            if not settled:
+                settled.append(_settle_probe(probe_proc, out_dir, probe_timeout))
+            return settled[0]
+
+    def next_repro() -> Optional[str]:
+        with lock:
+            return pending.pop() if pending and not _STOPPING else None
+
+    def work() -> None:
+        repro_id = next_repro()
+        while repro_id is not None:
+            known = settled[0] if settled else None
+            if known is not None and known.get("error"):
+                res = broken(repro_id, known["error"])
+            else:
+                _say("%s: running (timeout %gs)" % (repro_id, timeout))
+                res = run_repro(repro_id, repros_dir, out_dir, timeout)
+            env = env_now()
             if env.get("error"):
                 res = broken(repro_id, env["error"])
-        protocol.write_json_atomic(os.path.join(out_dir, repro_id + ".json"), _finalize(res))
-        _say("%s: %s (%.1fs) %s" % (repro_id, res["status"], res.get("duration_s") or 0.0,
-                                    (res.get("message") or "")[:200]))
-    if env is None:
-        _settle_probe(probe_proc, out_dir, probe_timeout)
+            protocol.write_json_atomic(os.path.join(out_dir, repro_id + ".json"), _finalize(res))
+            _say("%s: %s (%.1fs) %s" % (repro_id, res["status"], res.get("duration_s") or 0.0,
+                                        (res.get("message") or "")[:200]))
+            repro_id = next_repro()
+
+    workers = [threading.Thread(target=work, daemon=True)
+               for _ in range(max(1, min(parallel, len(repros))))]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()  # interruptible: SIGTERM's handler runs here, in the main thread
+    env_now()
     return 0
 
 
@@ -429,6 +460,7 @@ def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     p.add_argument("--repros", default="", help="comma-separated repro ids (default: all)")
     p.add_argument("--dir", default=BUILT_IN, help="directory holding the repro scripts")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per repro")
+    p.add_argument("--parallel", type=int, default=1, help="repros run at once (default 1)")
     p.add_argument("--probe", metavar="PATH", help="only write the probe to PATH ('-': stdout)")
     return p.parse_args(argv)
 
@@ -448,7 +480,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     signal.signal(signal.SIGTERM, _on_term)
     repros_dir = os.path.abspath(args.dir)
     repros = [r for r in args.repros.split(",") if r] or discover(repros_dir)
-    return run_all(os.path.abspath(args.out), repros, repros_dir, args.timeout)
+    return run_all(os.path.abspath(args.out), repros, repros_dir, args.timeout,
+                   parallel=args.parallel)
 
 
 if __name__ == "__main__":

@@ -94,6 +94,7 @@ def test_ranges_are_check_s_affected_runs_and_fix(exported: Path, fixes: dict) -
         package = LABELS[fix["package"]]
         assert record["database_specific"]["fixed_in"] == fix["fixed_in"]
         assert record["database_specific"]["ngc"]["affected"] == fix["ngc"]["affected"]
+        assert record["database_specific"]["kind"] == catalog()[bug_id]["kind"]
         events = [e for a in record["affected"] for r in a["ranges"] for e in r["events"]]
         assert [e["fixed"] for e in events if "fixed" in e] == ([fix["fixed_in"]] if fix["fixed_in"] else [])
         order = known[fix["package"]]

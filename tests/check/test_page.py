@@ -56,3 +56,25 @@ def test_the_data_rebuilt_is_the_commands_answer(tmp_path: Path) -> None:
     for n, combination in enumerate(found):
         assert rebuilt(envs, data, n) == want[n], " ".join(arguments(combination))
     assert len(data["bugs"]) < sum(len(a["bugs"]) for a in want) / 5  # interned
+
+
+def test_the_box_says_each_bug_s_kind_as_the_command_does(tmp_path: Path) -> None:
+    """A catalog with every kind: the box's answers carry each bug's kind, the command's own."""
+    from repromatrix.model import KINDS
+
+    shutil.copytree(ROOT / "results" / "published" / "vm", tmp_path / "store" / "vm")
+    rows, _ = store_rows(tmp_path / "store")
+    source = rows_source("results.json", "results.json", rows)
+    table = load_table()
+    kinds = list(KINDS)
+    bugs = {bug_id: {**bug, "kind": kinds[n % len(kinds)]}
+            for n, (bug_id, bug) in enumerate(sorted(catalog().items()))}
+    found = [c for c in combinations(table) if c[0] in ("2.4.1", "2.9.1") or c[3] == "24.09"]
+    envs = json.loads(json.dumps(environments_data(table)))
+    data = json.loads(json.dumps(verdicts_data(answers(bugs, rows, source, table))))
+    every = [list(c) for c in combinations(table)]
+    for combination in found:
+        at = every.index(list(combination))
+        got = rebuilt(envs, data, at)
+        assert got == check_answer(bugs, rows, source, environment(combination), table)
+        assert {b["id"]: b["kind"] for b in got["bugs"]} == {k: v["kind"] for k, v in bugs.items()}

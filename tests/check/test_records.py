@@ -79,9 +79,9 @@ def test_the_snapshot_is_json_with_one_row_a_line():
     assert text.count("\n") == len(data["rows"]) + 2 and data["made_from"] == "results/published"
 
 
-def test_a_store_read_again_reuses_the_stack_cache_and_follows_new_records(tmp_path, monkeypatch):
-    """The per-user cache keeps each stack's versions by its record's digest: a store whose
-    records changed is read as a store read without any cache."""
+def test_a_store_read_again_follows_new_records_from_its_index_alone(tmp_path, monkeypatch):
+    """Each row comes from what the index keeps per record (versions, kind, GPU): nothing
+    cached per user, and a store whose records changed answers as one read afresh."""
     store = tmp_path / "store"
     (store / "vm").mkdir(parents=True)
     runs = sorted((PUBLISHED / "vm").glob("*.jsonl"))
@@ -91,13 +91,13 @@ def test_a_store_read_again_reuses_the_stack_cache_and_follows_new_records(tmp_p
         shutil.copy(path, store / "vm" / path.name)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     before, _ = store_rows(store)
-    assert list((tmp_path / "cache" / "repromatrix" / "check").glob("*.json"))
     assert by_cell(store_rows(store)[0]) == by_cell(before)
     for path in runs:
         shutil.copy(path, store / "vm" / path.name)
     after, _ = store_rows(store)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "no-cache"))
-    assert by_cell(after) == by_cell(store_rows(store)[0]) == by_cell(snapshot_rows()[0])
+    assert by_cell(after) != by_cell(before)
+    assert by_cell(after) == by_cell(snapshot_rows()[0])
+    assert not (tmp_path / "cache").exists()
 
 
 def test_a_results_json_is_fetched_from_a_url(published, tmp_path):
@@ -131,3 +131,28 @@ def test_a_results_json_with_differing_copies_of_one_record_is_settled(published
     page.write_text(json.dumps({"records": [record, other, {**record}]}))
     rows, source = results_json_rows(str(page))
     assert [r["cell"] for r in rows] == [record["cell"]] and source["cells"] == 1
+
+
+def test_the_index_keeps_each_record_s_versions_as_check_reads_them(published):
+    """What the index keeps per record (kind, GPU seen, versions) is ``check.decide.row_of``'s
+    reading of that record, for every published record, shown or not."""
+    import sqlite3
+
+    from repromatrix.check.decide import row_of
+    from repromatrix.rules.versions import RECORD_PACKAGES
+    from repromatrix.store.index import INDEX_NAME
+
+    store_rows(published)  # the index made
+    with sqlite3.connect(published / INDEX_NAME) as db:
+        kept = {(run, cell, attempt): (kind, bool(gpu), dict(zip(RECORD_PACKAGES, versions, strict=True)))
+                for run, cell, attempt, kind, gpu, *versions in db.execute(
+                    f"SELECT run_id, cell, attempt, kind, gpu, {', '.join(RECORD_PACKAGES)} FROM records")}
+    read = {}
+    for path in sorted((published / "vm").glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                record = json.loads(line)
+                row = row_of(record)
+                read[(record["run_id"], record["cell"], record.get("attempt", 1))] = (
+                    row["kind"], row["gpu"], row["versions"])
+    assert len(kept) > 100 and kept == read

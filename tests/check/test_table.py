@@ -9,7 +9,7 @@ from repromatrix.check.table import HEADER, columns, markdown, rows
 
 
 def bug(bug_id: str, verdict: str, **more) -> dict:
-    return {"id": bug_id, "title": f"{bug_id} title", "verdict": verdict, "ignored": False,
+    return {"id": bug_id, "title": f"{bug_id} title", "kind": "bug", "verdict": verdict, "ignored": False,
             "workaround": "", "fixed_in": None, "upstream": [], **more}
 
 
@@ -69,7 +69,7 @@ def test_markdown_is_a_github_table_with_escaped_cells():
     text = markdown(ANSWER, PACKAGES, 1)
     header, rule, *body = table_lines(text)
     assert header == "| " + " | ".join(HEADER) + " |"
-    assert re.fullmatch(r"\|( --- \|){7}", rule)
+    assert rule == "|" + " --- |" * len(HEADER)
     assert len(body) == 2
     for line in (header, rule, *body):  # as many cells as columns: every | in a cell escaped
         assert len(re.split(r"(?<!\\)\|", line)) == len(HEADER) + 2
@@ -91,3 +91,13 @@ def test_what_run_found_is_said_in_both():
     assert said in columns(ran, PACKAGES, 1).splitlines()
     assert f"{said}." in markdown(ran, PACKAGES, 1)
     assert "run now" not in columns(ANSWER, PACKAGES, 1)
+
+
+def test_each_line_says_the_bug_s_kind_in_words():
+    answer = result(bug("a", "affected", kind="breaking-change"),
+                    bug("b", "cannot tell", kind="silent-wrong-output"))
+    assert [r.kind for r in rows(answer, PACKAGES)] == ["breaking change", "silent wrong output"]
+    header, _, first, second = table_lines(markdown(answer, PACKAGES, 1))
+    assert header.split(" | ")[2] == "kind"
+    assert first.split(" | ")[2] == "breaking change" and second.split(" | ")[2] == "silent wrong output"
+    assert "breaking change" in columns(answer, PACKAGES, 1)

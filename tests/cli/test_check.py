@@ -26,6 +26,14 @@ def schema() -> dict:
     return json.loads(resources.files("repromatrix").joinpath("data/check.schema.json").read_text())
 
 
+def kind_words(bug: str) -> str:
+    """A catalog bug's kind, in the words check prints (``model.KINDS``)."""
+    from repromatrix.cli.check import catalog
+    from repromatrix.model import KINDS
+
+    return KINDS[catalog()[bug]["kind"]]
+
+
 def valid(stdout: str) -> dict:
     data = json.loads(stdout)
     jsonschema.Draft202012Validator.check_schema(schema())
@@ -175,6 +183,8 @@ def test_run_checks_by_running_the_catalog_now(tmp_path):
     (("torch==2.4.1", "--from", "/etc/hostname"), "not a page's results.json"),
     (("torch==2.4.1", "--results", "/no/such/store"), "not a results folder"),
     (("torch==2.4.1", "--ignore", "deform_conv2d"), 'did you mean "deform_conv2d_device"'),
+    (("torch==2.4.1", "--kind", "bug,breaking"),
+     '--kind breaking: no such kind (did you mean "breaking-change"?)'),
     (("torch==2.4.1", "--ngc", "25.01"), "give one environment"),
     (("torch==2.4.1", "--run"), "--run runs an interpreter (--python), not pins"),
     (("torch==2.41",), 'torch==2.41: not a torch release the compatibility table knows (did you mean'),
@@ -194,9 +204,11 @@ def test_the_default_is_a_short_table_affected_first():
     lines = proc.stdout.splitlines()
     alias = repromatrix("check", *REPORTED, "--ignore", "tv_masks_to_boxes_empty", "--format", "text")
     assert len(lines) < 25 and lines == alias.stdout.splitlines()
-    assert lines[3].split() == ["verdict", "bug", "package", "installed", "fixed", "in", "workaround", "link"]
+    assert lines[3].split() == ["verdict", "bug", "kind", "package", "installed", "fixed", "in",
+                                "workaround", "link"]
     row = next(line.split() for line in lines if " deform_conv2d_device " in line)
-    assert row[:5] == ["affected", "deform_conv2d_device", "torch-tensorrt", "2.4.0", "2.5.0"]
+    assert row[:2] == ["affected", "deform_conv2d_device"]
+    assert " ".join(row[2:]).startswith(f"{kind_words('deform_conv2d_device')} torch-tensorrt 2.4.0 2.5.0 ")
     assert row[-1] == "https://github.com/pytorch/TensorRT/issues/3556"
     verdicts = [line.split()[0] for line in lines[5:] if line.startswith(("affected", "cannot"))]
     assert verdicts == sorted(verdicts) and not any(line.startswith("not affected") for line in lines)
@@ -205,8 +217,9 @@ def test_the_default_is_a_short_table_affected_first():
 
 def test_markdown_for_a_pull_request_and_output_to_a_file(tmp_path):
     shown = repromatrix("check", *REPORTED, "--format", "markdown")
-    assert shown.returncode == 1 and "| verdict | bug | package |" in shown.stdout
-    assert "| affected | deform_conv2d_device | torch-tensorrt | 2.4.0 | 2.5.0 |" in shown.stdout
+    assert shown.returncode == 1 and "| verdict | bug | kind | package |" in shown.stdout
+    kind = kind_words("deform_conv2d_device")
+    assert f"| affected | deform_conv2d_device | {kind} | torch-tensorrt | 2.4.0 | 2.5.0 |" in shown.stdout
     out = tmp_path / "check.md"
     proc = repromatrix("check", *REPORTED, "--format", "markdown", "--output", str(out))
     assert proc.returncode == 1 and out.read_text() == shown.stdout
@@ -245,7 +258,40 @@ def test_github_actions_gets_the_step_summary_and_an_annotation_per_bug(tmp_path
         if b["verdict"] == "cannot tell"]
     text = summary.read_text()
     assert text.startswith("earlier step\n") and "### repromatrix check: torch==2.4.1" in text
-    assert "| affected | torchscript_device_mix | torch | 2.4.1 | no fix yet |" in text
+    kind = kind_words("torchscript_device_mix")
+    assert f"| affected | torchscript_device_mix | {kind} | torch | 2.4.1 | no fix yet |" in text
     plain = repromatrix("check", "torch==2.4.1", env={"GITHUB_ACTIONS": "false",
                                                         "GITHUB_STEP_SUMMARY": str(summary)})
     assert "::" not in plain.stderr and summary.read_text() == text
+
+
+def test_kind_answers_only_the_bugs_of_that_kind():
+    from repromatrix.cli.check import catalog
+    from repromatrix.model import KINDS
+
+    kinds = {bug_id: bug["kind"] for bug_id, bug in catalog().items()}
+    assert set(kinds.values()) <= set(KINDS)
+    for kind in ("bug", "breaking-change"):
+        data = valid(repromatrix("check", *REPORTED, "--kind", kind, "--format", "json").stdout)
+        assert [b["id"] for b in data["bugs"]] == sorted(k for k, v in kinds.items() if v == kind)
+        assert data["kinds"] == [kind] and {b["kind"] for b in data["bugs"]} <= {kind}
+    # repeatable, comma-separated, by key or in words: the same answer
+    both = repromatrix("check", *REPORTED, "--kind", "breaking change,user-error", "--kind", "bug",
+                       "--format", "json")
+    data = valid(both.stdout)
+    assert data["kinds"] == ["bug", "breaking-change", "user-error"]
+    assert [b["id"] for b in data["bugs"]] == sorted(
+        k for k, v in kinds.items() if v in data["kinds"])
+    text = repromatrix("check", *REPORTED, "--kind", "breaking-change", "-v").stdout
+    assert "kinds: breaking change only (--kind)" in text
+
+
+def test_the_json_says_each_bug_s_kind_and_the_schema_knows_every_kind():
+    from repromatrix.cli.check import catalog
+    from repromatrix.model import KINDS
+
+    data = valid(repromatrix("check", *REPORTED, "--format", "json").stdout)
+    assert {b["id"]: b["kind"] for b in data["bugs"]} == {k: v["kind"] for k, v in catalog().items()}
+    assert "kinds" not in data
+    assert schema()["$defs"]["bug"]["properties"]["kind"]["enum"] == list(KINDS)
+    assert schema()["properties"]["kinds"]["items"]["enum"] == list(KINDS)

@@ -90,6 +90,7 @@ def test_parser_knows_every_command():
     assert set(sub.choices) == set(COMMANDS)
 
 
+@pytest.mark.slow
 def test_sigterm_unwinds_like_ctrl_c_and_stops_the_runner(tmp_path):
     """A terminated run exits 130 with the interrupted message (containers and runner
     processes are removed on that path), not with a bare signal death."""

@@ -196,6 +196,7 @@ def _assert_names_the_pytorch_index(proc: subprocess.CompletedProcess, elapsed: 
     assert "pypi.org:443" in err and "nothing was built" in err
 
 
+@pytest.mark.slow
 def test_every_index_unreachable_venv_run_ends_in_seconds_with_exit_3(tmp_path: Path) -> None:
     if not shutil.which("uv"):
         pytest.skip("uv is not on PATH (pip install uv)")
@@ -220,6 +221,7 @@ def test_every_index_unreachable_docker_run_ends_in_seconds_with_exit_3(
     assert not (tmp_path / "site").exists()
 
 
+@pytest.mark.slow
 def test_nox_passes_repromatrix_exit_code_through(tmp_path: Path) -> None:
     if not shutil.which("uv"):
         pytest.skip("uv is not on PATH (pip install uv)")

@@ -123,6 +123,7 @@ def test_without_gpu_runners_the_plan_takes_hosted_runners_and_the_cpu_decidable
     assert '--matrix "$CPU_MATRIX" --backend venv --standin tensorrt' in script
 
 
+@pytest.mark.slow
 def test_publish_merges_every_downloaded_store(tmp_path):
     work = checkout_with_remote(tmp_path)
     for i, name in enumerate(("every_status", "sparse")):  # as download-artifact lays them out
@@ -184,6 +185,7 @@ def branch_records(work: Path) -> list[str]:
                   for line in git(work, "show", f"FETCH_HEAD:{f}").splitlines())
 
 
+@pytest.mark.slow
 def test_publish_restores_merges_and_keeps_history_across_weeks(tmp_path):
     every = RESULTS / "every_status" / "gpu-box-1"
     week1 = checkout_with_remote(tmp_path, "week1")
@@ -209,6 +211,7 @@ def test_publish_restores_merges_and_keeps_history_across_weeks(tmp_path):
     assert len(branch_records(week3)) == 16
 
 
+@pytest.mark.slow
 def test_publish_on_a_branch_that_moved_keeps_both_sides(tmp_path):
     every = RESULTS / "every_status" / "gpu-box-1"
     a, b = checkout_with_remote(tmp_path, "a"), checkout_with_remote(tmp_path, "b")
@@ -315,6 +318,7 @@ def test_the_check_example_workflow_passes_actionlint_and_is_the_readme_s():
     assert command.strip() in (ROOT / "docs" / "check.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_a_gpu_week_s_record_outranks_a_later_cpu_week_s_standin_one_on_the_page(tmp_path):
     """Week 1 ran on GPU runners (a record from real TensorRT for a cell); week 2 had none, so
     hosted runners ran the stand-in lane and published a newer record of the same cell: the

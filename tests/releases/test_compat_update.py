@@ -161,6 +161,7 @@ def test_matrix_without_pip_stacks_asks_for_none():
     assert missing_stacks(table, "stacks:\n  - {kind: ngc, ngc: '26.09'}\n") == []
 
 
+@pytest.mark.slow
 def test_unreachable_index_is_exit_3_naming_the_url(tmp_path):
     out = compat("--check", "--index", "http://127.0.0.1:9", "--table", table_copy(tmp_path))
     assert out.returncode == 3 and "http://127.0.0.1:9/simple/torch/" in out.stderr, out.stderr

@@ -22,6 +22,7 @@ from repromatrix.check.records import results_json_rows
 from repromatrix.cli.check import catalog
 from repromatrix.config.catalog import load_catalog
 from repromatrix.config.compat import load_table
+from repromatrix.model import KINDS
 from repromatrix.paths import repros_dir
 from repromatrix.report.render import render_site
 
@@ -93,6 +94,8 @@ def test_the_box_answers_as_the_command_does(published_site, browser, artifacts)
         for bug in want["bugs"]:  # what the box shows is that answer
             item = page.locator(f'#check-answer li[data-bug="{bug["id"]}"]')
             assert item.get_attribute("data-verdict") == bug["verdict"], label
+            assert item.get_attribute("data-kind") == bug["kind"], label
+            assert item.locator(".check-kind").inner_text() == f" ({KINDS[bug['kind']]})", label
             assert item.locator(".check-why").inner_text() == f"{bug['verdict']}: {bug['why']}", label
             if bug["verdict"] == "affected":
                 fixed = bug["fixed_in"] or "no release known to fix it"

@@ -43,7 +43,13 @@ def test_a_report_cache_of_another_format_is_made_anew_and_the_store_index_left_
         assert db.execute("SELECT count(*) FROM pieces").fetchone()[0] > 0
     monkeypatch.setattr(cache_mod, "FORMAT", cache_mod.FORMAT + "-next")  # the report changed
     (out / KEPT_NAME).unlink()  # (else the render patches, reading no pieces)
+    with sqlite3.connect(out / CACHE_NAME) as db:  # an older format's table, still large
+        db.execute("CREATE TABLE bodies (cell TEXT PRIMARY KEY, detail BLOB)")
+        db.executemany("INSERT INTO bodies VALUES (?, ?)",
+                       [(str(n), b"x" * 4096) for n in range(500)])
+    assert (out / CACHE_NAME).stat().st_size > 2_000_000
     render_site([store], out, now=NOW)
+    assert (out / CACHE_NAME).stat().st_size < 1_000_000  # its space given back
     with sqlite3.connect(out / CACHE_NAME) as db:
         meta = dict(db.execute("SELECT key, value FROM meta"))
         cells = db.execute("SELECT count(*) FROM pieces").fetchone()[0]
@@ -54,20 +60,26 @@ def test_a_report_cache_of_another_format_is_made_anew_and_the_store_index_left_
 
 def test_pieces_of_cells_no_longer_shown_go_once_they_are_a_tenth_of_the_table(tmp_path):
     """keep_only does not scan the table on every render: the pieces of cells a full render
-    no longer shows go once they outnumber a tenth of its cells (and 100), heads and bodies
+    no longer shows go once they outnumber a tenth of its cells (and 100), heads and places
     alike, and every shown cell keeps its own."""
-    def kept(cells: list[str]) -> list[tuple[str, str, bytes, bytes, bytes, bytes]]:
-        return [(c, "k", b"head", b"markup", b"detail", b"env") for c in cells]
+    def kept(cells: list[str]) -> list[tuple[str, str, bytes, bytes]]:
+        return [(c, "k", b"head", b"markup") for c in cells]
+
+    def placed(cells: list[str]) -> list[tuple[str, str, int, str]]:
+        return [(c, "k", n, "source") for n, c in enumerate(cells)]
 
     shown = [f"pip-{n}--bug" for n in range(200)]
     with RenderCache(tmp_path / CACHE_NAME) as cache:
         cache.keep_pieces(kept([*shown, "gone-0--bug"]))
+        cache.keep_placed(placed([*shown, "gone-0--bug"]))
         cache.keep_only(shown)  # one stale: it stays
-        assert len(cache.pieces()) == 201 and len(cache.bodies(["gone-0--bug"])) == 1
-        cache.keep_pieces(kept([f"gone-{n}--bug" for n in range(1, 121)]))
+        assert len(cache.pieces()) == 201 and len(cache.placed(["gone-0--bug"])) == 1
+        gone = [f"gone-{n}--bug" for n in range(1, 121)]
+        cache.keep_pieces(kept(gone))
+        cache.keep_placed(placed(gone))
         cache.keep_only(shown)  # past the threshold: all go
-        assert set(cache.pieces()) == set(shown) and not cache.bodies(["gone-0--bug"])
-        assert cache.bodies(shown)["pip-7--bug"] == ("k", b"detail", b"env")
+        assert set(cache.pieces()) == set(shown) and not cache.placed(["gone-0--bug", *gone])
+        assert cache.placed(shown)["pip-7--bug"] == ("k", 7, "source")
 
 
 @pytest.mark.parametrize("name", ["every_status", "damaged", "hostile"])
@@ -93,3 +105,33 @@ def test_a_store_with_no_index_yet_renders_what_it_renders_with_its_index(
     assert main(["report", "--results", "store", "--out", "no-index"]) == 0
     assert site_files(tmp_path / "with-index") and \
         site_files(tmp_path / "with-index") == site_files(tmp_path / "no-index")
+
+
+@pytest.mark.parametrize("name", ["every_status", "damaged", "hostile"])
+def test_every_cell_of_a_chunk_reads_back_as_it_was_written(name, tmp_path):
+    """The cache keeps no copy of a cell's drawer detail and environment: they are read back
+    from the chunk a render wrote them in (``chunks.read_entries``), byte for byte, hostile
+    text included, and a chunk that is not one gives nothing (the cell is made again)."""
+    from repromatrix.report.chunks import read_entries
+
+    store = tmp_path / "store"
+    shutil.copytree(DATA / name, store)
+    out = tmp_path / "site"
+    render_site([store], out, now=NOW)
+    with RenderCache(out / CACHE_NAME) as cache:
+        placed = cache.placed(cache.pieces())
+    assert placed
+    chunks: dict[int, list[str]] = {}
+    for cell, (_, number, _) in placed.items():
+        chunks.setdefault(number, []).append(cell)
+    for number, cells in chunks.items():
+        path = out / "data" / f"c{number}.js"
+        entries = read_entries(path, set(cells))
+        assert set(entries) == set(cells)
+        data = path.read_bytes()
+        envs = list(dict.fromkeys(env for _, env in entries.values()))
+        assert all(detail in data for detail, _ in entries.values())
+        assert b'{"envs":[%s],' % b",".join(envs) in data
+    broken = tmp_path / "broken.js"
+    broken.write_bytes(data[:len(data) // 2])
+    assert read_entries(broken, set(cells)) == {}

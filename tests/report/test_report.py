@@ -9,6 +9,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
 from support import ROOT
 from support.sites import (
     CATALOG,
@@ -191,8 +192,15 @@ def test_stack_with_only_broken(tmp_path):
     table = doc.find("table", id="matrix")
     [row] = [tr for tr in table.find_all("tr") if tr.attrs.get("data-stack") == "pip-torch2.9.1"]
     assert "all-broken" in row.classes
-    assert {td.attrs["data-status"] for td in row.find_all("td")} == {"broken"}
+    cells = row.find_all("td", cls="cell")
+    assert {td.attrs["data-status"] for td in cells} == {"broken"}
     assert row.find("small", cls="broken-note").text() == "environment broken"
+    # every cell cannot tell: the row folds into one cell saying what would decide them
+    assert "folded" in row.classes
+    n = len(cells)
+    assert row.find("td", cls="fold-note").text() == (
+        f"cannot tell on {'its one repro' if n == 1 else f'any of its {n} repros'} here ({n} broken): "
+        "needs a machine that can build its environment")
     other = [tr for tr in table.find_all("tr") if tr.attrs.get("data-stack") == "pip-torch2.10.0"]
     assert "all-broken" not in other[0].classes
 
@@ -333,6 +341,7 @@ def synthetic(root: Path, stacks: int, repros: int, runs: int = 1) -> None:
                 }))
 
 
+@pytest.mark.slow
 def test_hundred_stacks_by_twenty_repros(tmp_path):
     synthetic(tmp_path / "store", 100, 20, runs=2)
     summary = render_site([tmp_path / "store"], tmp_path / "site")
@@ -376,3 +385,33 @@ def test_a_cell_whose_torch_tensorrt_needed_symbols_stood_in_says_it_is_not_inst
     ResultStore(store).append(record)
     render_site([store], tmp_path / "site", CATALOG)
     assert chunk_data(tmp_path / "site")["cells"][record.cell]["built"] == note
+
+
+def test_every_published_error_cell_says_why_it_is_not_the_bug(tmp_path):
+    """Each published cell whose record reads ``error`` has, in its drawer, the new problem in
+    one line (the stage that raised, its exception's type and first line), and its repro page
+    lists that line with a link to the cell, errors grouped first."""
+    from markupsafe import escape
+
+    from repromatrix import paths
+    from repromatrix.config.catalog import load_catalog
+    from repromatrix.report.markup import fragment
+
+    out = tmp_path / "site"
+    render_site([ROOT / "results" / "published"], out, load_catalog(paths.repros_dir()))
+    cells = chunk_data(out)["cells"]
+    errors = {cid: c for cid, c in cells.items() if c["status"] == "error"}
+    assert errors  # the published records have some
+    pages: dict[str, str] = {}
+    for cid, cell in errors.items():
+        stage = next(s for s in cell["stages"] if s["role"] == "main" and s["status"] == "error")
+        assert cell["untold"].startswith(f"{stage['name']}: "), cid
+        problem = cell["untold"][len(stage["name"]) + 2:]
+        assert re.match(r"[A-Za-z_.]+: \S", problem), cell["untold"]  # the exception's type
+        page = pages.setdefault(cell["repro"], (out / page_name(cell["repro"])).read_text(encoding="utf-8"))
+        section = page.split('<section class="untold" id="untold">', 1)[1].split("</section>", 1)[0]
+        group = next(li for li in section.split("<li ")[1:] if f'href="#{fragment(cid)}"' in li)
+        assert group.startswith('data-status="error"')
+        assert f'<code class="untold-line">{escape(cell["untold"])}</code>' in group
+    decided = [c for c in cells.values() if c["status"] in ("pass", "fail")]
+    assert decided and not any(c.get("untold") for c in decided)

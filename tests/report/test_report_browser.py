@@ -131,7 +131,7 @@ def big_store(root: Path, stacks: int, repros: int, runs: int) -> None:
 
 def test_filters_drawer_and_permalink(tmp_path, tabs, artifacts):
     out = site(tmp_path, "every_status")
-    tab = tabs().open(out / "index.html")
+    tab = tabs().open(out / "index.html", "#unfold=1")  # folds: test_folds_and_unfold
     page = tab.page
     assert tab.visible_cells() == 9
     page.locator("input[name=status][value=pass]").uncheck()
@@ -143,6 +143,7 @@ def test_filters_drawer_and_permalink(tmp_path, tabs, artifacts):
     page.fill("#f-q", "2.10")
     assert tab.visible_cells() == 1
     page.click("#f-reset")
+    page.check("#f-unfold")
     assert tab.visible_cells() == 9 and "status=" not in page.url
 
     cell = "ngc-24.05--deform_conv2d_device"
@@ -164,7 +165,7 @@ def test_filters_drawer_and_permalink(tmp_path, tabs, artifacts):
     tab.close()
 
     # a permalink restores filters and the open cell
-    tab = tabs().open(out / "index.html", f"#status=fail&cell={quote(cell, safe='')}")
+    tab = tabs().open(out / "index.html", f"#status=fail&unfold=1&cell={quote(cell, safe='')}")
     tab.drawer_ready(cell)
     assert tab.visible_cells() == 3
     assert tab.page.locator("input[name=status][value=pass]").is_checked() is False
@@ -204,7 +205,7 @@ HOSTILE_MESSAGE = ("<script>window.__pwned = 1; alert(1)</script> "
 
 def test_hostile_strings_render_as_text_and_run_nothing(tmp_path, tabs, artifacts):
     out = site(tmp_path, "hostile")
-    tab = tabs().open(out / "index.html")
+    tab = tabs().open(out / "index.html", "#unfold=1")
     page = tab.page
     cells = page.locator("#matrix td.cell[data-cell]")
     for i in range(cells.count()):
@@ -241,7 +242,7 @@ def test_hostile_strings_render_as_text_and_run_nothing(tmp_path, tabs, artifact
 
 def test_keyboard_moves_through_the_grid_and_the_drawer(tmp_path, tabs):
     out = site(tmp_path, "every_status")
-    tab = tabs().open(out / "index.html")
+    tab = tabs().open(out / "index.html", "#unfold=1")
     page = tab.page
     tab_stops = page.locator('#matrix td.cell a[tabindex="0"]')
     assert tab_stops.count() == 1                       # the grid is one tab stop
@@ -269,6 +270,41 @@ def test_keyboard_moves_through_the_grid_and_the_drawer(tmp_path, tabs):
     page.keyboard.press("Escape")
     assert not page.locator("#drawer").is_visible()
     assert tab.focused_cell() == first                  # and back to the cell that opened it
+    assert tab.problems == []
+
+
+FOLDS_JS = """() => Array.from(document.querySelectorAll('#matrix td.cell[data-cell]')).map(td => ({
+  cell: td.dataset.cell, repro: td.dataset.repro, v: td.dataset.v, stack: td.closest('tr').dataset.stack,
+  shown: td.getClientRects().length > 0}))"""
+
+
+def test_folds_and_unfold(tmp_path, tabs):
+    """Columns and rows whose every cell cannot tell (their ``data-v``) are out of the grid by
+    default, each row's one cell and the list above the grid say so; the tab stop and the
+    arrow keys stay on cells in view; "show what cannot tell" brings every cell back."""
+    out = site(tmp_path, "every_status")
+    tab = tabs().open(out / "index.html")
+    page = tab.page
+    cells = page.evaluate(FOLDS_JS)
+
+    def undecided(key: str) -> set[str]:
+        groups: dict[str, set[str]] = {}
+        for c in cells:
+            groups.setdefault(c[key], set()).add(c["v"])
+        return {k for k, said in groups.items() if said == {"cannot tell"}}
+
+    columns, rows = undecided("repro"), undecided("stack")
+    assert columns and rows
+    assert {c["cell"] for c in cells if not c["shown"]} == \
+        {c["cell"] for c in cells if c["repro"] in columns or c["stack"] in rows}
+    assert {li.get_attribute("data-repro") for li in page.locator("#folds li").all()} == columns
+    notes = page.locator("#matrix td.fold-note:visible")
+    assert notes.count() == len(rows) and all("cannot tell on" in n for n in notes.all_inner_texts())
+    stop = page.locator('#matrix td.cell a[tabindex="0"]')
+    assert stop.count() == 1 and stop.is_visible()
+    page.check("#f-unfold")
+    assert all(c["shown"] for c in page.evaluate(FOLDS_JS)) and "unfold=1" in page.url
+    assert page.locator("#matrix td.fold-note:visible").count() == 0
     assert tab.problems == []
 
 
@@ -342,7 +378,7 @@ def test_bisect_probes_and_one_off_runs_are_off_by_default(tmp_path, tabs):
 def test_narrow_and_wide_screens(tmp_path, tabs, artifacts, width):
     big_store(tmp_path / "results", 20, 10, 1)
     render_site([tmp_path / "results"], tmp_path / "site")
-    tab = tabs(width=width, height=800).open(tmp_path / "site" / "index.html")
+    tab = tabs(width=width, height=800).open(tmp_path / "site" / "index.html", "#unfold=1")
     page = tab.page
     # the page never scrolls sideways: the grid scrolls inside its own box
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
@@ -359,7 +395,7 @@ def test_narrow_and_wide_screens(tmp_path, tabs, artifacts, width):
 def test_fifty_by_ten_matrix_is_interactive_and_compact(tmp_path, tabs, artifacts):
     big_store(tmp_path / "results", 50, 10, 3)
     render_site([tmp_path / "results"], tmp_path / "site")
-    tab = tabs().open(tmp_path / "site" / "index.html")
+    tab = tabs().open(tmp_path / "site" / "index.html", "#unfold=1")
     page = tab.page
     assert tab.visible_cells() == 500
     normal = page.locator("#matrix td.cell").first.bounding_box()["height"]
@@ -448,3 +484,60 @@ def test_the_published_page_answers_above_the_fold(browser, tmp_path, artifacts,
     else:
         assert page.evaluate("document.documentElement.scrollWidth") <= width
     assert not tab.problems, tab.problems
+
+
+def test_the_known_bugs_say_their_kind_and_filter_by_it(tmp_path, tabs):
+    """A catalog with kinds: the table of known bugs has each bug's kind, a select (counts of
+    the kinds present) shows one kind's rows only, the repro page and the feed say it."""
+    rule = ({"when": {"torch": ">=2.4"}, "status": "fail"},)
+    catalog = {rid: Repro(id=rid, path=f"repros/{rid}.py", title=f"{rid} title", kind=kind, expect=rule)
+               for rid, kind in (("gone", "breaking-change"), ("wrong", "silent-wrong-output"),
+                                 ("gone_too", "breaking-change"), ("plain", "bug"))}
+    store = ResultStore(tmp_path / "results")
+    for rid in catalog:
+        store.append(record("pip-a", rid, "pass", 0))
+        store.append(record("pip-a", rid, "fail", 1))
+    render_site([store.root], tmp_path / "site", catalog)
+    tab = tabs().open(tmp_path / "site" / "index.html")
+    page = tab.page
+    kinds = {tr.get_attribute("data-repro"): tr.locator("td.kind").inner_text()
+             for tr in page.locator("#bugs tbody tr").all()}
+    assert kinds == {"gone": "breaking change", "wrong": "silent wrong output",
+                     "gone_too": "breaking change", "plain": "bug"}
+    options = page.locator("#bugs-kind option").all_inner_texts()
+    assert options == ["all kinds (4)", "bug (1)", "silent wrong output (1)", "breaking change (2)"]
+    page.focus("#bugs-kind")  # a native select: reachable and changed from the keyboard
+    page.select_option("#bugs-kind", "breaking-change")
+    visible = page.locator("#bugs tbody tr:visible")
+    assert [tr.get_attribute("data-repro") for tr in visible.all()] == ["gone", "gone_too"]
+    assert page.inner_text("#bugs-shown") == "2 of 4 bugs"
+    page.select_option("#bugs-kind", "")
+    assert page.locator("#bugs tbody tr:visible").count() == 4
+    repro = tabs().open(tmp_path / "site" / page_name("wrong"))
+    assert repro.page.inner_text("p.kind") == "kind: silent wrong output"
+    feed = (tmp_path / "site" / "changes.atom").read_text()
+    assert '<category term="breaking-change" label="breaking change"/>' in feed
+    assert tab.problems == [] and repro.problems == []
+
+
+def test_an_error_cell_s_drawer_says_why_it_is_not_the_bug(tmp_path, tabs):
+    stages = [{"name": "compile", "role": "main", "status": "error",
+               "message": "TypeError: expected str, not BytesIO\nTraceback ..."}]
+    store = ResultStore(tmp_path / "results")
+    store.append(record("pip-a", "bug", "error", stages=stages, message="compile: TypeError: ..."))
+    store.append(record("pip-b", "bug", "skip", torch="2.5.1", stages=[
+        {"name": "compile", "role": "main", "status": "skip", "message": "no CUDA device"}]))
+    render_site([store.root], tmp_path / "site")
+    tab = tabs().open(tmp_path / "site" / "index.html", "#unfold=1")  # every cell cannot tell
+    tab.open_cell("pip-a--bug")
+    fields = tab.page.locator("#drawer .d-fields")
+    assert fields.locator("dt", has_text="not the bug").count() == 1
+    assert fields.locator("dd.untold").inner_text() == "compile: TypeError: expected str, not BytesIO"
+    tab.open_cell("pip-b--bug")
+    assert tab.page.locator("#drawer dd.untold").inner_text() == "compile: no CUDA device"
+    assert tab.page.locator("#drawer dt", has_text="cannot tell").count() == 1
+    repro = tabs().open(tmp_path / "site" / page_name("bug"))
+    groups = [" ".join(t.split()) for t in repro.page.locator("#untold li").all_inner_texts()]
+    assert groups[0].startswith("E error 1 compile: TypeError: expected str, not BytesIO: pip-a")
+    assert groups[1].startswith("S skip 1 compile: no CUDA device: pip-b")
+    assert tab.problems == [] and repro.problems == []

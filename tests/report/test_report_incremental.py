@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
 from support.sites import ATOM, chunk_cells, history_record
 
 from repromatrix.model import Repro
@@ -34,6 +35,7 @@ def site_files(out: Path) -> dict[str, bytes]:
             if p.is_file() and not p.name.startswith(".")}
 
 
+@pytest.mark.slow
 def test_an_incremental_render_leaves_what_a_cold_render_writes(tmp_path, monkeypatch):
     """Render into one folder after each change; render cold into a new folder, and once
     more reading every record (not the histories the index keeps); every file equal. One
@@ -316,29 +318,47 @@ def test_the_order_of_a_rules_conditions_is_an_input_of_the_pieces(tmp_path):
 
 
 def test_pieces_another_render_replaced_meanwhile_are_made_again(tmp_path, monkeypatch):
-    """Two renders of one store with other matrices keep one set of pieces per cell: a render
-    whose pieces were replaced between reading their heads and their details makes them
-    again, never writing the other render's command into its chunks."""
-    from repromatrix.report import load
+    """A cell whose chunk is written again while its pieces are unchanged is read back from
+    the chunk the last render wrote it in; when another render (another matrix) rewrote that
+    folder between reading the heads and the details, its details are made again, never
+    writing the other render's command into the chunks."""
+    from repromatrix.report.cache import RenderCache
 
     store = ResultStore(tmp_path / "results")
     now = datetime(2026, 11, 25, 9, 0, tzinfo=timezone.utc)
     store.append(history_record("pip-a", "bug", 0, "fail"))
+    store.append(history_record("pip-b", "bug", 0, "fail"))
     store.close()
-    render_site([store.root], tmp_path / "x", matrix="X.yaml", now=now)
-    details, meanwhile = load.Reduced.details, []
+    out = tmp_path / "x"
+    render_site([store.root], out, matrix="X.yaml", now=now)
+    store = ResultStore(tmp_path / "results")
+    store.append(history_record("pip-b", "bug", 1, "pass"))  # pip-a's chunk is written again
+    store.close()
+    placed, asked, meanwhile = RenderCache.placed, [], []
 
     def other_render_first(self, cells):
-        if not meanwhile:
+        cells = list(cells)
+        asked.extend(cells)
+        if meanwhile == ["now"]:
             meanwhile.append("Y")
-            render_site([store.root], tmp_path / "y", matrix="Y.yaml", now=now)
-        return details(self, cells)
+            render_site([store.root], out, matrix="Y.yaml", now=now)
+        return placed(self, cells)
 
-    monkeypatch.setattr(load.Reduced, "details", other_render_first)
-    render_site([store.root], tmp_path / "x2", matrix="X.yaml", now=now)
-    assert meanwhile
-    chunk = (tmp_path / "x2" / "data" / "c0.js").read_text()
+    monkeypatch.setattr(RenderCache, "placed", other_render_first)
+    render_site([store.root], out, matrix="X.yaml", now=now)
+    assert asked == ["pip-a--bug"]  # read back, not made: its pieces did not change
+    chunk = (out / "data" / "c0.js").read_text()
     assert "X.yaml" in chunk and "Y.yaml" not in chunk
+    store = ResultStore(tmp_path / "results")
+    store.append(history_record("pip-b", "bug", 2, "fail"))
+    store.close()
+    meanwhile.append("now")
+    render_site([store.root], out, matrix="X.yaml", now=now)
+    chunk = (out / "data" / "c0.js").read_text()
+    assert meanwhile == ["now", "Y"] and "X.yaml" in chunk and "Y.yaml" not in chunk
+    fresh = tmp_path / "fresh"
+    render_site([store.root], fresh, matrix="X.yaml", now=now)
+    assert (fresh / "data" / "c0.js").read_bytes() == (out / "data" / "c0.js").read_bytes()
 
 
 def test_a_last_record_without_its_newline_is_read_on_both_paths(tmp_path, monkeypatch):

@@ -119,6 +119,28 @@ def test_a_patched_render_writes_what_a_full_render_writes(tmp_path):
     page.render(patched=True)
 
 
+def test_a_column_or_row_that_folds_or_unfolds_is_patched_as_a_full_render(tmp_path):
+    """A column whose every cell cannot tell folds (report.fold); one record saying yes or no
+    unfolds it, and one that cannot tell again folds it back; a row likewise."""
+    store = ResultStore(tmp_path / "results")
+    for stack in range(4):
+        store.append(record(stack, "bug", 0, "fail"))
+        store.append(record(stack, "other", 0, "skip"))
+    page = Page(tmp_path, store)
+    index = lambda: (tmp_path / "inc" / "index.html").read_text(encoding="utf-8")  # noqa: E731
+    page.render(patched=False)
+    assert '<li data-repro="other">' in index()
+    store.append(record(1, "other", 1, "pass"))
+    page.render(patched=True)
+    assert 'id="folds"' not in index()
+    store.append(record(1, "other", 2, "error"))
+    page.render(patched=True)
+    assert '<li data-repro="other">' in index() and 'class="fold-note"' not in index()
+    store.append(record(2, "bug", 3, "skip"))  # the row of stack 2: every cell skip
+    page.render(patched=True)
+    assert index().count('class="fold-note"') == 1
+
+
 def test_pieces_of_another_render_are_not_patched_in(tmp_path):
     """A render with another matrix into another folder keeps its pieces in its own cache
     (``report.cache``, beside its page): the next render into the first folder patches with

@@ -443,6 +443,35 @@ def test_pt2e_quant_passes_on_29_and_fails_on_212(t29, t212):
     assert t29[rid]["workaround"] is None and t212[rid]["workaround"] is None  # no stage: torchao
 
 
+@pytest.mark.torch
+@pytest.mark.slow
+def test_export_removals_fail_on_29_and_214(t29, t214):
+    """capture_pre_autograd_graph (gone from 2.7) and calling an ExportedProgram (refused from
+    2.3): the removal by name on 2.9.1 and 2.14.1, the replacement checked against eager."""
+    for res in (t29, t214):
+        rid = "export_capture_pre_autograd_graph_removed"
+        bad = assert_fails_with(res[rid], "capture", "capture_pre_autograd_graph_removed")
+        assert "torch._export" in bad["message"]
+        assert stages(res[rid])["workaround_export_module"]["status"] == "pass"
+        rid = "export_program_call_removed"
+        bad = assert_fails_with(res[rid], "call_exported_program", "exported_program_not_callable")
+        assert bad["evidence"]["call_defined_at"].startswith("torch/export/exported_program.py:")
+        assert stages(res[rid])["workaround_module"]["status"] == "pass"
+        assert res[rid]["workaround"] == "pass"
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_trt_save_workaround_passes_without_torch_tensorrt_on_29(t29):
+    """No torch-tensorrt here: the stand-in and GPU stages skip with their reasons (never a
+    verdict), and the workaround (torch.jit.save of the ScriptModule) is checked."""
+    res = t29["trt_save_torchscript_refused"]
+    st = stages(res)
+    assert res["status"] == "skip" and st["save_torchscript_standin"]["status"] == "skip"
+    assert st["workaround_jit_save"]["status"] == "pass" and res["workaround"] == "pass"
+    assert t29["trt_import_root_logger"]["status"] == "skip"
+
+
 # ------------------------------------- signatures against recorded dossier text
 
 def signatures(repro_id: str) -> list[protocol.Signature]:

@@ -63,6 +63,24 @@ _NO_PT2E = "builtins.ModuleNotFoundError: No module named 'torch.ao.quantization
 _MIN_NO_DIM = ("builtins.RuntimeError: min(): Expected reduction dim to be specified for input.numel() == 0. "
                "Specify the reduction dim with the 'dim' argument.")
 
+# recorded on a CPU host (torch 2.9.1; 2.8.0 and 2.14.1 the same): the capture and call stages
+_NO_CAPTURE = ("builtins.ImportError: cannot import name 'capture_pre_autograd_graph' from 'torch._export' "
+               "(/venv/lib/python3.11/site-packages/torch/_export/__init__.py)")
+_EP_CALL = ("builtins.RuntimeError: Unable to call ExportedProgram directly. You should use "
+            "`exported_program.module()` instead.")
+# recorded with TensorRT stood in: trt_save_torchscript_refused/save_torchscript_standin (2.8.0)
+# recorded with TensorRT stood in: trt_import_root_logger/import_root_logger_standin (2.2.0)
+_ROOT_INFO = ("_stages.CheckFailed: check failed: the root logger keeps the application's level before="
+              "{'level': 'WARNING', 'handlers': []}, after={'level': 'INFO', 'handlers': ['StreamHandler']}")
+_BASIC_CONFIG = "torch_tensorrt/fx/__init__.py:16 in <module>: logging.basicConfig(level=logging.INFO)"
+# recorded with TensorRT stood in: trt_convert_method_inputs_dropped/convert_method_inputs_standin (2.5.0)
+_NO_INPUTS = ("_stages.CheckFailed: check failed: the compile spec carries the inputs passed passed=1, "
+              "spec=[]")
+_SPEC_270 = ("torch_tensorrt/ts/_compiler.py:270 in convert_method_to_trt_engine: module._c, method_name, "
+             "_parse_compile_spec(compile_spec)")
+_TS_FORMAT = ("builtins.ValueError: Provided model is a torch.jit.ScriptModule but the output_format "
+              "specified is not torchscript. Other output formats are not supported")
+
 # (repro, exception types, text, stage, torch version, log, expected signature or None, source)
 CASES = [
     # ---- deform_conv2d_device
@@ -246,6 +264,30 @@ CASES = [
     ("pt2e_quant_removed", ["ModuleNotFoundError", "ImportError"],
      "builtins.ModuleNotFoundError: No module named 'torchao'", "pt2e_quantize", "2.12.1", "", None,
      "near miss: the replacement (torchao) absent is not torch's removal"),
+    # ---- export_capture_pre_autograd_graph_removed
+    ("export_capture_pre_autograd_graph_removed", ["ImportError"], _NO_CAPTURE, "capture", "2.9.1", "",
+     "capture_pre_autograd_graph_removed", "recorded, torch 2.9.1 (2.8.0, 2.14.1 the same)"),
+    ("export_capture_pre_autograd_graph_removed", ["ImportError"], _NO_CAPTURE, "capture", "2.6.0", "",
+     None, "near miss: 2.6 ships the function, so this text is a broken install there, not the removal"),
+    ("export_capture_pre_autograd_graph_removed", ["ImportError"],
+     "builtins.ImportError: cannot import name 'export_for_training' from 'torch.export'", "capture",
+     "2.14.1", "", None, "near miss: another name's import (the 2.5 replacement) is not this removal"),
+    # ---- export_program_call_removed
+    ("export_program_call_removed", ["RuntimeError"], _EP_CALL, "call_exported_program", "2.9.1", "",
+     "exported_program_not_callable", "recorded, torch 2.9.1 (2.8.0, 2.14.1 the same)"),
+    ("export_program_call_removed", ["RuntimeError"], _EP_CALL, "call_exported_program", "2.2.2", "",
+     None, "near miss: torch 2.2 calls the program, so the text is not the change there"),
+    ("export_program_call_removed", ["RuntimeError"], _EP_CALL, "workaround_module", "2.9.1", "",
+     None, "near miss: the text from another stage (ep.module() never raises it)"),
+    # ---- trt_import_root_logger: a frame signature (FRAME_CASES); the text alone is refused
+    ("trt_import_root_logger", ["CheckFailed", "AssertionError"], _ROOT_INFO, "import_root_logger_standin",
+     "2.2.2", "", None, "near miss: no torch-tensorrt frame"),
+    # ---- trt_convert_method_inputs_dropped: a frame signature (FRAME_CASES); the text alone is refused
+    ("trt_convert_method_inputs_dropped", ["CheckFailed", "AssertionError"], _NO_INPUTS,
+     "convert_method_inputs_standin", "2.5.1", "", None, "near miss: no torch-tensorrt frame"),
+    # ---- trt_save_torchscript_refused: a frame signature (FRAME_CASES); the text alone is refused
+    ("trt_save_torchscript_refused", ["ValueError"], _TS_FORMAT, "save_torchscript_standin", "2.8.0", "",
+     None, "near miss: no torch-tensorrt frame"),
     # ---- tv_masks_to_boxes_empty
     ("tv_masks_to_boxes_empty", ["RuntimeError"], _MIN_NO_DIM, "masks_to_boxes", "2.9.1", "",
      "empty_mask_min_without_dim", "recorded, torchvision 0.24.1 (0.19.1, 0.20.1 the same; torch's text)"),
@@ -399,6 +441,31 @@ FRAME_CASES = [
     ("ts_dla_memory_sizes_ignored", ["CheckFailed", "AssertionError"], _DLA, "ts_compile_dla_sizes_standin",
      "2.3.1", "torch_tensorrt/ts/_compile_spec.py:320 in _parse_compile_spec: info = _C.CompileSpec()",
      None, "near miss: a frame in the spec parser, not the native call"),
+    ("trt_import_root_logger", ["CheckFailed", "AssertionError"], _ROOT_INFO, "import_root_logger_standin",
+     "2.2.2", _BASIC_CONFIG, "root_logger_configured", "recorded, torch-tensorrt 2.2.0 (torch 2.2.2)"),
+    ("trt_import_root_logger", ["CheckFailed", "AssertionError"],
+     _ROOT_INFO.replace("'INFO'", "'WARNING'"), "import_root_logger_standin", "2.8.0",
+     "torch_tensorrt/_enums.py:388 in to: logging.warning(", None,
+     "near miss: 2.8.0's root-level logging.warning adds a handler at import, the level unchanged "
+     "(recorded while the check still compared handlers)"),
+    ("trt_convert_method_inputs_dropped", ["CheckFailed", "AssertionError"], _NO_INPUTS,
+     "convert_method_inputs_standin", "2.5.1", _SPEC_270, "ts_inputs_dropped",
+     "recorded, torch-tensorrt 2.5.0 (torch 2.5.1)"),
+    ("trt_convert_method_inputs_dropped", ["CheckFailed", "AssertionError"], _NO_INPUTS,
+     "convert_method_inputs_standin", "2.5.1",
+     "torch_tensorrt/ts/_compiler.py:151 in compile: compiled_cpp_mod = _C.compile_graph(module._c, "
+     "_parse_compile_spec(spec))", None, "near miss: ts.compile's spec, not convert_method_to_trt_engine's"),
+    ("trt_save_torchscript_refused", ["ValueError"], _TS_FORMAT, "save_torchscript_standin", "2.8.0",
+     "torch_tensorrt/_compile.py:643 in save: raise ValueError(", "scriptmodule_format_refused",
+     "recorded, torch-tensorrt 2.8.0 (torch 2.8.0)"),
+    ("trt_save_torchscript_refused", ["ValueError"],
+     "builtins.ValueError: Provided model is a torch.jit.ScriptModule but the output_format specified is "
+     "exported_program. Please verify the output_format", "save_torchscript_standin", "2.7.1",
+     "torch_tensorrt/_compile.py:635 in save: raise ValueError(", None,
+     "near miss: v2.7.0's refusal of output_format='exported_program' (a user's wrong format)"),
+    ("trt_save_torchscript_refused", ["ValueError"], _TS_FORMAT, "save_torchscript_standin", "2.8.0",
+     "torch_tensorrt/dynamo/_exporter.py:40 in export: raise ValueError(", None,
+     "near miss: the text from a frame other than save"),
 ]
 
 

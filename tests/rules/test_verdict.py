@@ -76,3 +76,23 @@ def test_evidence_level_reads_the_main_stages_only():
     info = {**RAISED, "role": "info"}
     assert evidence_level("fail", [info, PLAIN_FAIL]) == REAL
     assert evidence_level("skip", [{**CLEARED, "role": "workaround"}]) == ""
+
+
+def test_untold_names_the_stage_that_raised_and_its_exception_s_first_line():
+    from repromatrix.rules.verdict import UNTOLD_LIMIT, untold
+
+    stages = [{"name": "eager", "role": "main", "status": "pass", "message": "completed"},
+              {"name": "probe", "role": "info", "status": "error", "message": "KeyError: 'x'"},
+              {"name": "compile", "role": "main", "status": "error",
+               "message": "\n  RuntimeError: mode (<Fake object at 0x7f4a92f898d0>)  differs\nmore"}]
+    assert untold("error", "", "compile: RuntimeError ...", stages) == \
+        "compile: RuntimeError: mode (<Fake object at 0x…>) differs"
+    # a decided record has no line; one with no such stage falls back on its own message
+    assert untold("fail", "real", "m", stages) == "" and untold("skip", "standin", "m", []) == ""
+    assert untold("crash", "", "killed by signal 11 (SIGSEGV)\ntail", stages) == \
+        "killed by signal 11 (SIGSEGV)"
+    assert untold("timeout", "", "", []) == "timeout, with no message"
+    skip = [{"name": "export", "role": "main", "status": "skip", "message": "needs torch>=2.5.0a0"}]
+    assert untold("skip", "", "", skip) == "export: needs torch>=2.5.0a0"
+    long = untold("error", "", "x" * 999, [])
+    assert len(long) == UNTOLD_LIMIT and long.endswith("…")

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
 def catalog_bugs(repros: Mapping[str, Repro]) -> dict[str, dict[str, Any]]:
     """The catalog as ``check.decide`` takes it: each bug as its META says."""
-    return {r.id: {"title": r.title, "upstream": list(r.upstream), "description": r.description,
-                   "requires": list(r.requires), "expect": [dict(e) for e in r.expect]}
+    return {r.id: {"title": r.title, "kind": r.kind, "upstream": list(r.upstream),
+                   "description": r.description, "requires": list(r.requires),
+                   "expect": [dict(e) for e in r.expect]}
             for r in repros.values()}
 
 

@@ -3,7 +3,7 @@
 Pure: JSON-shaped data in, JSON-shaped data out (no I/O, no clock, no compat table read
 here), so the page can mirror it in JavaScript. In:
 
-    bugs        {id: the repro's META (title, upstream, description, requires, expect)}
+    bugs        {id: the repro's META (title, kind, upstream, description, requires, expect)}
     rows        verdict rows, one per cell: the record its page shows (``row_of``)
     env         {"label", "kind", "versions": {package: version or None}, "complete"}
     candidates  the combinations the compatibility table allows (``check.candidates``)
@@ -38,10 +38,11 @@ from repromatrix.rules.verdict import verdict as verdict_of
 from repromatrix.rules.versions import (
     BUG_PACKAGES,
     LABELS,
+    RECORD_PACKAGES,
     boundary_version,
     normalize_version,
     plain,
-    probe_version,
+    record_versions,
     when_holds,
 )
 from repromatrix.rules.versions import key_package as rules_package
@@ -66,7 +67,7 @@ def row_of(record: Mapping[str, Any]) -> dict[str, Any]:
     gpu = on_gpu(env)
     return {"cell": str(record.get("cell", "")), "repro": str(record.get("repro", "")),
             "stack": str(stack.get("id", "")), "kind": str(stack.get("kind", "")),
-            "versions": {p: plain(probe_version(env, stack, p)) for p in (*AXES, "python")},
+            "versions": dict(zip(RECORD_PACKAGES, record_versions(env, stack), strict=True)),
             "status": status, "evidence": level, "gpu": gpu,
             "workaround": record.get("workaround"), "run_id": str(record.get("run_id", "")),
             "finished_at": str(record.get("finished_at", "")), "host": str(record.get("host", ""))}
@@ -138,6 +139,11 @@ def best(rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
 def key_package(bug: Mapping[str, Any]) -> str:
     """The package a bug is about (``rules.versions.key_package`` of its ``expect`` rules)."""
     return rules_package(bug.get("expect") or ())
+
+
+def kind_of(bug: Mapping[str, Any]) -> str:
+    """What a bug is to a user (``model.KINDS``' key: bug, silent-wrong-output, ...)."""
+    return str(bug.get("kind") or "bug")
 
 
 def missing_packages(bug: Mapping[str, Any], env: Mapping[str, Any]) -> list[str]:
@@ -235,14 +241,24 @@ def answer(bugs: Mapping[str, Mapping[str, Any]], rows: Iterable[Mapping[str, An
     for bug_id in sorted(bugs):
         bug = bugs[bug_id]
         found = verdict(bug_id, bug, versions, env, table)
-        out.append({"id": bug_id, "title": str(bug.get("title", bug_id)),
+        out.append({"id": bug_id, "title": str(bug.get("title", bug_id)), "kind": kind_of(bug),
                     "upstream": list(bug.get("upstream") or ()), "ignored": bug_id in ignored,
-                    **found, "workaround": workaround(bug), "fixed_in": None})
+                    **found, "workaround": workaround(bug), "fixed_in": None,
+                    "releases": releases_of(fixes.get(bug_id))})
     affected = [b for b in out if b["verdict"] == AFFECTED and not b["ignored"]]
     upgrade = smallest_upgrade(bugs, out, env, candidates, table, fixes)
     return {"format": FORMAT, "environment": dict(env), "records": table.count,
             "bugs": out, "affected": [b["id"] for b in affected],
             "ignored": sorted(ignored), "upgrade": upgrade, "exit": 1 if affected else 0}
+
+
+def releases_of(fix: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """What the bug's verdict stands on, release by release of its package and NGC release by
+    release (``check.fixes.evidence``: runs of releases with a decided record, inferred from
+    the rules alone, or that cannot tell); None without its fix."""
+    if fix is None:
+        return None
+    return {"package": fix["package"], **fix["evidence"], "ngc": dict(fix["ngc"]["evidence"])}
 
 
 def smallest_upgrade(bugs: Mapping[str, Mapping[str, Any]], found: list[dict[str, Any]],

@@ -12,9 +12,9 @@ Each affected run ``[first, last]`` of the package's releases is its own ECOSYST
 it, ``last_affected: last`` for an older run, and nothing (affected from ``first`` on)
 while no release fixes it; ``versions`` lists the affected releases the table knows. The
 ids carry OSV's prefix for a database it does not aggregate (``x_REPROMATRIX-<bug>``).
-NGC releases are not a PyPI ecosystem: they go in ``database_specific.ngc``, with the
-evidence levels of the bug's deciding records and whether the fix rests on the repro's
-rules only.
+NGC releases are not a PyPI ecosystem: they go in ``database_specific.ngc``, with the bug's
+kind (``model.KINDS``' key), the evidence levels of the bug's deciding records and whether
+the fix rests on the repro's rules only.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 
 from repromatrix.rules.versions import LABELS
 
-from .decide import decisive, evidence_words
+from .decide import decisive, evidence_words, kind_of
 from .fixes import fix_words
 
 SCHEMA_VERSION = "1.7.5"
@@ -73,6 +73,7 @@ def advisory(bug_id: str, bug: Mapping[str, Any], fix: Mapping[str, Any],
                        for url in bug.get("upstream") or ()],
         "database_specific": {
             "repro": bug_id,
+            "kind": kind_of(bug),
             "evidence": levels,
             "fixed_in": fix["fixed_in"],
             "fix_inferred": fix["inferred"],

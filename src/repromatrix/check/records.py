@@ -9,18 +9,14 @@ rule: the latest, a real verdict over a stand-in one).
   ``results/published`` made when the snapshot was last regenerated
   (``python -m repromatrix.check.records``; a test holds it equal to the records);
 - a store (``--results DIR``): through its index (``StoreIndex.shown``: each cell's shown
-  record without reading it), and one record line per stack for its versions, kept in the
-  per-user cache (``StackCache``) by that line's digest;
+  record, with its stack's versions as the index keeps them per record, no line read);
 - a published page's ``results.json`` (``--from FILE|URL``): every record in it, settled
   per cell here.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
-import os
 import sys
 import urllib.error
 import urllib.request
@@ -29,10 +25,10 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from repromatrix import paths
 from repromatrix.errors import ConfigError, InfraError, UsageError
 from repromatrix.rules.verdict import DECIDED_SQL
-from repromatrix.store.lines import canonical, dumps, loads, record_data
+from repromatrix.rules.versions import RECORD_PACKAGES
+from repromatrix.store.lines import canonical, dumps, loads
 from repromatrix.store.reader import entry, settle_cell
 from repromatrix.textsafe import bounded
 
@@ -70,82 +66,28 @@ def make_snapshot(store: Path) -> str:
 
 def store_rows(root: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Each cell's shown record in the store ``root`` that says yes or no, as rows (through
-    its index: the cells' key fields, and each stack's versions from one of its records,
-    kept in the per-user cache by that record's digest)."""
+    its index: what it keeps per record)."""
     from repromatrix.store.index import StoreIndex
 
     if not root.is_dir():
         raise UsageError(f"--results {root}: not a results folder (a store `repromatrix run` "
                          f"writes)")
     with StoreIndex.open(root) as index:
-        rows = index_rows(index, root)
+        rows = index_rows(index)
     return rows, rows_source("store", str(root), rows)
 
 
-def index_rows(index: StoreIndex, root: Path) -> list[dict[str, Any]]:
-    """``store_rows`` of an open index (of one store, or a merged one) whose stacks' versions
-    are kept in the per-user cache under ``root``."""
-    from repromatrix.store.index_histories import ShownKey
-
-    shown = index.shown(DECISIVE_SQL)
-    first: dict[str, ShownKey] = {}  # each stack's first cell: its line gives the versions
-    for key in shown:
-        if key.stack_id not in first or key.cell < first[key.stack_id].cell:
-            first[key.stack_id] = key
-    cache = StackCache(root)
-    wanted = [(sid, key.where) for sid, key in first.items() if not cache.has(sid, key.digest)]
-    for sid, raw in index.read_lines(wanted):
-        data = record_data(raw)
-        cache.put(sid, first[sid].digest, row_of({"stack": data.get("stack"), "env": data.get("env")}))
-    cache.save()
-    parts = {sid: cache.part(sid) for sid in first}
-    rows = [{**parts[key.stack_id], "cell": key.cell, "repro": key.repro,
-             "status": key.status, "evidence": key.evidence or "", "workaround": key.workaround,
+def index_rows(index: StoreIndex) -> list[dict[str, Any]]:
+    """``store_rows`` of an open index (of one store, or a merged one): each row from the
+    columns the index keeps per record (its key fields, its stack's kind and versions, a
+    GPU seen), no record line read."""
+    return [{"stack": key.stack_id, "kind": key.kind, "gpu": bool(key.gpu),
+             "versions": {p: getattr(key, p) for p in RECORD_PACKAGES},
+             "cell": key.cell, "repro": key.repro, "status": key.status,
+             "evidence": key.evidence or "", "workaround": key.workaround,
              "run_id": key.run_id, "finished_at": key.finished_at,
-             "host": PurePosixPath(key.path).parent.name} for key in shown]
-    return rows
-
-
-class StackCache:
-    """Each stack's part of its rows (versions, kind, GPU), by the digest of the record line
-    it was read from: ``<cache>/check/<store>.json``. A store whose stack's record changed is
-    read again; a cache that cannot be read or written is only slower."""
-
-    AXES = ("torch", "torchvision", "torch_tensorrt", "ngc", "python")
-
-    def __init__(self, root: Path) -> None:
-        name = hashlib.sha1(str(root.resolve()).encode("utf-8", "surrogateescape")).hexdigest()
-        self.path = paths.cache_dir() / "check" / f"{name[:16]}.json"
-        self.changed = False
-        try:
-            data = loads(self.path.read_bytes())
-            self.stacks = data["stacks"] if data.get("format") == SNAPSHOT_FORMAT else {}
-        except (OSError, ValueError, TypeError, KeyError, AttributeError):
-            self.stacks = {}
-
-    def has(self, stack: str, digest: str) -> bool:
-        """Whether ``stack``'s part was read from the line of ``digest``."""
-        entry = self.stacks.get(stack)
-        return isinstance(entry, list) and len(entry) == 4 + len(self.AXES) and entry[0] == digest
-
-    def put(self, stack: str, digest: str, row: Mapping[str, Any]) -> None:
-        self.stacks[stack] = [digest, row["stack"], row["kind"], row["gpu"],
-                              *(row["versions"][a] for a in self.AXES)]
-        self.changed = True
-
-    def part(self, stack: str) -> dict[str, Any]:
-        _, sid, kind, gpu, *versions = self.stacks[stack]
-        return {"stack": sid, "kind": kind, "gpu": gpu,
-                "versions": dict(zip(self.AXES, versions, strict=True))}
-
-    def save(self) -> None:
-        if not self.changed:
-            return
-        with contextlib.suppress(OSError):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(dumps({"format": SNAPSHOT_FORMAT, "stacks": self.stacks}))
-            os.replace(tmp, self.path)
+             "host": PurePosixPath(key.path).parent.name}
+            for key in index.shown(DECISIVE_SQL)]
 
 
 def rows_source(kind: str, where: str, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

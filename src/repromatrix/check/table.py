@@ -15,13 +15,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import astuple, dataclass
 from typing import Any
 
+from repromatrix.model import KINDS
 from repromatrix.run import ci
 from repromatrix.textsafe import printable
 
 from .decide import AFFECTED, CANNOT_TELL, LABELS, NOT_AFFECTED
-from .text import run_lines, source_words
+from .text import kinds_line, run_lines, source_words
 
-HEADER = ("verdict", "bug", "package", "installed", "fixed in", "workaround", "link")
+HEADER = ("verdict", "bug", "kind", "package", "installed", "fixed in", "workaround", "link")
 ORDER = (AFFECTED, CANNOT_TELL, NOT_AFFECTED)
 SHORT = 48  # a workaround's characters in a column
 _LEAD = re.compile(r"^(?:the seed's )?workaround\b[^:]{0,40}:\s*", re.I)
@@ -33,6 +34,7 @@ class Row:
 
     verdict: str
     bug: str
+    kind: str  # in words (model.KINDS)
     package: str
     installed: str
     fixed_in: str
@@ -54,7 +56,7 @@ def rows(result: Mapping[str, Any], packages: Mapping[str, str],
         fix = bug["fixed_in"] or ("no fix yet" if bug["verdict"] == AFFECTED else "-")
         fix = fix.removeprefix(f"{label} ")  # the package's own release: its version alone
         work = _short(bug["workaround"]) if short else bug["workaround"]
-        out.append(Row(bug["verdict"], bug["id"], label,
+        out.append(Row(bug["verdict"], bug["id"], KINDS.get(bug["kind"], bug["kind"]), label,
                        str(versions.get(package) or "-"), fix, work or "-",
                        (bug.get("upstream") or ["-"])[0]))
     return [Row(*(printable(str(c)) for c in astuple(r))) for r in out]
@@ -87,7 +89,7 @@ def _head(result: Mapping[str, Any]) -> list[str]:
     have = ", ".join(f"{LABELS[k]} {v}" for k, v in env["versions"].items() if v)
     return [f"environment: {env['label']} ({have})" if have else f"environment: {env['label']}",
             *(f"  note: {n}" for n in env.get("notes", ())),
-            f"records: {source_words(result['source'])}", ""]
+            f"records: {source_words(result['source'])}", *kinds_line(result), ""]
 
 
 def upgrade_lines(result: Mapping[str, Any]) -> list[str]:

@@ -10,9 +10,11 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
+from repromatrix.model import KINDS
 from repromatrix.textsafe import printable
 
 from .decide import AFFECTED, LABELS, NOT_AFFECTED
+from .fixes import evidence_words
 
 MARKS = {AFFECTED: "AFFECTED", NOT_AFFECTED: "ok", "cannot tell": "?"}
 WIDTH = 100
@@ -24,13 +26,16 @@ def render(result: Mapping[str, Any]) -> str:
     lines = [f"environment: {env['label']}",
              "  " + ", ".join(f"{LABELS[k]} {v}" for k, v in env["versions"].items() if v),
              *(f"  note: {n}" for n in env.get("notes", ())),
-             f"records: {source_words(source)}", ""]
+             f"records: {source_words(source)}", *kinds_line(result), ""]
     for bug in result["bugs"]:
         mark = "ignored" if bug["ignored"] else MARKS[bug["verdict"]]
-        lines.append(f"{mark:<9} {bug['id']}: {bug['title']}")
+        lines.append(f"{mark:<9} {bug['id']} ({KINDS.get(bug['kind'], bug['kind'])}): "
+                     f"{bug['title']}")
         lines += _wrapped(f"{bug['verdict']}: {bug['why']}")
         if bug["rule"] and bug["rule"]["note"]:
             lines += _wrapped(f"rule's note: {bug['rule']['note']}")
+        if bug.get("releases"):
+            lines += _wrapped("releases: " + "; ".join(releases_words(bug["releases"])))
         if bug.get("run"):
             run = bug["run"]
             level = f", {run['level']}" if run["level"] else ""
@@ -52,6 +57,21 @@ def source_words(source: Mapping[str, Any]) -> str:
             "store": "the store", "results.json": "the page's results.json"}[source["kind"]]
     newest = f", newest {source['newest'][:10]}" if source.get("newest") else ""
     return f"{what} {source['where']} ({source['cells']} cells{newest})"
+
+
+def releases_words(releases: Mapping[str, Any]) -> list[str]:
+    """A bug's ``releases`` (``decide.releases_of``) in words: the releases of its package
+    and the NGC releases with a record, inferred from its rules, or that cannot tell."""
+    return [*evidence_words(releases, LABELS[releases["package"]]),
+            *evidence_words(releases["ngc"], "NGC")]
+
+
+def kinds_line(result: Mapping[str, Any]) -> list[str]:
+    """The kinds of bug answered, in one line, when ``--kind`` chose them (none otherwise)."""
+    kinds = result.get("kinds")
+    if not kinds:
+        return []
+    return [f"kinds: {', '.join(KINDS.get(k, k) for k in kinds)} only (--kind)"]
 
 
 def _wrapped(text: str) -> list[str]:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from repromatrix.config.options import DEFAULT_RESULTS
 from repromatrix.errors import Exit, UsageError, did_you_mean
+from repromatrix.model import KINDS
 from repromatrix.textsafe import printable
 
 if TYPE_CHECKING:
@@ -55,6 +56,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                          help="answer from a published page's results.json")
     p.add_argument("--ignore", action="append", default=[], metavar="BUG",
                    help="a bug (repro id) that does not count (repeatable)")
+    p.add_argument("--kind", action="append", default=[], metavar="KIND",
+                   help=f"answer only for bugs of this kind ({', '.join(KINDS)}; repeatable or "
+                        f"comma-separated)")
     p.add_argument("--run", action="store_true",
                    help="also run the catalog now on the interpreter (--python; the local engine) "
                         "and say where the run disagrees with the records")
@@ -91,13 +95,15 @@ class CheckRequest:
     verbose: bool = False
     output: Path | None = None
     strict: bool = False
+    kinds: tuple[str, ...] = ()  # --kind: only bugs of these kinds (model.KINDS' keys); () all
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> CheckRequest:
         request = cls(tuple(args.pins), args.python, args.requirement, args.ngc, args.results,
                       args.from_page, tuple(args.ignore),
                       "columns" if args.format == "text" else args.format, args.run,
-                      args.run_results, args.verbose, args.output, args.strict)
+                      args.run_results, args.verbose, args.output, args.strict,
+                      kinds_given(args.kind))
         inputs = [name for name, value in (("pins", request.pins), ("--python", request.python),
                                            ("-r", request.requirement), ("--ngc", request.ngc))
                   if value]
@@ -106,6 +112,22 @@ class CheckRequest:
         if request.run and inputs and inputs != ["--python"]:
             raise UsageError(f"--run runs an interpreter (--python), not {inputs[0]}")
         return request
+
+
+def kinds_given(values: list[str]) -> tuple[str, ...]:
+    """``--kind`` values (repeatable, comma-separated, a kind's key or its words) as
+    ``model.KINDS``' keys, in their order; a value that names none is refused."""
+    by_words = {words: key for key, words in KINDS.items()}
+    wanted = set()
+    for value in (v.strip() for given in values for v in given.split(",")):
+        if not value:
+            continue
+        key = value if value in KINDS else by_words.get(value)
+        if key is None:
+            raise UsageError(f"--kind {printable(value)}: no such kind{did_you_mean(value, KINDS)}; "
+                             f"one of {', '.join(KINDS)}")
+        wanted.add(key)
+    return tuple(k for k in KINDS if k in wanted)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -125,7 +147,10 @@ def execute(request: CheckRequest) -> int:
                              f"known: {', '.join(sorted(bugs))}")
     env = environment(request, probing)
     rows, source = records(request)
-    result = check_answer(bugs, rows, source, env, load_table(), request.ignore)
+    answered = {k: b for k, b in bugs.items() if not request.kinds or b["kind"] in request.kinds}
+    result = check_answer(answered, rows, source, env, load_table(), request.ignore)
+    if request.kinds:
+        result["kinds"] = list(request.kinds)
     if request.run:
         from repromatrix.check.decide import compare_run
 

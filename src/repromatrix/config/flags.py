@@ -145,6 +145,9 @@ OPTIONS: tuple[Option, ...] = (
            {"type": float, "metavar": "GB"}, fills="image_budget_gb", parse=parse.budget, zero=True),
     Option(("--jobs", "-j"), "run", "stacks run at once", {"type": int, "metavar": "N"},
            fills="jobs", parse=parse.jobs),
+    Option(("--repro-jobs",), "run", "repros one stack runs at once (default: where no NVIDIA GPU "
+           "is here, the cores shared among the stacks that run at once, at most 4; else 1)",
+           {"type": int, "metavar": "N"}, fills="repro_jobs", parse=parse.repro_jobs),
     Option(("--gpus",), "run", "GPU ids to spread stacks over, e.g. 0,1", fills="gpus",
            parse=parse.gpus),
     Option(("--keep",), "run", "keep containers for debugging", {"action": "store_true"},

@@ -67,6 +67,7 @@ class RunOptions:
     stack_timeout: float = Settings.stack_timeout
     build_timeout: float = Settings.build_timeout
     jobs: int = 1
+    repro_jobs: int | None = None  # repros one runner runs at once; None: run.schedule decides
     gpus: tuple[str, ...] = ()
     keep: bool = False
     repeat: int = 1
@@ -206,6 +207,11 @@ def jobs(value: Any, where: str) -> int:
     if count < 1:
         raise UsageError(f"{where} {count}: must be at least 1")
     return count
+
+
+def repro_jobs(value: Any, where: str) -> int | None:
+    """How many repros one runner runs at once: 1 or more, or None (run.schedule decides)."""
+    return None if value is None else jobs(value, where)
 
 
 def repeat(value: Any, where: str) -> int:

@@ -81,10 +81,12 @@ class RunnerJob:
     repro_timeout: float
     gpu: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    parallel: int = 1  # repros the runner runs at once
 
     def runner_args(self, runner: str, out: str, repros_dir: str) -> list[str]:
+        at_once = ["--parallel", str(self.parallel)] if self.parallel > 1 else []
         return [runner, "--out", out, "--dir", repros_dir, "--repros", ",".join(self.repros),
-                "--timeout", f"{self.repro_timeout:g}"]
+                "--timeout", f"{self.repro_timeout:g}", *at_once]
 
 
 class RunnerProcess(Protocol):

@@ -124,7 +124,21 @@ def repro_answers(entries: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[
         "short": f"cannot tell on {len(entries)}" if entries and undecided == len(entries)
         else f"{reproduces}/{len(entries)}",
         "rules": rule_rows(entries, rules),
+        "untold": untold_groups(entries),
     }
+
+
+def untold_groups(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The cells that cannot tell, grouped by why (each cell's ``untold``,
+    ``rules.verdict.untold``: for an ``error``, the new problem that is not the bug): errors
+    first, then the larger groups; each group's cells as (cell id, stack id)."""
+    groups: dict[tuple[str, str], list[list[str]]] = {}
+    for e in entries:
+        cell = e["cell"]
+        if cell.get("untold"):
+            groups.setdefault((cell["status"], cell["untold"]), []).append([cell["id"], e["stack"]["id"]])
+    ranked = sorted(groups.items(), key=lambda g: (g[0][0] != "error", -len(g[1]), g[0]))
+    return [{"status": status, "line": line, "cells": cells} for (status, line), cells in ranked]
 
 
 def workaround_answer(tried: Sequence[str]) -> tuple[str, int, int]:

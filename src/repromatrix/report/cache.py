@@ -8,8 +8,11 @@ page: deleting it costs one render that makes every cell's pieces again. It keep
     pieces     per cell, the page's pieces of it the last render made (``report.cell``:
                its grid cell, repro-page row, CSV row) under a key of every input they
                were made from (``report.cell.pieces_key``)
-    bodies     per cell, the rest of those pieces (drawer detail, environment) under the
-               same key: read only when the cell's chunk is written
+    placed     per cell, the detail chunk (``data/c<N>.js``) the last render wrote it in,
+               under its pieces' key and that chunk's source: the rest of its pieces (drawer
+               detail, environment) are read back from that chunk, not kept twice
+               (``report.chunks.read_entries``), while the page's ``.render-state.json``
+               says the chunk is the one written from that source
     meta       its ``format`` and the grid layout (``layout``) under the digest of what
                decides it
 
@@ -29,17 +32,18 @@ from typing import Any
 from repromatrix.store.index_db import lay_out, remove_db, transaction
 
 CACHE_NAME = ".render-cache.sqlite"
-FORMAT = "repromatrix-render-cache-2"  # another value in `meta`: the cache is emptied
+FORMAT = "repromatrix-render-cache-3"  # another value in `meta`: the cache is emptied
 MANY = 2000  # rows asked for at once above which a table is read in one pass
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 -- rowid tables: a row of up to ~4 KB stays in its leaf page (a WITHOUT ROWID row spills
--- past ~1 KB), and a cell's heads and bodies are read in separate passes
+-- past ~1 KB), and a cell's head and its place are read in separate passes
 CREATE TABLE IF NOT EXISTS pieces (cell TEXT PRIMARY KEY, key TEXT, head BLOB, markup BLOB);
-CREATE TABLE IF NOT EXISTS bodies (cell TEXT PRIMARY KEY, key TEXT, detail BLOB, env BLOB);
+CREATE TABLE IF NOT EXISTS placed (cell TEXT PRIMARY KEY, key TEXT, chunk INTEGER, source TEXT);
 """
-_TABLES = ("meta", "pieces", "bodies", "summaries")  # (summaries: format 1's, dropped)
-Kept = tuple[str, bytes, bytes]  # (the pieces' key, and two pieces: head and markup, or detail and env)
+_TABLES = ("meta", "pieces", "placed", "bodies", "summaries")  # (bodies, summaries: dropped)
+Kept = tuple[str, bytes, bytes]  # (the pieces' key, and two pieces: head and markup)
+Where = tuple[str, int, str]  # (the pieces' key, the chunk's number and source)
 
 
 class RenderCache:
@@ -101,21 +105,21 @@ class RenderCache:
         return {cell: (key, head, markup) for cell, key, head, markup in
                 self._in("SELECT cell, key, head, markup", "pieces", list(cells))}
 
-    def bodies(self, cells: Iterable[str]) -> dict[str, Kept]:
-        """The key, detail and environment pieces of ``cells``: the key, because a render of
-        other inputs may have replaced them since ``pieces`` was read."""
-        return {cell: (key, detail, env) for cell, key, detail, env in
-                self._in("SELECT cell, key, detail, env", "bodies", list(cells))}
+    def placed(self, cells: Iterable[str]) -> dict[str, Where]:
+        """Where each of ``cells`` was last written: (its pieces' key then, the chunk's
+        number and source)."""
+        return {cell: (key, chunk, source) for cell, key, chunk, source in
+                self._in("SELECT cell, key, chunk, source", "placed", list(cells))}
 
-    def keep_pieces(self, items: Iterable[tuple[str, str, bytes, bytes, bytes, bytes]]) -> None:
-        """Keep each cell's pieces ``(cell, key, head, markup, detail, env)``, replacing its
-        earlier ones."""
-        items = list(items)
+    def keep_pieces(self, items: Iterable[tuple[str, str, bytes, bytes]]) -> None:
+        """Keep each cell's pieces ``(cell, key, head, markup)``, replacing its earlier ones."""
         with self._write() as conn:
-            conn.executemany("INSERT OR REPLACE INTO pieces VALUES (?, ?, ?, ?)",
-                             [(cell, key, head, markup) for cell, key, head, markup, _, _ in items])
-            conn.executemany("INSERT OR REPLACE INTO bodies VALUES (?, ?, ?, ?)",
-                             [(cell, key, detail, env) for cell, key, _, _, detail, env in items])
+            conn.executemany("INSERT OR REPLACE INTO pieces VALUES (?, ?, ?, ?)", list(items))
+
+    def keep_placed(self, items: Iterable[tuple[str, str, int, str]]) -> None:
+        """Each ``(cell, key, chunk, source)`` was just written in chunk ``chunk``."""
+        with self._write() as conn:
+            conn.executemany("INSERT OR REPLACE INTO placed VALUES (?, ?, ?, ?)", list(items))
 
     def keep_only(self, cells: Iterable[str]) -> None:
         """Pieces of cells other than ``cells`` (a full render's) go, once they are a tenth
@@ -126,7 +130,7 @@ class RenderCache:
             if kept <= len(wanted) * 1.1 + 100:
                 return
             gone = [(c,) for (c,) in conn.execute("SELECT cell FROM pieces") if c not in wanted]
-            for table in ("pieces", "bodies"):
+            for table in ("pieces", "placed"):
                 conn.executemany(f"DELETE FROM {table} WHERE cell = ?", gone)
 
     # -- layout --------------------------------------------------------------------------
@@ -145,12 +149,14 @@ class RenderCache:
 
 
 def _connect(db: Path) -> sqlite3.Connection:
-    """The cache's database, its tables made (emptied first when of another ``FORMAT``)."""
+    """The cache's database, its tables made (emptied first when of another ``FORMAT``, and
+    the file shrunk: an older format's could keep its space)."""
     conn = sqlite3.connect(str(db), timeout=60.0, isolation_level=None)
     try:
         conn.execute("PRAGMA page_size = 16384")  # (a new file only) rows of 2 to 5 KB fill its pages
         conn.execute("PRAGMA synchronous = OFF")  # a cache: a torn one is only made anew
-        lay_out(conn, _SCHEMA, FORMAT, _TABLES)
+        if lay_out(conn, _SCHEMA, FORMAT, _TABLES) not in (None, FORMAT):
+            conn.execute("VACUUM")
     except BaseException:
         conn.close()
         raise

@@ -38,7 +38,7 @@ except ImportError:  # pragma: no cover - orjson is a dependency
     _orjson = None
 
 from repromatrix.model import TRACEBACK_LIMIT, Repro, Status
-from repromatrix.rules.verdict import said
+from repromatrix.rules.verdict import said, untold
 from repromatrix.store.lines import dumps, loads
 from repromatrix.store.reader import Span
 from repromatrix.store.record import Result, StageResult
@@ -66,7 +66,8 @@ _OWN_CSV = CSV_COLUMNS[1:-2]
 PAIRINGS = "pairings"  # make_pieces' ``seen``: torch/torchvision pair -> pairing note
 # what the site model reads of a cell (the rest is in its pieces)
 LIGHT_KEYS = ("id", "stack", "repro", "status", "previous", "contradicted", "expected",
-              "expected_when", "workaround", "message", "standin", "verdict", "finished_at")
+              "expected_when", "workaround", "message", "standin", "verdict", "untold",
+              "finished_at")
 
 
 def env_rows(env: Any) -> list[list[str]]:
@@ -123,6 +124,10 @@ def record_summary(rec: Result) -> dict[str, Any]:
         "evidence": skip_evidence(rec.status, rec.stages),
         "standin": rec.standin_note,  # the verdict's evidence level when TensorRT was stood in
         "verdict": said(rec.status, rec.evidence_level),  # rules.verdict: bad, good, cannot tell
+        # why it cannot tell, in one line (an error's new problem: not the bug), rules.verdict
+        "untold": untold(rec.status, rec.evidence_level, rec.message,
+                         [{"name": st.name, "role": st.role, "status": st.status,
+                           "message": st.message} for st in rec.stages]),
         "built": rec.built_note,  # PyPI's build made instead of the pinned index's
     }
     facts = [rec.cell, rec.repro, rec.status, rec.run_id, rec.stack_id, dict(rec.stack),

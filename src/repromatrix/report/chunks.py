@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +27,16 @@ from .written import RenderState
 
 CHUNK_CELLS = 50
 Member = tuple[str, str, str]  # a chunk's cell: (id, pieces key, scope)
+Placed = tuple[str, str, int, str]  # a cell written in a chunk: (id, pieces key, number, source)
+Details = Callable[[list[str], Path, RenderState], Mapping[str, tuple[bytes, bytes]]]
+_DECODER = json.JSONDecoder()
 SEARCH_LIMIT = 300
 DATA_DIR = "data"
 _DETAIL_KEYS = ("id", "stack", "repro", "status", "signature", "workaround", "message",
                 "traceback", "duration", "exit", "stages", "image", "run_id", "host",
                 "backend", "started_at", "finished_at", "expected", "expected_note",
-                "contradicted", "conflict", "flaky", "previous", "command", "standin", "built")
+                "contradicted", "conflict", "flaky", "previous", "command", "standin", "built",
+                "untold")
 
 
 def assign_chunks(columns: Sequence[Sequence[str]], leftover: Sequence[str],
@@ -79,18 +83,20 @@ def chunk_source(number: int, members: Sequence[Member]) -> str:
 
 
 def write_chunks(out: Path, groups: Mapping[int, Sequence[Member]], sources: Mapping[int, str],
-                 details: Callable[[list[str]], Mapping[str, tuple[bytes, bytes]]],
-                 state: RenderState) -> int:
+                 details: Details, state: RenderState,
+                 placed: Callable[[list[Placed]], None] | None = None) -> int:
     """Write data/c<N>.js for every chunk whose source (``chunk_source``) changed since the
     last render into ``out`` (others stay as they are, unread; chunks no longer used go);
-    ``details(cells)``: each cell's detail (the start of its ``[id, {...}]`` entry) and
-    environment rows (``report.cell.Pieces``), asked once for every chunk to write
-    (``groups``: the cells of those at least). Returns the chunk count."""
+    ``details(cells, folder, state)``: each cell's detail (the start of its ``[id, {...}]``
+    entry) and environment rows (``report.cell.Pieces``), asked once for every chunk to
+    write (``groups``: the cells of those at least), before any is written (a cell's may be
+    read back from the chunk an earlier render wrote it in: ``read_entries``); ``placed``:
+    told the cells of the chunks written. Returns the chunk count."""
     folder = out / DATA_DIR
     folder.mkdir(parents=True, exist_ok=True)
     stale = [number for number, source in sources.items()
              if not state.kept(folder / f"c{number}.js", source)]
-    found = details([cid for number in stale for cid, _, _ in groups[number]])
+    found = details([cid for number in stale for cid, _, _ in groups[number]], folder, state)
     scopes: dict[str, bytes] = {}
     for number in stale:
         local: dict[bytes, int] = {}  # each environment once (equal rows, equal digest)
@@ -106,5 +112,43 @@ def write_chunks(out: Path, groups: Mapping[int, Sequence[Member]], sources: Map
         data = b'repromatrixChunk(%d,{"envs":[%s],"cells":[%s]});\n' % (
             number, b",".join(local), b",".join(rows))
         state.write_made(folder / f"c{number}.js", sources[number], data)
+    if placed is not None and stale:
+        placed([(cid, key, number, sources[number]) for number in stale
+                for cid, key, _ in groups[number]])
     state.remove_others(folder, "c*.js")
     return len(sources)
+
+
+def read_entries(path: Path, cells: Collection[str]) -> dict[str, tuple[bytes, bytes]]:
+    """The detail and environment rows of each of ``cells`` in the chunk ``path`` (as
+    ``write_chunks`` wrote them, byte for byte); a cell not found, or a file that is not
+    such a chunk, gives nothing (the caller makes them again)."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+        head = text.index('{"envs":[') + len('{"envs":[')
+        envs, end = _elements(text, head)
+        if not text.startswith('"cells":[', end + 2):
+            return {}
+        rows, _ = _elements(text, end + 2 + len('"cells":['))
+        found = {}
+        for value, raw in rows:
+            if not (isinstance(value, list) and len(value) == 2 and value[0] in cells):
+                continue
+            env, scope = value[1]["env"], value[1]["scope"]
+            tail = f',"env":{env},"scope":{script_json(scope)}}}]'
+            if type(env) is int and 0 <= env < len(envs) and raw.endswith(tail):
+                found[value[0]] = (raw[:-len(tail)].encode("utf-8"), envs[env][1].encode("utf-8"))
+        return found
+    except (OSError, ValueError, IndexError, TypeError, KeyError, RecursionError):
+        return {}
+
+
+def _elements(text: str, at: int) -> tuple[list[tuple[Any, str]], int]:
+    """The JSON values of the list whose first element starts at ``at`` (each with its own
+    text), and where its closing bracket is."""
+    out = []
+    while text[at] != "]":
+        value, end = _DECODER.raw_decode(text, at)
+        out.append((value, text[at:end]))
+        at = end + 1 if text[end] == "," else end
+    return out, at

@@ -9,10 +9,11 @@ stripped of them and escaped.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
+from repromatrix.model import KINDS
 from repromatrix.rules.verdict import STANDIN
 from repromatrix.store.reader import Span
 
@@ -49,8 +50,10 @@ def shown(segment: Span) -> str:
 
 
 def write_feed(path: Path, title: str, updated: str,
-               changes: Sequence[tuple[str, Span, Span]], state: RenderState) -> None:
-    """Write the feed; ``updated`` is the generation time (RFC 3339)."""
+               changes: Sequence[tuple[str, Span, Span]], state: RenderState,
+               kinds: Mapping[str, str] | None = None) -> None:
+    """Write the feed; ``updated`` is the generation time (RFC 3339); ``kinds``: each catalog
+    repro's kind (``model.KINDS``' key), said as each entry's Atom category."""
     parts = ['<?xml version="1.0" encoding="utf-8"?>',
              '<feed xmlns="http://www.w3.org/2005/Atom">',
              f"<title>{xml_text(title)}: status changes</title>",
@@ -67,8 +70,12 @@ def write_feed(path: Path, title: str, updated: str,
         if after.evidence == STANDIN:
             summary += ("; decided in torch-tensorrt's own code with TensorRT stood in "
                         "(no GPU): a record from real TensorRT outranks it")
+        kind = (kinds or {}).get(cell.rsplit("--", 1)[-1], "")
+        category = [f"<category term={xml_attr(kind)} label={xml_attr(KINDS[kind])}/>"] \
+            if kind in KINDS else []
         parts += ["<entry>",
                   f"<title>{xml_text(cell)}: {xml_text(shown(before))} → {xml_text(shown(after))}</title>",
+                  *category,
                   f"<id>{xml_text(entry_id)}</id>",
                   f"<updated>{xml_text(when)}</updated>",
                   f"<link rel=\"alternate\" href={xml_attr(href)}/>",

@@ -32,11 +32,11 @@ from typing import Any, NamedTuple
 from repromatrix.model import Repro
 
 KEPT_NAME = ".render-site"
-FORMAT = 2
+FORMAT = 4
 # the cells' columns, in the site's cell order
 COLUMNS = ("id", "stack", "repro", "status", "previous", "contradicted", "expected",
-           "expected_when", "workaround", "standin", "verdict", "finished", "in_scope", "chunk", "pieces",
-           "stage", "changed_at", "first_file", "first_offset", "row", "col", "shared")
+           "expected_when", "workaround", "standin", "verdict", "untold", "finished", "in_scope",
+           "chunk", "pieces", "stage", "changed_at", "first_file", "first_offset", "row", "col", "shared")
 
 
 class Spans(NamedTuple):
@@ -120,9 +120,10 @@ class KeptSite:
 def site_inputs(site_key: str, paths: Sequence[Path], repros: Mapping[str, Repro], title: str,
                 published: Collection[str] | None) -> str:
     """A digest of every input of the page beside the cells: the pieces' site key (sources,
-    catalog expectations, matrix, current folder), the store read, the catalog's texts, the
-    title and the published stacks."""
-    catalog = [[r.id, r.title, r.description, list(r.upstream)] for r in repros.values()]
+    catalog expectations, matrix, current folder), the store read, the catalog's texts, kinds
+    and requirements (what a fold says), the title and the published stacks."""
+    catalog = [[r.id, r.title, r.kind, r.description, list(r.upstream), list(r.requires)]
+               for r in repros.values()]
     text = json.dumps([FORMAT, site_key, [os.path.realpath(p) for p in paths], catalog, title,
                        None if published is None else sorted(published)],
                       default=str)
@@ -169,7 +170,8 @@ def kept_site(key: str, mark: tuple[str, int, int], site: Mapping[str, Any],
 
 
 _FROM_VIEWS = ("id", "stack", "repro", "status", "previous", "contradicted", "expected",
-               "expected_when", "workaround", "standin", "verdict", "in_scope", "chunk", "pieces")
+               "expected_when", "workaround", "standin", "verdict", "untold", "in_scope", "chunk",
+               "pieces")
 
 
 def numbered(values: list[str]) -> tuple[list[str], list[int]]:

@@ -130,24 +130,26 @@ class Reduced:
         """The pieces the report's cache keeps, by cell: (their key, head, markup)."""
         return self.cache.pieces() if self.cache is not None else {}
 
-    def details(self, cells: Iterable[str]) -> dict[str, tuple[str, bytes, bytes]]:
-        """The key, detail and environment rows the cache keeps for ``cells`` (another
-        render may have replaced what ``pieces`` returned: compare the key)."""
-        return self.cache.bodies(cells) if self.cache is not None else {}
-
-    def keep(self, pieces: Mapping[str, tuple[str, bytes, bytes, bytes, bytes]]
-             ) -> dict[str, tuple[bytes, bytes]]:
-        """Hand cells' new pieces (cell -> key, head, markup, detail, env) to the cache, for
-        the next render; the detail and environment of those it did not take (no cache, or
-        one that cannot be written), which the caller keeps."""
-        left = {cell: (detail, env) for cell, (_, _, _, detail, env) in pieces.items()}
-        if self.cache is None or not pieces:
-            return left
-        try:
-            self.cache.keep_pieces((cell, *kept) for cell, kept in pieces.items())
-        except (sqlite3.Error, OSError):  # only a cache: next time, then
-            return left
+    def placed(self, cells: Iterable[str]) -> dict[str, tuple[str, int, str]]:
+        """Where the cache says each of ``cells`` was last written: (its pieces' key then, the
+        chunk's number and source; ``RenderCache.placed``)."""
+        if self.cache is None:
+            return {}
+        with contextlib.suppress(sqlite3.Error, OSError):  # only a cache: made again, then
+            return self.cache.placed(cells)
         return {}
+
+    def keep(self, pieces: Iterable[tuple[str, str, bytes, bytes]]) -> None:
+        """Hand cells' new heads (cell, key, head, markup) to the cache, for the next render."""
+        if self.cache is not None:
+            with contextlib.suppress(sqlite3.Error, OSError):  # only a cache: next time, then
+                self.cache.keep_pieces(pieces)
+
+    def keep_placed(self, items: list[tuple[str, str, int, str]]) -> None:
+        """Note the chunk each cell was just written in (``RenderCache.keep_placed``)."""
+        if self.cache is not None:
+            with contextlib.suppress(sqlite3.Error, OSError):  # only a cache: next time, then
+                self.cache.keep_placed(items)
 
     def keep_only_shown(self) -> None:
         """After a render of every cell: the pieces the cache keeps of other cells go, once

@@ -109,7 +109,8 @@ def matrix_tr(row: Mapping[str, Any], cells: str, width: int) -> str:
     group = escape(stack["group"])
     head = (f'    <tr class="group" data-group="{group}"><th scope="rowgroup" colspan="{width}">'
             f'{group}</th></tr>\n') if row["group_start"] else ""
-    classes = ("all-broken" if row["all_broken"] else "") + (" scope-off" if row["hidden"] else "")
+    classes = ("all-broken" if row["all_broken"] else "") + (" scope-off" if row["hidden"] else "") \
+        + (" folded" if row["fold"] else "")
     scope = "" if stack["scope"] == "published" else f" · {escape(stack['scope'])}"
     pairing = f'<small class="pairing">{escape(stack["pairing"])}</small>' if stack["pairing"] else ""
     broken = (f'\n        <small class="broken-note" title="{escape(row["broken_message"])}">'
@@ -119,7 +120,17 @@ def matrix_tr(row: Mapping[str, Any], cells: str, width: int) -> str:
             f'      <th scope="row" class="stack" title="{escape(stack["full_label"])}">'
             f'<span class="sid">{escape(stack["label"] or stack["id"])}</span>\n'
             f'        <small class="ver">{escape(stack["id"])}{scope}</small>{pairing}{broken}\n'
-            f'      </th>\n{cells}\n    </tr>')
+            f'      </th>\n{cells}{fold_td(row["fold"], width - 1)}\n    </tr>')
+
+
+def fold_td(fold: Mapping[str, Any] | None, width: int) -> str:
+    """A folded row's one cell after its own (hidden), saying what would decide them
+    (``report.fold.row_fold``); "" for a row that does not fold."""
+    if not fold:
+        return ""
+    which = "its one repro" if fold["cells"] == 1 else f'any of its {fold["cells"]} repros'
+    return (f'\n<td class="fold-note" colspan="{width}">cannot tell on {which} here '
+            f'({escape(fold["ended"])}): {escape(fold["needs"])}</td>')
 
 
 def empty_td(rid: str) -> str:

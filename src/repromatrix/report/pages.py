@@ -19,7 +19,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from repromatrix.model import Status
+from repromatrix.model import KINDS, Status
 from repromatrix.store.lines import Skipped
 from repromatrix.store.reader import Conflict
 
@@ -109,6 +109,7 @@ def template_env() -> jinja2.Environment:
     env.globals["STATUS_INFO"] = STATUS_INFO
     env.globals["STATUS_ORDER"] = STATUS_ORDER
     env.globals["SCOPES"] = SCOPES
+    env.globals["KINDS"] = KINDS
     return env
 
 

@@ -33,6 +33,7 @@ from .cell import Head
 from .chunks import DATA_DIR, Member, chunk_source, write_chunks
 from .data_files import CSV_HEAD, RawSink, stack_columns, write_csv_lines
 from .feed import write_feed
+from .fold import column_fold, row_fold
 from .last_site import KeptSite, numbered, site_inputs
 from .load import Reduced, add_settled, covers_exactly, newest_changed, sink_files, status_changes
 from .markup import grid_row, repro_tr
@@ -46,12 +47,12 @@ from .pages import (
     status_counts,
     write_pages,
 )
-from .pieces import CellPieces
+from .pieces import CellPieces, kept_details
 from .verdicts import decided_by_level, page_fixes, verdict_rows, write_verdicts
 from .written import RenderState
 
 _FROM_VIEW = ("status", "previous", "contradicted", "expected", "expected_when", "workaround",
-              "standin", "verdict")
+              "standin", "verdict", "untold")
 
 
 class _Unpatchable(Exception):
@@ -232,17 +233,14 @@ class _Patch:
             raise _Unpatchable("a chunk changed under the page")
         stale = [k for k in touched if not state.kept(folder / f"c{k}.js", self.sources[k])]
         wanted = [n for k in stale for n in positions[k]]
-        bodies = self.cache.bodies(cols["id"][n] for n in wanted) if wanted else {}
-        self.details: dict[str, tuple[bytes, bytes]] = {}
-        for n in wanted:
-            cid = cols["id"][n]
-            found = bodies.get(cid)
-            if found is not None and found[0] == cols["pieces"][n]:
-                self.details[cid] = found[1:]
-            elif cid in self.pieces.made:
-                self.details[cid] = self.pieces.made[cid]
-            else:
-                raise _Unpatchable("pieces another render replaced")
+        made = self.pieces.made
+        keys = {cols["id"][n]: cols["pieces"][n] for n in wanted}
+        self.details: dict[str, tuple[bytes, bytes]] = {c: made[c] for c in keys if c in made}
+        rest = [c for c in keys if c not in made]
+        if rest:
+            self.details.update(kept_details(self.cache.placed(rest), keys, folder, state))
+        if len(self.details) < len(keys):
+            raise _Unpatchable("pieces another render replaced")
         self.groups = groups
 
     # -- writing -------------------------------------------------------------------------
@@ -254,11 +252,12 @@ class _Patch:
         stacks, shown_scope = kept.stacks, kept.shown_scope
         hidden = [shown_scope != "all" and st["scope"] != shown_scope for st in stacks]
         views = [dict(rv) for rv in kept.views]
-        rows = verdict_rows(self.index, [self.index.root], out)
+        rows = verdict_rows(self.index)
         fixes = page_fixes(rows, self.repros, {kept.repro_ids[j] for j in self.columns})
         for j in self.columns:
             fix = fixes.get(kept.repro_ids[j])
-            views[j].update(self._answers(j, hidden, fix), known_bug=fix["row"] if fix else None)
+            views[j].update(self._answers(j, hidden, fix), known_bug=fix["row"] if fix else None,
+                            timeline=fix["timeline"] if fix else None)
         trs = self._repro_rows(views, hidden)
         count = len(cols["id"])
         in_scope = [n for n in range(count) if cols["in_scope"][n]]
@@ -276,13 +275,15 @@ class _Patch:
             "grid_rows": self._grid_rows(views, hidden), "decided": decided_by_level(rows),
         }
         pages = write_pages(out, site, state)
-        chunks = write_chunks(out, self.groups, self.sources, lambda _: self.details, state)
+        chunks = write_chunks(out, self.groups, self.sources, lambda *_: self.details, state,
+                              self.cache.keep_placed)
         lines = self._csv_lines()
         write_csv_lines(out, lines, state)
         pages["results.csv"] = kept.pages["results.csv"]._replace(
             start=len(CSV_HEAD), lengths=[len(line) for line in lines])
         write_feed(out / "changes.atom", title, now.isoformat(timespec="seconds"),
-                   status_changes(self.feed, FEED_ENTRIES), state)
+                   status_changes(self.feed, FEED_ENTRIES), state,
+                   {r.id: r.kind for r in self.repros.values()})
         write_verdicts(out, rows, self.repros, state)
         copy_static(out, state)
         state.save()
@@ -313,7 +314,8 @@ class _Patch:
             row = {"stack": kept.stacks[r], "cells": cells,
                    "group_start": r == 0 or kept.stacks[r]["group"] != kept.stacks[r - 1]["group"],
                    "hidden": hidden[r], "all_broken": bool(present) and set(present) == {"broken"},
-                   "broken_message": next((c["message"] for c in cells if c), "")}
+                   "broken_message": next((c["message"] for c in cells if c), ""),
+                   "fold": row_fold(cells, self.repros)}
             rows[r] = grid_row(row, [self.heads[n].td if n >= 0 else None for n in kept.grid[r]],
                                columns)
         return rows
@@ -326,10 +328,12 @@ class _Patch:
         """What repro column ``j`` says now (``render.repro_view``'s answers and counts)."""
         cols, stacks = self.cols, self.kept.stacks
         shown = [{"stack": stacks[r], "cell": {k: cols[k][n] for k in (
-            "id", "status", "verdict", "workaround", "contradicted", "expected", "expected_when")}}
+            "id", "status", "verdict", "workaround", "contradicted", "expected", "expected_when",
+            "untold")}}
             for r, n in self._entries(j) if not hidden[r]]
         view = self.kept.views[j]
-        return column_answers(shown, view["rules"], view["about"], fix)
+        return {**column_answers(shown, view["rules"], view["about"], fix),
+                "fold": column_fold([e["cell"] for e in shown], self.repros.get(view["id"]))}
 
     def _repro_rows(self, views: list[dict[str, Any]], hidden: list[bool]) -> list[list[str]]:
         cols, stacks = self.cols, self.kept.stacks

@@ -4,14 +4,15 @@ Flow: report.load -> **report.pieces** -> report.render / report.patch. A cell's
 (``report.cell``) are keyed by every input they are made from (``cell.pieces_key``): the
 site's, its record's digest and its history's. ``CellPieces.gather`` takes the kept ones
 whose key still matches and makes the others from the record's summary, handing them to
-the report's cache (``report.cache``) a thousand at a time (memory stays flat);
-``details`` reads the drawer's part of cells whose chunk is written, making again those
-another render replaced meanwhile.
+the report's cache (``report.cache``) a thousand at a time; ``details`` gives the drawer's
+part of cells whose chunk is written: made by this render, read back from the chunk an
+earlier render wrote it in (the cache keeps no second copy), or made again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from repromatrix.model import Repro
@@ -19,8 +20,10 @@ from repromatrix.store.reader import newest
 
 from . import cell as cell_mod
 from .cell import Head, Pieces, record_summary
+from .chunks import read_entries
 from .load import Reduced
 from .stacks import known_pairings
+from .written import RenderState
 
 KEEP_BATCH = 1000  # cells whose new pieces go to the cache at once
 
@@ -43,7 +46,7 @@ class CellPieces:
         self.conflicted = {c.cell for c in reduced.conflicts}
         self.heads: dict[str, Head] = {}
         self.keys: dict[str, str] = {}
-        self.made: dict[str, tuple[bytes, bytes]] = {}  # details of cells the cache did not take
+        self.made: dict[str, tuple[bytes, bytes]] = {}  # details of the cells made, until written
         self._contexts: dict[str, dict[str, Any]] = {}
         self._shared: dict[Any, Any] = {}
 
@@ -80,22 +83,20 @@ class CellPieces:
             self.made.update(self.make(wanted))
         return wanted
 
-    def make(self, cells: list[str], every: bool = False) -> dict[str, tuple[bytes, bytes]]:
-        """Make the pieces of ``cells`` and hand them to the cache ``KEEP_BATCH`` at a time;
-        the details (detail, env) of those it did not take, or, with ``every``, of all."""
-        reduced = self.reduced
-        batch: dict[str, tuple[str, bytes, bytes, bytes, bytes]] = {}
+    def make(self, cells: list[str]) -> dict[str, tuple[bytes, bytes]]:
+        """Make the pieces of ``cells``, handing their heads to the cache ``KEEP_BATCH`` at
+        a time; their details (detail, env)."""
+        batch: list[tuple[str, str, bytes, bytes]] = []
         out: dict[str, tuple[bytes, bytes]] = {}
         for cid, pieces in self._made(cells):
             self.heads[cid] = pieces.head
-            if every:
-                out[cid] = (pieces.detail, pieces.env)
-            batch[cid] = (self.keys[cid], *cell_mod.stored_head(pieces.head), pieces.detail,
-                          pieces.env)
+            out[cid] = (pieces.detail, pieces.env)
+            batch.append((cid, self.keys[cid], *cell_mod.stored_head(pieces.head)))
             if len(batch) >= KEEP_BATCH:
-                out.update(reduced.keep(batch))
-                batch.clear()
-        out.update(reduced.keep(batch))
+                self.reduced.keep(batch)
+                batch = []
+        if batch:
+            self.reduced.keep(batch)
         return out
 
     def _made(self, cells: Sequence[str]) -> Iterator[tuple[str, Pieces]]:
@@ -108,14 +109,32 @@ class CellPieces:
                                             matrix=self.matrix, store=reduced.store(cid),
                                             seen=self._shared, **context)
 
-    def details(self, wanted: list[str]) -> dict[str, tuple[bytes, bytes]]:
-        """The detail and environment of each of ``wanted``: kept by the cache under its key,
-        made by this render, or made again (pieces another render replaced since this one
-        read them: another matrix, folder or catalog)."""
+    def details(self, wanted: list[str], folder: Path | None = None,
+                state: RenderState | None = None) -> dict[str, tuple[bytes, bytes]]:
+        """The detail and environment of each of ``wanted``: made by this render, read back
+        from the chunk in ``folder`` an earlier render wrote it in under the same key (while
+        ``state`` says that chunk is as written), or made again."""
         made = self.made
-        found = {c: (detail, env) for c, (key, detail, env) in
-                 self.reduced.details(c for c in wanted if c not in made).items()
-                 if key == self.keys[c]}
-        found.update((c, made[c]) for c in wanted if c in made)
-        again = [c for c in wanted if c not in found]
-        return {**found, **self.make(again, every=True)} if again else found
+        found = {c: made[c] for c in wanted if c in made}
+        rest = [c for c in wanted if c not in made]
+        if rest and folder is not None and state is not None:
+            found.update(kept_details(self.reduced.placed(rest), self.keys, folder, state))
+        again = [c for c in rest if c not in found]
+        return {**found, **self.make(again)} if again else found
+
+
+def kept_details(placed: Mapping[str, tuple[str, int, str]], keys: Mapping[str, str],
+                 folder: Path, state: RenderState) -> dict[str, tuple[bytes, bytes]]:
+    """The details of the cells ``placed`` names (cell -> key, chunk, source) read back from
+    their chunks in ``folder``: those whose key is still ``keys``' and whose chunk ``state``
+    says is the one written from that source."""
+    by_chunk: dict[tuple[int, str], list[str]] = {}
+    for cell, (key, chunk, source) in placed.items():
+        if key == keys.get(cell):
+            by_chunk.setdefault((chunk, source), []).append(cell)
+    found: dict[str, tuple[bytes, bytes]] = {}
+    for (chunk, source), cells in by_chunk.items():
+        path = folder / f"c{chunk}.js"
+        if state.holds(path, source):
+            found.update(read_entries(path, set(cells)))
+    return found

@@ -35,7 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from repromatrix.model import Repro
+from repromatrix.model import KINDS, Repro
 from repromatrix.rules.versions import key_package
 from repromatrix.store.index import StaleIndex
 from repromatrix.store.lines import dumps, loads
@@ -46,6 +46,7 @@ from .chunks import assign_chunks, chunk_groups, chunk_source, write_chunks
 from .data_files import RawSink, write_csv
 from .expect import describe_rules
 from .feed import write_feed
+from .fold import column_fold
 from .last_site import KeptSite, Spans, kept_site, site_inputs
 from .load import Reduced, reduce_records, status_changes
 from .markup import STATUS_INFO, add_markup, fragment, page_name, safe_url, script_json
@@ -121,14 +122,15 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
         sink = RawSink(out / "results.json", now.strftime("%Y-%m-%d %H:%M UTC"), state)
         try:
             with reduce_records(paths, sink, cache) as reduced:
-                rows = verdict_rows(reduced.index, paths, out)
+                rows = verdict_rows(reduced.index)
                 site = build_site(reduced, repros, matrix=matrix, title=title,
                                   published=published, now=now, fixes=page_fixes(rows, repros))
                 site["freshness"], site["decided"] = freshness, decided_by_level(rows)
                 pages = write_pages(out, site, state)
                 groups = chunk_groups(site["cells"])
                 sources = {n: chunk_source(n, members) for n, members in groups.items()}
-                chunks = write_chunks(out, groups, sources, site["details"], state)
+                chunks = write_chunks(out, groups, sources, site["details"], state,
+                                      reduced.keep_placed)
                 head, lines = write_csv(out, site, site["heads"], state)
                 pages["results.csv"] = Spans.of(head, lines, "\r\n", "\r\n")
                 reduced.keep_only_shown()
@@ -139,7 +141,7 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
     shown = {c["id"] for c in site["cells"].values() if c["in_scope"]}
     feed = {c: reduced.timeline(c) for c in reduced.feed_cells(shown.__contains__, FEED_ENTRIES)}
     write_feed(out / "changes.atom", title, now.isoformat(timespec="seconds"),
-               status_changes(feed, FEED_ENTRIES), state)
+               status_changes(feed, FEED_ENTRIES), state, {r.id: r.kind for r in repros.values()})
     write_verdicts(out, rows, repros, state)
     copy_static(out, state)
     state.save()
@@ -206,7 +208,7 @@ def build_site(reduced: Reduced, repros: Mapping[str, Repro], *, matrix: str, ti
         view["in_scope"] = shown_scope == "all" or view["scope"] == shown_scope
     repro_ids = order_repros(repros, (c["repro"] for c in cells.values()))
     grid = grid_layout(reduced, cells, [s["id"] for s in stacks], repro_ids)
-    rows = matrix_rows(stacks, grid, cells, shown_scope)
+    rows = matrix_rows(stacks, grid, cells, shown_scope, repros)
     columns = [[c["id"] for c in (row["cells"][i] for row in rows) if c] for i in range(len(repro_ids))]
     placed = {cid for col in columns for cid in col}
     assign_chunks(columns, [cid for cid in cells if cid not in placed], cells)
@@ -253,7 +255,8 @@ def order_repros(repros: Mapping[str, Repro], seen: Iterable[str]) -> list[str]:
 def repro_view(repro_id: str, column: int, repro: Repro | None,
                rows: list[dict[str, Any]], fix: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A repro's page: its rows in stack order, answers from the records (``fix``: where it is
-    fixed, ``report.verdicts.page_fixes``), contradictions."""
+    fixed, ``report.verdicts.page_fixes``), contradictions, and whether its grid column folds
+    (``report.fold``)."""
     entries = [{"stack": row["stack"], "cell": row["cells"][column], "hidden": row["hidden"]}
                for row in rows if row["cells"][column] is not None]
     shown = [e for e in entries if not e["hidden"]]
@@ -262,10 +265,13 @@ def repro_view(repro_id: str, column: int, repro: Repro | None,
     return {
         "id": repro_id, "page": page_name(repro_id),
         "title": repro.title if repro else repro_id,
+        "kind": repro.kind if repro else "", "kind_words": KINDS.get(repro.kind, "") if repro else "",
         "description": repro.description if repro else "",
         "upstream": [{"url": u, "href": safe_url(u)} for u in (repro.upstream if repro else ())],
         "rules": rules, "about": about, "known": repro is not None,
         "entries": entries, "entry_count": len(entries), "off_count": len(entries) - len(shown),
         **column_answers(shown, rules, about, fix),
         "known_bug": fix["row"] if fix else None,
+        "timeline": fix["timeline"] if fix else None,
+        "fold": column_fold([e["cell"] for e in shown], repro),
     }

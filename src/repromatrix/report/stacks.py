@@ -17,11 +17,13 @@ from typing import Any
 
 from packaging.version import Version
 
+from repromatrix.model import Repro
 from repromatrix.rules.versions import normalize_version, probe_version
 from repromatrix.store.lines import dumps
 from repromatrix.store.record import Result
 
 from .answers import stack_scope
+from .fold import row_fold
 
 VERSION_KEYS = ("torch", "torch_tensorrt", "ngc")
 LABEL_KEYS = (("torch", "torch"), ("torchvision", "tv"), ("torch_tensorrt", "trt"),
@@ -172,9 +174,11 @@ def pivot(cells: Mapping[str, Mapping[str, Any]], stack_ids: list[str],
 
 
 def matrix_rows(stacks: list[dict[str, Any]], grid: list[list[str]],
-                cells: Mapping[str, Mapping[str, Any]], shown_scope: str) -> list[dict[str, Any]]:
+                cells: Mapping[str, Mapping[str, Any]], shown_scope: str,
+                repros: Mapping[str, Repro]) -> list[dict[str, Any]]:
     """Rows for the matrix template: the stack, its cells (None where missing), whether it
-    opens a group, and whether the default scope hides it."""
+    opens a group, whether the default scope hides it, and whether it folds (``report.fold``:
+    every cell cannot tell)."""
     rows = []
     previous_group = None
     for stack, values in zip(stacks, grid, strict=True):
@@ -184,6 +188,7 @@ def matrix_rows(stacks: list[dict[str, Any]], grid: list[list[str]],
                      "group_start": stack["group"] != previous_group,
                      "hidden": shown_scope != "all" and stack["scope"] != shown_scope,
                      "all_broken": bool(present) and set(present) == {"broken"},
-                     "broken_message": next((c["message"] for c in row_cells if c), "")})
+                     "broken_message": next((c["message"] for c in row_cells if c), ""),
+                     "fold": row_fold(row_cells, repros)})
         previous_group = stack["group"]
     return rows

@@ -37,34 +37,32 @@ WHERE = "results.json"  # the page's own records, as the answers' source names t
 FORMER = "upgrades.js"  # what an earlier box read (the table's upgrade paths): removed
 
 
-def verdict_rows(index: StoreIndex | None, paths: Sequence[Path], out: Path) -> list[dict[str, Any]]:
+def verdict_rows(index: StoreIndex | None) -> list[dict[str, Any]]:
     """The rows ``check --from out/results.json`` reads (``check.records``): each cell's shown
     record that says yes or no, read through the index the report read (one store's, or the
-    merged index of several), whose stacks' versions are kept in the per-user cache under the
-    store's folder (or ``out`` for several)."""
+    merged index of several), as it keeps them (no record line read)."""
     from repromatrix.check.records import index_rows
 
-    if index is None:
-        return []
-    one = len(paths) == 1 and Path(paths[0]).is_dir()
-    return index_rows(index, Path(paths[0]) if one else out)
+    return [] if index is None else index_rows(index)
 
 
 def page_fixes(rows: Sequence[Mapping[str, Any]], repros: Mapping[str, Repro],
                only: Collection[str] | None = None) -> dict[str, dict[str, Any]]:
     """Each bug as ``check`` answers it, by id: its fix in ``check``'s words (``text``,
     ``check.fixes.fix_words``) and its row of the page's table of known bugs (``row``,
-    ``check.fixes.known_bug``); of the bugs ``only`` names, when given (the table is read only
+    ``check.fixes.known_bug``) and its page's release timeline (``timeline``,
+    ``check.fixes.timeline``); of the bugs ``only`` names, when given (the table is read only
     when there is one)."""
     bugs = {k: v for k, v in catalog_bugs(repros).items() if only is None or k in only}
     if not bugs:
         return {}
-    from repromatrix.check.fixes import bug_fixes, fix_words, known_bug
+    from repromatrix.check.fixes import bug_fixes, fix_words, known_bug, timeline
     from repromatrix.config.compat import load_table
 
     found = bug_fixes(bugs, rows, load_table())
     return {bug_id: {"text": fix_words(fix),
-                     "row": known_bug(bugs[bug_id], fix, [r for r in rows if r["repro"] == bug_id])}
+                     "row": known_bug(bugs[bug_id], fix, [r for r in rows if r["repro"] == bug_id]),
+                     "timeline": timeline(fix)}
             for bug_id, fix in found.items()}
 
 

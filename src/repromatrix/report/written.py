@@ -88,6 +88,12 @@ class RenderState:
             return True
         return False
 
+    def holds(self, path: Path, source: str) -> bool:
+        """``kept`` without counting the file as written: whether it may be read back as
+        made from ``source``."""
+        known = self.files.get(self.name(path))
+        return known is not None and known[3:] == [source] and self.unchanged(path)
+
     def write_made(self, path: Path, source: str, data: str | bytes) -> bool:
         """Write ``data``, made from ``source`` (``kept``): made only because its source
         changed, so written without hashing it to compare (a detail chunk's bytes are most of

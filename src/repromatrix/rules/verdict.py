@@ -17,6 +17,7 @@ and ranks by: a real verdict outranks a stand-in one (``store.reader.outranks``)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -26,6 +27,8 @@ GPU, CPU = "gpu", "cpu"  # a real verdict's machine
 LEVEL_WORDS = {GPU: "GPU", STANDIN: "TensorRT stood in", CPU: "CPU or fake CUDA"}
 # the statuses whose verdict an expectation or a bisect may name
 EXPECTED = {"fail": BAD, "pass": GOOD}
+UNTOLD_LIMIT = 200  # characters of ``untold``'s line
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")  # an object's address: differs run to run
 # ``said`` in SQL over a records row ``r`` (its ``status`` and ``evidence`` columns)
 DECIDED_SQL = "(r.status IN ('pass', 'fail') OR (r.status = 'skip' AND r.evidence = 'standin'))"
 
@@ -110,3 +113,27 @@ def _cleared(stage: Mapping[str, Any]) -> bool:
     evidence = stage.get("evidence")
     return stage.get("status") == "skip" and isinstance(evidence, Mapping) \
         and bool(evidence.get("cleared"))
+
+
+def untold(status: str, evidence: str, message: str, stages: Iterable[Any]) -> str:
+    """Why a record cannot tell about its bug, in one line ("" when it says yes or no): the
+    first main stage that ended with the record's status (for an ``error``, the stage that
+    raised: the new problem, which is not the bug's signature), its name and its message's
+    first line (an exception's type and message), else the record's own message's first
+    line. Object addresses read ``0x…``, so one problem reads the same on every record."""
+    if said(status, evidence) != CANNOT_TELL:
+        return ""
+    main = [s for s in stages if isinstance(s, (dict, Mapping)) and s.get("role", "main") == "main"]
+    first = next((s for s in main if s.get("status") == status and _first_line(s.get("message"))), None)
+    line = f"{first.get('name')}: {_first_line(first.get('message'))}" if first is not None \
+        else _first_line(message) or f"{status}, with no message"
+    line = _ADDRESS.sub("0x…", line)
+    return line if len(line) <= UNTOLD_LIMIT else line[:UNTOLD_LIMIT - 1] + "…"
+
+
+def _first_line(text: Any) -> str:
+    """The first line of ``text`` that is not blank, its white space collapsed."""
+    for line in str(text or "").splitlines():
+        if line.strip():
+            return " ".join(line.split())
+    return ""

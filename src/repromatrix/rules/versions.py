@@ -31,6 +31,8 @@ from packaging.version import InvalidVersion, Version
 BUG_PACKAGES = ("torch_tensorrt", "torchvision", "torch")
 LABELS = {"torch": "torch", "torchvision": "torchvision", "torch_tensorrt": "torch-tensorrt",
           "ngc": "NGC", "python": "Python", "tensorrt": "tensorrt"}
+# the versions a record's stack is read by (``record_versions``), and the index keeps per record
+RECORD_PACKAGES = ("torch", "torchvision", "torch_tensorrt", "ngc", "python")
 _RELEASE = re.compile(r"^\s*v?(\d+(?:\.\d+)*)")
 _PROBE_SECTIONS = ("packages", "versions")
 _OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
@@ -88,6 +90,12 @@ def probe_version(env: Any, stack: Any, package: str) -> str | None:
     if isinstance(stack, Mapping) and stack.get(package):
         return str(stack[package])
     return None
+
+
+def record_versions(env: Any, stack: Any) -> tuple[str | None, ...]:
+    """The version of each of ``RECORD_PACKAGES`` in a record (``probe_version``, local part
+    dropped: ``plain``), in that order."""
+    return tuple(plain(probe_version(env, stack, p)) for p in RECORD_PACKAGES)
 
 
 def _lookup(env: Mapping[str, Any], package: str) -> str | None:

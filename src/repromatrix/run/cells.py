@@ -33,7 +33,7 @@ from repromatrix.store.record import CellRun, Result, shorten, unavailable_resul
 from repromatrix.store.results import ResultStore, flaky_counts, locked, prune_work
 from repromatrix.textsafe import printable
 
-from .schedule import Scheduler, StackWork
+from .schedule import Scheduler, StackWork, repros_at_once
 from .staging import stage_catalog, staged_dir
 
 if TYPE_CHECKING:
@@ -176,7 +176,9 @@ def _run_locked(matrix: Matrix, plan: Plan, options: RunOptions, engines: Engine
                 out_root = out_root / f"attempt-{attempt}"
             Scheduler(_attempt(work, attempt), emit=emit, out_root=out_root,
                       repro_timeout=options.repro_timeout, stack_timeout=options.stack_timeout,
-                      jobs=options.jobs, gpus=options.gpus, log=log).run()
+                      jobs=options.jobs, gpus=options.gpus, log=log,
+                      repro_jobs=repros_at_once(options.repro_jobs, options.jobs,
+                                                 bool(options.gpus))).run()
         for cell, counts in flaky_cells(summary.results).items():
             log(printable(f"  {cell}: flaky over {options.repeat} attempts (" +
                           ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + ")"))

@@ -12,6 +12,7 @@ asks every engine to ``close`` what is left.
 
 from __future__ import annotations
 
+import os
 import queue
 import shutil
 import threading
@@ -21,12 +22,28 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from repromatrix.engines import Engine, Prepared, RunnerJob
+from repromatrix.engines.standins import gpu_on_host
 from repromatrix.model import Broken, Done, Note, Say, StackGroup
 from repromatrix.store.record import CellRun, Result, broken_results
 
 from .watch import Interrupted, watch
 
 JOIN_GRACE_S = 10.0
+MAX_REPROS_AT_ONCE = 4  # the default's ceiling: each repro is a torch process (memory)
+
+
+def repros_at_once(asked: int | None, jobs: int, gpus: bool = False) -> int:
+    """How many repros one stack's runner runs at once: ``asked`` (--repro-jobs) when given;
+    1 where GPUs are given or this machine has an NVIDIA GPU (repros never share a GPU
+    unasked); else
+    the cores this process may use, shared among the ``jobs`` stacks that run at once, at most
+    MAX_REPROS_AT_ONCE."""
+    if asked:
+        return asked
+    if gpus or gpu_on_host():
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(MAX_REPROS_AT_ONCE, (cores or 1) // max(1, jobs)))
 
 
 class RecordFailed(Exception):
@@ -47,8 +64,9 @@ class Scheduler:
 
     def __init__(self, work: Sequence[StackWork], *, emit: Callable[[Result], None], out_root: Path,
                  repro_timeout: float, stack_timeout: float, jobs: int = 1,
-                 gpus: Sequence[str] = (), log: Say = print) -> None:
+                 gpus: Sequence[str] = (), log: Say = print, repro_jobs: int = 1) -> None:
         self.work, self.out_root, self.log = list(work), out_root, log
+        self.repro_jobs = max(1, repro_jobs)
         self.repro_timeout, self.stack_timeout = repro_timeout, stack_timeout
         self.jobs = max(1, jobs)
         self.stop = threading.Event()
@@ -155,7 +173,7 @@ class Scheduler:
         outdir = self.out_root / sid
         _fresh(outdir)
         job = RunnerJob(repros=work.group.repros, outdir=outdir, repro_timeout=self.repro_timeout,
-                        gpu=gpu)
+                        gpu=gpu, parallel=self.repro_jobs)
         cells = _with_image(work, prepared)
         emitted: set[str] = set()
 

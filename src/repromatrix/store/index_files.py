@@ -17,6 +17,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
+from repromatrix.rules.verdict import on_gpu
+from repromatrix.rules.versions import RECORD_PACKAGES, record_versions
+
 from .index_rows import CellKey, FileRow, RecordRow
 from .lines import Overlong, Skipped, parse_upgraded, read_lines
 from .reader import LATER_SQL, entry
@@ -182,15 +185,18 @@ def insert_record(conn: sqlite3.Connection, fid: int, number: int, offset: int, 
 
 def record_row(fid: int, number: int, offset: int, raw: bytes, data: dict[str, Any],
                upgraded: bool = False) -> RecordRow:
-    """One record line's row (its key fields as ``store.reader.entry`` reads them)."""
+    """One record line's row (its key fields as ``store.reader.entry`` reads them, and what
+    a verdict row of ``check`` reads: its stack's kind and versions, a GPU seen)."""
     e = entry(data, raw, "")
+    stack, env = data["stack"], data.get("env")
     return RecordRow(
         file=fid, line=number, offset=offset, length=len(raw), run_id=e.run_id, cell=e.cell,
         attempt=e.attempt, stack_id=str(data["stack"]["id"]), repro=data["repro"],
         status=e.status, cache_key=e.cache_key, started_at=e.started_at,
         finished_at=e.finished_at, signature=_opt(data.get("signature")),
         workaround=_opt(data.get("workaround")), digest=e.digest, upgraded=int(upgraded),
-        evidence=e.evidence)
+        evidence=e.evidence, kind=str(stack.get("kind", "")), gpu=int(on_gpu(env)),
+        **dict(zip(RECORD_PACKAGES, record_versions(env, stack), strict=True)))
 
 
 def _opt(value: Any) -> str | None:

@@ -208,6 +208,13 @@ class ShownKey(NamedTuple):
     line: int
     digest: str
     upgraded: int
+    kind: str
+    gpu: int
+    torch: str | None  # each of rules.versions.RECORD_PACKAGES, as the index keeps them
+    torchvision: str | None
+    torch_tensorrt: str | None
+    ngc: str | None
+    python: str | None
 
     @property
     def where(self) -> Where:
@@ -215,7 +222,8 @@ class ShownKey(NamedTuple):
 
 
 _SHOWN_KEYS = ("SELECT h.cell, r.stack_id, r.repro, r.status, r.evidence, r.workaround, r.run_id, "
-               "r.finished_at, f.path, r.file, r.offset, r.length, r.line, r.digest, r.upgraded "
+               "r.finished_at, f.path, r.file, r.offset, r.length, r.line, r.digest, r.upgraded, "
+               "r.kind, r.gpu, r.torch, r.torchvision, r.torch_tensorrt, r.ngc, r.python "
                "FROM histories h JOIN records r ON r.id = h.record JOIN files f ON f.id = r.file")
 
 

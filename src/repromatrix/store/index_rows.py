@@ -47,6 +47,13 @@ class RecordRow(NamedTuple):
     digest: str
     upgraded: int
     evidence: str
+    kind: str  # the stack's kind (pip, ngc, local)
+    gpu: int  # its environment probe saw a CUDA GPU (rules.verdict.on_gpu)
+    torch: str | None  # each of rules.versions.RECORD_PACKAGES, local part dropped
+    torchvision: str | None
+    torch_tensorrt: str | None
+    ngc: str | None
+    python: str | None
     copy: int = 0  # its cell's history dropped it as a copy of another record
 
     @staticmethod

@@ -49,16 +49,17 @@ META = {
         "torch_tensorrt.ts.convert_method_to_trt_engine directly."
     ),
     "requires": ["cuda", "torch_tensorrt"],
-    "expect": [
-        {"when": {"torch_tensorrt": ">=2.5,<2.6"}, "status": "fail",
-         "note": "v2.5.0 _compile.py:357 inputs=arg_inputs, :376 arg_inputs = arg_inputs or inputs "
-                 "inside the dynamo branch (PR #2970, commit 3a0b244b6e)"},
-        {"when": {"torch_tensorrt": ">=2.6"}, "status": "pass",
-         "note": "v2.6.0 _compile.py:472 arg_inputs = arg_inputs or inputs before the branches, :485 "
-                 "inputs=arg_inputs (PR #3260, commit 28405317d6); v2.13.0 :528-530 the same call"},
-        {"when": {"torch_tensorrt": ">=2.2,<2.5"}, "status": "pass",
-         "note": "v2.4.0 and v2.3.0 _compile.py:333 inputs=inputs; v2.2.0 :312 inputs=inputs"},
-    ],
+    "introduced_by": {
+        "commits": ["3a0b244b6e0a591d6dd7124cb16b9ec657518f85"],
+        "note": "PR #2970: v2.5.0 _compile.py:357 inputs=arg_inputs, :376 arg_inputs = "
+                "arg_inputs or inputs inside the dynamo branch; before it v2.4.0 and v2.3.0 "
+                "_compile.py:333 inputs=inputs, v2.2.0 :312",
+    },
+    "fixed_by": {
+        "commits": ["28405317d6f5920dd418a65c8c469953ea39ae9c"],
+        "note": "PR #3260: v2.6.0 _compile.py:472 arg_inputs = arg_inputs or inputs before the "
+                "branches, :485 inputs=arg_inputs; v2.13.0 :528-530 the same call",
+    },
 }
 
 _CHECK = r"check failed: the compile spec carries the inputs passed"

@@ -101,7 +101,7 @@ def test_an_ngc_release_is_judged_by_the_rules_its_branch_was_read_for():
     result = check_answer(catalog(), rows, {}, env, load_table())
     deform = by_id(result)["deform_conv2d_device"]
     # the NGC rules are derived from the branches (data/boundaries.json): 24.07's lacks the fix
-    assert deform["verdict"] == AFFECTED and deform["rule"]["when"] == "ngc >=24.07,<24.08"
+    assert deform["verdict"] == AFFECTED and deform["rule"]["when"] == "ngc ==24.07"
     # 24.08 fixes the deform bug; 25.01 also require_full_compilation (ngc >=24.04,<25.01);
     # 26.08's torch 2.14.0a0 counts as 2.14 (rules.versions.boundary_version): onnx_ts_rshift too
     assert result["upgrade"]["versions"]["ngc"] == "26.08"

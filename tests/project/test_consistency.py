@@ -39,6 +39,11 @@ def test_the_known_bugs_are_in_the_catalog():
         "ts_dla_memory_sizes_ignored",
         "tv_masks_to_boxes_empty",
         "pt2e_quant_removed",
+        "export_capture_pre_autograd_graph_removed",
+        "export_program_call_removed",
+        "trt_convert_method_inputs_dropped",
+        "trt_import_root_logger",
+        "trt_save_torchscript_refused",
     }
 
 

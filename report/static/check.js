@@ -133,7 +133,8 @@
       li.setAttribute("data-verdict", b.verdict);
       li.setAttribute("data-kind", b.kind);
       var head = el("p", "check-head");
-      head.appendChild(el("strong", "check-mark", MARKS[b.verdict]));
+      var applies = result.notices.indexOf(b.id) >= 0;  /* check's answer says which: told, not counted */
+      head.appendChild(el("strong", "check-mark", applies ? "APPLIES" : MARKS[b.verdict]));
       head.appendChild(document.createTextNode(" "));
       head.appendChild(el("code", null, b.id));
       head.appendChild(el("span", "check-kind", " (" + b.kind.replace(/-/g, " ") + ")"));  /* model.KINDS' words */
@@ -141,7 +142,10 @@
       li.appendChild(head);
       li.appendChild(el("p", "check-why", b.verdict + ": " + b.why));
       if (b.rule && b.rule.note) { li.appendChild(el("p", "check-note", "rule's note: " + b.rule.note)); }
-      if (b.verdict === "affected") {
+      if (applies) {
+        li.appendChild(el("p", "check-workaround", "what to do: " + (b.workaround || "none documented")));
+        li.appendChild(el("p", "check-fixed", "a " + b.kind.replace(/-/g, " ") + ", not a defect: told, not counted in the exit code"));
+      } else if (b.verdict === "affected") {
         if (b.record && b.record.workaround) { li.appendChild(el("p", "check-stage", "workaround stage on that record: " + b.record.workaround)); }
         li.appendChild(el("p", "check-workaround", "workaround: " + (b.workaround || "none documented")));
         li.appendChild(el("p", "check-fixed", "fixed in: " + (b.fixed_in || "no release known to fix it")));
@@ -165,11 +169,13 @@
         div.appendChild(el("p", "check-up-still", "still affected (no release known to fix them: use their workarounds): " + up.still_affected.join(", ")));
       }
       if (up.brings.length) { div.appendChild(el("p", "check-up-brings", "brings: " + up.brings.join(", ") + " (not affected now)")); }
+      if (up.meets.length) { div.appendChild(el("p", "check-up-meets", "meets: " + up.meets.join(", ") + " (breaking changes or user errors: not there now)")); }
       div.appendChild(el("code", "check-install", up.install));
     }
     answerNode.appendChild(div);
     answerNode.appendChild(el("p", "check-summary", result.affected.length + " of " + result.bugs.length +
-                              " known bug(s) affect this environment (" + result.records + " records)"));
+                              " known bug(s) affect this environment" + (result.notices.length ? "; " + result.notices.length +
+                              " breaking change(s) or user error(s) apply (not counted)" : "") + " (" + result.records + " records)"));
   }
 
   function said(result) {

@@ -90,6 +90,10 @@ KINDS = {
     "breaking-change": "breaking change",
     "user-error": "user error",
 }
+# The kinds that are defects of a release: `check` fails on them and its upgrade avoids them.
+# The others inform (a removal an upgrade brings, a mistake a release rejects or accepts):
+# they never change the exit code or steer the upgrade.
+DEFECTS = ("bug", "silent-wrong-output")
 
 
 @dataclass(frozen=True)

@@ -42,17 +42,23 @@ def test_the_reported_stack_has_the_deform_bug_on_its_own_record_and_an_upgrade_
     assert bugs["dynamic_unet_shapes"]["inference"] and bugs["dynamic_unet_shapes"]["basis"] == "expect rules"
     up = result["upgrade"]
     # torch-tensorrt 2.5.0 fixed the deform bug, the three dynamo bugs of 2.4.0 and the root
-    # logger set at import, but brings the convert-method inputs bug of that release alone: 2.6.0
+    # logger set at import, but brings the convert-method inputs bug of that release alone;
+    # 2.6.0 to 2.13.0 may bring the var-kwargs export limitation (cannot tell on torch 2.4.1):
+    # 2.14.0 brings no defect, and meets two removals (told, not ranked on)
     assert up["found"] and up["avoids"] == ["deform_conv2d_device",
                                             "dynamo_global_partitioner_module_children",
                                             "dynamo_require_full_compilation_ignored",
                                             "dynamo_trace_mixed_static_dynamic_inputs",
                                             "trt_import_root_logger"]
-    assert up["versions"]["torch_tensorrt"] == "2.6.0" and up["brings"] == []
+    assert up["versions"]["torch_tensorrt"] == "2.14.0"
+    assert up["brings"] == [] and up["may_bring"] == []
+    assert up["meets"] == ["export_capture_pre_autograd_graph_removed", "pt2e_quant_removed"]
     assert up["changes"] == ["torch", "torchvision", "torch_tensorrt"]
-    assert up["install"] == "pip install torch==2.6.0 torchvision==0.21.0 torch-tensorrt==2.6.0"
-    assert set(up["still_affected"]) == {"ts_device_gpu_id", "dynamic_unet_shapes", "torchscript_device_mix",
-                                         "export_program_call_removed"}
+    assert up["install"] == "pip install torch==2.14.0 torchvision==0.29.0 torch-tensorrt==2.14.0"
+    assert set(up["still_affected"]) == {"ts_device_gpu_id", "dynamic_unet_shapes", "torchscript_device_mix"}
+    # torch 2.3 removed calling an ExportedProgram: told, neither failed on nor steered around
+    assert result["notices"] == ["export_program_call_removed"]
+    assert "export_program_call_removed" not in result["affected"]
     assert result["exit"] == 1
 
 
@@ -68,10 +74,11 @@ def test_a_torchvision_bug_is_judged_by_the_torchvision_release_and_moves_the_up
     assert masks["fixed_in"] == "torchvision 0.26.0"
     up = result["upgrade"]
     assert up["versions"] == {"torch": "2.14.0", "torchvision": "0.29.0", "torch_tensorrt": "2.14.0"}
-    # torch 2.7 removed capture_pre_autograd_graph: a breaking change the upgrade brings
+    # torch 2.7 removed capture_pre_autograd_graph: a breaking change the upgrade meets (told,
+    # not a bug it brings), and one that cannot tell now is not ranked on either
     assert "tv_masks_to_boxes_empty" in up["avoids"]
-    assert up["brings"] == ["export_capture_pre_autograd_graph_removed"]
-    assert up["may_bring"] == ["pt2e_quant_removed"]
+    assert up["brings"] == [] and up["may_bring"] == []
+    assert up["meets"] == ["export_capture_pre_autograd_graph_removed", "pt2e_quant_removed"]
 
 
 def test_a_release_without_a_record_of_its_own_is_judged_by_its_torch_tensorrt_release():
@@ -89,10 +96,30 @@ def test_the_last_release_before_the_regression_is_not_affected_by_its_record():
 
 
 def test_ignored_bugs_are_answered_but_do_not_count():
-    result = check("torch==2.4.1", ignore=("torchscript_device_mix", "tv_masks_to_boxes_empty",
-                                           "export_program_call_removed"))
+    result = check("torch==2.4.1", ignore=("torchscript_device_mix", "tv_masks_to_boxes_empty"))
     assert result["affected"] == [] and result["exit"] == 0 and result["upgrade"] is None
     assert by_id(result)["torchscript_device_mix"]["ignored"]
+    # the breaking change that applies is still told; ignoring it takes it out of the notices
+    assert result["notices"] == ["export_program_call_removed"]
+    quiet = check("torch==2.4.1", ignore=("torchscript_device_mix", "tv_masks_to_boxes_empty",
+                                          "export_program_call_removed"))
+    assert quiet["notices"] == [] and quiet["exit"] == 0
+
+
+def test_a_breaking_change_informs_but_never_fails_or_steers_the_upgrade():
+    """Every removal and changed default of the catalog that applies on torch 2.14.1 is told in
+    ``notices``, none in ``affected``; the defects alone decide the exit code and the upgrade."""
+    result = check("torch==2.14.1", "torchvision==0.29.1")
+    kinds = {b["id"]: b["kind"] for b in result["bugs"]}
+    applies = [b["id"] for b in result["bugs"] if b["verdict"] == AFFECTED and not b["ignored"]]
+    assert result["notices"] and set(result["notices"]) <= set(applies)
+    assert {kinds[b] for b in result["notices"]} <= {"breaking-change", "user-error"}
+    assert {kinds[b] for b in result["affected"]} <= {"bug", "silent-wrong-output"}
+    assert sorted(result["affected"] + result["notices"]) == sorted(applies)
+    assert result["exit"] == (1 if result["affected"] else 0)
+    for b in by_id(result).values():
+        if b["id"] in result["notices"]:
+            assert b["fixed_in"] is None
 
 
 def test_an_ngc_release_is_judged_by_the_rules_its_branch_was_read_for():

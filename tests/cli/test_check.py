@@ -48,15 +48,24 @@ def test_a_stack_with_a_known_bug_exits_1_and_says_the_upgrade():
     out = " ".join(proc.stdout.split(" "))  # lines are wrapped at 100 columns
     assert "AFFECTED  deform_conv2d_device" in out and "fixed in: torch-tensorrt 2.5.0" in out
     assert "TensorRT stood in" in " ".join(proc.stdout.split())
-    # 2.5.0 brings trt_convert_method_inputs_dropped: the smallest upgrade that brings none is 2.6.0
-    assert "pip install torch==2.6.0 torchvision==0.21.0 torch-tensorrt==2.6.0" in out
+    # 2.5.0 brings trt_convert_method_inputs_dropped, 2.6.0 to 2.13.0 may bring the var-kwargs
+    # limitation: the smallest upgrade that brings no defect is 2.14.0, which meets two removals
+    assert "pip install torch==2.14.0 torchvision==0.29.0 torch-tensorrt==2.14.0" in out
+    assert ("meets: export_capture_pre_autograd_graph_removed, pt2e_quant_removed (breaking "
+            "changes or user errors: not there now)") in " ".join(proc.stdout.split())
+    assert "APPLIES   export_program_call_removed (breaking change)" in out
+    assert "not counted in the exit code" in out
 
 
 def test_no_known_bug_exits_0():
     proc = repromatrix("check", "torch==2.4.1", "--ignore", "torchscript_device_mix",
-                       "--ignore", "tv_masks_to_boxes_empty", "--ignore", "export_program_call_removed")
+                       "--ignore", "tv_masks_to_boxes_empty")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert f"0 of {len(CATALOG)} known bug(s) affect this environment (3 ignored); " in proc.stdout
+    # the ExportedProgram call removed in torch 2.3 applies: told, not counted
+    assert (f"0 of {len(CATALOG)} known bug(s) affect this environment (2 ignored); 1 breaking "
+            f"change(s) or user error(s) apply (not counted); ") in proc.stdout
+    assert re.search(r"^applies +export_program_call_removed +breaking change +torch +2\.4\.1 +- ",
+                     proc.stdout, re.M), proc.stdout
     assert proc.stdout.rstrip().endswith("; exit 0")
 
 
@@ -212,8 +221,10 @@ def test_the_default_is_a_short_table_affected_first():
     assert " ".join(row[2:]).startswith(f"{kind_words('deform_conv2d_device')} torch-tensorrt 2.4.0 2.5.0 ")
     assert row[-1] == "https://github.com/pytorch/TensorRT/issues/3556"
     verdicts = [line.split()[0] for line in lines[5:] if line.startswith(("affected", "cannot"))]
+    verdicts = [line.split()[0] for line in lines[5:] if line.startswith(("affected", "applies", "cannot"))]
     assert verdicts == sorted(verdicts) and not any(line.startswith("not affected") for line in lines)
-    assert "  pip install torch==2.6.0 torchvision==0.21.0 torch-tensorrt==2.6.0" in lines
+    assert "applies" in verdicts  # torch 2.3 removed calling an ExportedProgram: after the defects
+    assert "  pip install torch==2.14.0 torchvision==0.29.0 torch-tensorrt==2.14.0" in lines
 
 
 def test_markdown_for_a_pull_request_and_output_to_a_file(tmp_path):
@@ -233,7 +244,7 @@ def test_markdown_for_a_pull_request_and_output_to_a_file(tmp_path):
 
 def test_strict_fails_on_cannot_tell_too():
     args = ("check", "torch==2.4.1", "--ignore", "torchscript_device_mix",
-            "--ignore", "tv_masks_to_boxes_empty", "--ignore", "export_program_call_removed")
+            "--ignore", "tv_masks_to_boxes_empty")
     assert repromatrix(*args).returncode == 0
     strict = repromatrix(*args, "--strict", "--format", "json")
     assert strict.returncode == 1 and valid(strict.stdout)["exit"] == 1
@@ -256,9 +267,17 @@ def test_github_actions_gets_the_step_summary_and_an_annotation_per_bug(tmp_path
                             "torchscript_device_mix affects this environment (torch 2.4.1)")
                for n in notes)
     said = [n.split("::")[1] for n in notes]
-    assert said == [f"error title=repromatrix check%3A {b}" for b in answer["affected"]] + [
+    # an error per defect, a notice per breaking change that applies (the two in the table's
+    # order), a warning per defect that cannot be told (--strict)
+    told = {**{b: "error" for b in answer["affected"]}, **{b: "notice" for b in answer["notices"]}}
+    defects = {"bug", "silent-wrong-output"}
+    assert answer["notices"] == ["export_program_call_removed"]
+    assert said == [f"{told[b]} title=repromatrix check%3A {b}"
+                    for b in sorted(told, key=lambda b: (told[b] == "notice", b))] + [
         f"warning title=repromatrix check%3A {b['id']}" for b in answer["bugs"]
-        if b["verdict"] == "cannot tell"]
+        if b["verdict"] == "cannot tell" and b["kind"] in defects]
+    assert any("export_program_call_removed applies to this environment (a breaking change: "
+               "told, not counted)" in n for n in notes)
     text = summary.read_text()
     assert text.startswith("earlier step\n") and "### repromatrix check: torch==2.4.1" in text
     kind = kind_words("torchscript_device_mix")

@@ -19,6 +19,7 @@ from support.cli import repromatrix
 from repromatrix.check.command import check_answer
 from repromatrix.check.page import FIELDS, arguments, combinations, environment
 from repromatrix.check.records import results_json_rows
+from repromatrix.check.text import mark_of, notice_line
 from repromatrix.cli.check import catalog
 from repromatrix.config.catalog import load_catalog
 from repromatrix.config.compat import load_table
@@ -97,7 +98,10 @@ def test_the_box_answers_as_the_command_does(published_site, browser, artifacts)
             assert item.get_attribute("data-kind") == bug["kind"], label
             assert item.locator(".check-kind").inner_text() == f" ({KINDS[bug['kind']]})", label
             assert item.locator(".check-why").inner_text() == f"{bug['verdict']}: {bug['why']}", label
-            if bug["verdict"] == "affected":
+            assert item.locator(".check-mark").inner_text() == mark_of(want, bug), label
+            if bug["id"] in want["notices"]:  # a breaking change: told, not counted
+                assert item.locator(".check-fixed").inner_text() == notice_line(bug), label
+            elif bug["verdict"] == "affected":
                 fixed = bug["fixed_in"] or "no release known to fix it"
                 assert item.locator(".check-fixed").inner_text() == f"fixed in: {fixed}", label
         upgrade = want["upgrade"]

@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from repromatrix.model import DEFECTS
 from repromatrix.rules.verdict import (
     BAD,
     EXPECTED,
@@ -141,6 +142,13 @@ def key_package(bug: Mapping[str, Any]) -> str:
     return rules_package(bug.get("expect") or ())
 
 
+def counted(bug: Mapping[str, Any]) -> bool:
+    """Whether an answered bug (an entry of ``answer``'s ``bugs``) counts against the
+    environment: a defect (``model.DEFECTS``) not ignored. A breaking change or a user error
+    that applies is told (``notices``), never failed on."""
+    return bug["kind"] in DEFECTS and not bug["ignored"]
+
+
 def kind_of(bug: Mapping[str, Any]) -> str:
     """What a bug is to a user (``model.KINDS``' key: bug, silent-wrong-output, ...)."""
     return str(bug.get("kind") or "bug")
@@ -245,10 +253,12 @@ def answer(bugs: Mapping[str, Mapping[str, Any]], rows: Iterable[Mapping[str, An
                     "upstream": list(bug.get("upstream") or ()), "ignored": bug_id in ignored,
                     **found, "workaround": workaround(bug), "fixed_in": None,
                     "releases": releases_of(fixes.get(bug_id))})
-    affected = [b for b in out if b["verdict"] == AFFECTED and not b["ignored"]]
+    affected = [b["id"] for b in out if b["verdict"] == AFFECTED and counted(b)]
+    notices = [b["id"] for b in out if b["verdict"] == AFFECTED and not b["ignored"]
+               and not counted(b)]
     upgrade = smallest_upgrade(bugs, out, env, candidates, table, fixes)
     return {"format": FORMAT, "environment": dict(env), "records": table.count,
-            "bugs": out, "affected": [b["id"] for b in affected],
+            "bugs": out, "affected": affected, "notices": notices,
             "ignored": sorted(ignored), "upgrade": upgrade, "exit": 1 if affected else 0}
 
 
@@ -266,11 +276,15 @@ def smallest_upgrade(bugs: Mapping[str, Mapping[str, Any]], found: list[dict[str
                      table: RowTable, fixes: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
     """The nearest candidate (fewest packages changed, then fewest release steps) on which no
     affected bug that some release fixes is affected; fills each affected bug's ``fixed_in``
-    (``fixed_in``). Candidates that bring a bug the environment does not have come last."""
-    affected = [b for b in found if b["verdict"] == AFFECTED and not b["ignored"]]
+    (``fixed_in``). Candidates that bring a bug the environment does not have come last; the
+    breaking changes and user errors (``counted``) a candidate would bring are told
+    (``meets``), never ranked on."""
+    affected = [b for b in found if b["verdict"] == AFFECTED and counted(b)]
     if not affected:
         return None
-    others = [b["id"] for b in found if b["verdict"] != AFFECTED and not b["ignored"]]
+    others = [b["id"] for b in found if b["verdict"] != AFFECTED and counted(b)]
+    changes = [b["id"] for b in found if b["verdict"] != AFFECTED and not b["ignored"]
+               and not counted(b)]
     clear = {b["id"] for b in found if b["verdict"] == NOT_AFFECTED}
 
     def on(candidate: Mapping[str, Any], bug_id: str) -> str:
@@ -285,7 +299,7 @@ def smallest_upgrade(bugs: Mapping[str, Mapping[str, Any]], found: list[dict[str
     left = [b["id"] for b in affected if b["id"] not in fixable]
     if not fixable:
         return {"found": False, "versions": None, "changes": [], "install": "", "avoids": [],
-                "still_affected": left, "brings": [], "may_bring": [],
+                "still_affected": left, "brings": [], "may_bring": [], "meets": [],
                 "why": "no release in the compatibility table is known to avoid them: use the "
                        "workarounds"}
     ranked = []
@@ -295,7 +309,7 @@ def smallest_upgrade(bugs: Mapping[str, Mapping[str, Any]], found: list[dict[str
             ranked.append((len(brings), len(c["changes"]), c["distance"], c, brings))
     if not ranked:
         return {"found": False, "versions": None, "changes": [], "install": "", "avoids": [],
-                "still_affected": left + fixable, "brings": [], "may_bring": [],
+                "still_affected": left + fixable, "brings": [], "may_bring": [], "meets": [],
                 "why": "no single combination avoids every one of them together"}
     _, _, _, c, brings = min(ranked, key=lambda r: r[:3])
     merged = {**env["versions"], **c["versions"]}
@@ -304,7 +318,8 @@ def smallest_upgrade(bugs: Mapping[str, Mapping[str, Any]], found: list[dict[str
     return {"found": True, "versions": dict(c["versions"]), "changes": list(c["changes"]),
             "install": c["install"], "avoids": fixable, "basis": basis, "still_affected": left,
             "brings": [b for b in brings if b in clear],
-            "may_bring": [b for b in brings if b not in clear], "why": ""}
+            "may_bring": [b for b in brings if b not in clear],
+            "meets": [b for b in changes if on(c, b) == AFFECTED], "why": ""}
 
 
 def compare_run(result: Mapping[str, Any], run_rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -324,7 +339,7 @@ def compare_run(result: Mapping[str, Any], run_rows: Iterable[Mapping[str, Any]]
             if agrees is False:
                 disagree.append(bug["id"])
         bugs.append({**bug, "run": now})
-    affected = sorted({*result["affected"], *(b["id"] for b in bugs if b["run"] and not b["ignored"]
+    affected = sorted({*result["affected"], *(b["id"] for b in bugs if b["run"] and counted(b)
                                               and b["run"]["verdict"] == AFFECTED)})
     return {**result, "bugs": bugs, "affected": affected, "exit": 1 if affected else 0,
             "run": {"ran": len(by_repro), "disagree": disagree}}

@@ -20,7 +20,9 @@ from repromatrix.run import ci
 from repromatrix.textsafe import printable
 
 from .decide import AFFECTED, CANNOT_TELL, LABELS, NOT_AFFECTED
-from .text import kinds_line, run_lines, source_words
+from .text import kinds_line, notices_words, run_lines, source_words
+
+APPLIES = "applies"  # a row's verdict for a breaking change or user error that applies
 
 HEADER = ("verdict", "bug", "kind", "package", "installed", "fixed in", "workaround", "link")
 ORDER = (AFFECTED, CANNOT_TELL, NOT_AFFECTED)
@@ -45,18 +47,20 @@ class Row:
 def rows(result: Mapping[str, Any], packages: Mapping[str, str],
          verdicts: Iterable[str] = (AFFECTED, CANNOT_TELL), short: bool = True) -> list[Row]:
     """The bugs of ``result`` whose verdict is in ``verdicts`` (ignored ones left out),
-    affected first; ``packages``: each bug's package (``decide.key_package``)."""
+    affected first, then the breaking changes that apply (``APPLIES``); ``packages``: each bug's package (``decide.key_package``)."""
     wanted = [v for v in ORDER if v in set(verdicts)]
     versions = result["environment"]["versions"]
     out = []
+    notices = set(result.get("notices", ()))
     for bug in sorted((b for b in result["bugs"] if b["verdict"] in wanted and not b["ignored"]),
-                      key=lambda b: (wanted.index(b["verdict"]), b["id"])):
+                      key=lambda b: (wanted.index(b["verdict"]), b["id"] in notices, b["id"])):
         package = packages.get(bug["id"], "torch")
         label = LABELS.get(package, package)
-        fix = bug["fixed_in"] or ("no fix yet" if bug["verdict"] == AFFECTED else "-")
+        notice = bug["id"] in notices
+        fix = bug["fixed_in"] or ("no fix yet" if bug["verdict"] == AFFECTED and not notice else "-")
         fix = fix.removeprefix(f"{label} ")  # the package's own release: its version alone
         work = _short(bug["workaround"]) if short else bug["workaround"]
-        out.append(Row(bug["verdict"], bug["id"], KINDS.get(bug["kind"], bug["kind"]), label,
+        out.append(Row(APPLIES if notice else bug["verdict"], bug["id"], KINDS.get(bug["kind"], bug["kind"]), label,
                        str(versions.get(package) or "-"), fix, work or "-",
                        (bug.get("upstream") or ["-"])[0]))
     return [Row(*(printable(str(c)) for c in astuple(r))) for r in out]
@@ -106,14 +110,19 @@ def upgrade_lines(result: Mapping[str, Any]) -> list[str]:
         said.append(f"no release avoids {', '.join(up['still_affected'])}")
     if up["brings"]:
         said.append(f"brings {', '.join(up['brings'])}")
+    if up.get("meets"):
+        said.append(f"meets {', '.join(up['meets'])}")
     return [f"smallest upgrade: {moves} ({'; '.join(said)})", f"  {up['install']}"]
 
 
 def counts(result: Mapping[str, Any]) -> dict[str, int]:
-    """How many bugs have each verdict, ignored ones apart."""
-    found = {v: 0 for v in (*ORDER, "ignored")}
+    """How many bugs have each verdict, ignored ones apart, and the breaking changes and user
+    errors that apply (``notices``: not counted as affected)."""
+    found = {v: 0 for v in (*ORDER, "ignored", APPLIES)}
+    notices = set(result.get("notices", ()))
     for bug in result["bugs"]:
-        found["ignored" if bug["ignored"] else bug["verdict"]] += 1
+        found["ignored" if bug["ignored"] else APPLIES if bug["id"] in notices
+              else bug["verdict"]] += 1
     return found
 
 
@@ -123,7 +132,7 @@ def summary(result: Mapping[str, Any], exit_code: int) -> str:
     ignored = f" ({n['ignored']} ignored)" if n["ignored"] else ""
     listed = "not listed: --verbose lists every bug with its evidence"
     return (f"{n[AFFECTED]} of {len(result['bugs'])} known bug(s) affect this environment"
-            f"{ignored}; {n[CANNOT_TELL]} cannot tell, {n[NOT_AFFECTED]} not affected ({listed}); "
+            f"{ignored}{notices_words(result)}; {n[CANNOT_TELL]} cannot tell, {n[NOT_AFFECTED]} not affected ({listed}); "
             f"exit {exit_code}")
 
 
@@ -135,7 +144,8 @@ def markdown(result: Mapping[str, Any], packages: Mapping[str, str], exit_code: 
     n = counts(result)
     ignored = f", {n['ignored']} ignored" if n["ignored"] else ""
     lines = [f"### repromatrix check: {ci.markdown_text(env['label'])}", "",
-             f"**{n[AFFECTED]} affected**, {n[CANNOT_TELL]} cannot tell, {n[NOT_AFFECTED]} not "
+             f"**{n[AFFECTED]} affected**{notices_words(result).replace(';', ',')}, "
+             f"{n[CANNOT_TELL]} cannot tell, {n[NOT_AFFECTED]} not "
              f"affected{ignored} (of {len(result['bugs'])} known bugs); exit {exit_code}. "
              f"Records: {ci.markdown_text(source_words(result['source']))}.", ""]
     found = rows(result, packages, ORDER if every else (AFFECTED, CANNOT_TELL), short=False)

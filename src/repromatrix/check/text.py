@@ -17,6 +17,7 @@ from .decide import AFFECTED, LABELS, NOT_AFFECTED
 from .fixes import evidence_words
 
 MARKS = {AFFECTED: "AFFECTED", NOT_AFFECTED: "ok", "cannot tell": "?"}
+APPLIES = "APPLIES"  # the mark of a breaking change or user error that applies (``notices``)
 WIDTH = 100
 
 
@@ -28,7 +29,7 @@ def render(result: Mapping[str, Any]) -> str:
              *(f"  note: {n}" for n in env.get("notes", ())),
              f"records: {source_words(source)}", *kinds_line(result), ""]
     for bug in result["bugs"]:
-        mark = "ignored" if bug["ignored"] else MARKS[bug["verdict"]]
+        mark = mark_of(result, bug)
         lines.append(f"{mark:<9} {bug['id']} ({KINDS.get(bug['kind'], bug['kind'])}): "
                      f"{bug['title']}")
         lines += _wrapped(f"{bug['verdict']}: {bug['why']}")
@@ -42,7 +43,10 @@ def render(result: Mapping[str, Any]) -> str:
             said = {True: "agrees", False: "DISAGREES with the records", None: "cannot compare"}
             lines += _wrapped(f"run now: {run['status']} ({run['verdict']}{level}): "
                               f"{said[run['agrees']]}")
-        if bug["verdict"] == AFFECTED:
+        if mark == APPLIES:
+            lines += _wrapped(f"what to do: {bug['workaround'] or 'none documented'}")
+            lines += _wrapped(notice_line(bug))
+        elif bug["verdict"] == AFFECTED:
             record = bug["record"]
             if record and record["workaround"]:
                 lines += _wrapped(f"workaround stage on that record: {record['workaround']}")
@@ -50,6 +54,26 @@ def render(result: Mapping[str, Any]) -> str:
             lines += _wrapped(f"fixed in: {bug['fixed_in'] or 'no release known to fix it'}")
     lines += ["", *_upgrade(result), "", *run_lines(result), _summary(result)]
     return printable("\n".join(lines), newlines=True) + "\n"
+
+
+def mark_of(result: Mapping[str, Any], bug: Mapping[str, Any]) -> str:
+    """A bug's mark in the answer: ``ignored``, ``APPLIES`` (``result["notices"]``), or its
+    verdict's."""
+    if bug["ignored"]:
+        return "ignored"
+    return APPLIES if bug["id"] in result.get("notices", ()) else MARKS[bug["verdict"]]
+
+
+def notice_line(bug: Mapping[str, Any]) -> str:
+    """What is said of a breaking change or user error that applies (the page's box says it
+    too)."""
+    return f"a {KINDS.get(bug['kind'], bug['kind'])}, not a defect: told, not counted in the exit code"
+
+
+def notices_words(result: Mapping[str, Any]) -> str:
+    """``; N breaking change(s) or user error(s) apply (not counted)``, or nothing."""
+    n = len(result.get("notices", ()))
+    return f"; {n} breaking change(s) or user error(s) apply (not counted)" if n else ""
 
 
 def source_words(source: Mapping[str, Any]) -> str:
@@ -94,6 +118,9 @@ def _upgrade(result: Mapping[str, Any]) -> list[str]:
                      f"{', '.join(up['still_affected'])}")
     if up["brings"]:
         lines.append(f"  brings: {', '.join(up['brings'])} (not affected now)")
+    if up.get("meets"):
+        lines.append(f"  meets: {', '.join(up['meets'])} (breaking changes or user errors: "
+                     f"not there now)")
     lines.append(f"  {up['install']}")
     return lines
 
@@ -114,4 +141,4 @@ def _summary(result: Mapping[str, Any]) -> str:
     ignored = sum(b["ignored"] for b in bugs)
     said = f" ({ignored} ignored)" if ignored else ""
     return (f"{len(result['affected'])} of {len(bugs)} known bug(s) affect this environment{said}"
-            f"; exit {result['exit']}")
+            f"{notices_words(result)}; exit {result['exit']}")

@@ -173,10 +173,11 @@ def execute(request: CheckRequest) -> int:
 
 
 def exit_code(result: dict[str, Any], strict: bool) -> int:
-    """1 when a bug not ignored affects the environment, or (``strict``) cannot be told."""
-    from repromatrix.check.decide import CANNOT_TELL
+    """1 when a defect not ignored affects the environment, or (``strict``) cannot be told
+    (a breaking change or user error never counts: ``decide.counted``)."""
+    from repromatrix.check.decide import CANNOT_TELL, counted
 
-    untold = strict and any(b["verdict"] == CANNOT_TELL and not b["ignored"] for b in result["bugs"])
+    untold = strict and any(b["verdict"] == CANNOT_TELL and counted(b) for b in result["bugs"])
     return 1 if result["exit"] or untold else 0
 
 
@@ -209,7 +210,8 @@ def tell_ci(result: dict[str, Any], packages: dict[str, str], strict: bool) -> N
     error annotation per bug that affects the environment, a warning per bug that cannot be
     told under ``--strict`` (``run.ci``'s)."""
     from repromatrix.check import table
-    from repromatrix.check.decide import AFFECTED, CANNOT_TELL
+    from repromatrix.check.decide import AFFECTED, CANNOT_TELL, counted
+    from repromatrix.check.table import APPLIES
     from repromatrix.run import ci
 
     if not ci.on_github_actions():
@@ -218,10 +220,14 @@ def tell_ci(result: dict[str, Any], packages: dict[str, str], strict: bool) -> N
         ci.append_step_summary("\n" + table.markdown(result, packages, result["exit"]))
     except OSError as exc:  # the answer is given: a summary it cannot write is only said
         sys.stderr.write(f"note: the step summary could not be written: {printable(str(exc))}\n")
-    kinds = {AFFECTED: ci.error, **({CANNOT_TELL: ci.warning} if strict else {})}
+    kinds = {AFFECTED: ci.error, APPLIES: ci.notice, **({CANNOT_TELL: ci.warning} if strict else {})}
     titles = {b["id"]: b["title"] for b in result["bugs"]}
-    for row in table.rows(result, packages, tuple(kinds)):
-        said = "affects this environment" if row.verdict == AFFECTED else "cannot be told here"
+    counts = {b["id"] for b in result["bugs"] if counted(b)}
+    for row in table.rows(result, packages, (AFFECTED, CANNOT_TELL)):
+        if row.verdict not in kinds or (row.verdict == CANNOT_TELL and row.bug not in counts):
+            continue  # a breaking change that cannot be told is not warned of
+        said = {AFFECTED: "affects this environment", APPLIES: "applies to this environment (a "
+                f"{row.kind}: told, not counted)"}.get(row.verdict, "cannot be told here")
         message = (f"{row.bug} {said} ({row.package} {row.installed}): "
                    f"{printable(titles[row.bug])}. Fixed in: {row.fixed_in}. "
                    f"Workaround: {row.workaround}. {row.link}")

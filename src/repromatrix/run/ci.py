@@ -53,6 +53,11 @@ def warning(message: str, title: str = "") -> str:
     return _annotation("warning", message, title)
 
 
+def notice(message: str, title: str = "") -> str:
+    """A notice annotation: told on the run's page, never failing it."""
+    return _annotation("notice", message, title)
+
+
 def _annotation(kind: str, message: str, title: str) -> str:
     properties = f" title={escape_property(title)}" if title else ""
     return f"::{kind}{properties}::{escape_data(message)}"

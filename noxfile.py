@@ -113,9 +113,11 @@ def stack(session: nox.Session, stack_id: str) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Run the test suite (real docker, real torch, real chromium where present)."""
+    """Run the test suite (real docker, real torch, real chromium where present) on every core
+    (`-- -n 0`: one); the docker tests, and the Slurm ones, each keep to one worker
+    (tests/conftest.py)."""
     _install(session, "test")
-    session.run("pytest", *session.posargs)
+    session.run("pytest", "-n", "auto", "--dist", "loadgroup", *session.posargs)
 
 
 # What `fast` leaves out: every test that needs something slow to make or start.

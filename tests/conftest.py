@@ -48,6 +48,25 @@ REQUIRED = {
 }
 
 
+# Under pytest-xdist (`nox -s tests` runs on every core, `--dist loadgroup`) the tests that share
+# one machine-wide thing run on one worker, one after another: docker's (one daemon, its image
+# budget, the registry's port, the base image) and Slurm's (one cluster). They are put first so
+# that the longest chain starts at once while the other workers take the rest.
+SERIAL_GROUPS = ("docker", "slurm")
+
+
+def pytest_collection_modifyitems(config, items):  # noqa: D103
+    def group(item) -> str | None:
+        return next((m for m in SERIAL_GROUPS if item.get_closest_marker(m)), None)
+
+    for item in items:
+        name = group(item)
+        if name is not None:
+            item.add_marker(pytest.mark.xdist_group(name))
+    order = {name: n for n, name in enumerate(SERIAL_GROUPS)}
+    items.sort(key=lambda item: order.get(group(item) or "", len(order)))  # stable otherwise
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):  # noqa: D103
     report = (yield).get_result()

@@ -22,6 +22,9 @@ Stages:
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+
 import protocol
 from protocol import Signature
 
@@ -100,10 +103,9 @@ def check_saved(s, path, reference, x, what):
         s.check_close(loaded(x), reference(x), what=what, rtol=1e-3, atol=1e-3)
 
 
-def stage_save_standin(s):
+def stage_save_standin(s, tmp):
     """The real torch_tensorrt.save of a ScriptModule, stopped after its torch.jit.save."""
     import os
-    import tempfile
 
     import torch
 
@@ -113,7 +115,7 @@ def stage_save_standin(s):
     if not hasattr(trt, "save"):
         s.skip("this torch_tensorrt has no torch_tensorrt.save (it appears in 2.3.0)")
     scripted = torch.jit.script(build_model())
-    path = os.path.join(tempfile.mkdtemp(prefix="trt-save-"), "model.ts")
+    path = os.path.join(tmp, "standin.ts")
     with _standin.stop_at(torch.jit, "save", "save's torch.jit.save", run_first=True) as state:
         trt.save(scripted, path, output_format="torchscript")
     if "value" in state:
@@ -121,10 +123,9 @@ def stage_save_standin(s):
     _standin.past(s, state, "save's output_format check for a ScriptModule")
 
 
-def stage_trt_save(s):
+def stage_trt_save(s, tmp):
     """compile(ir='ts') on a GPU, save in TorchScript format, load and compare with eager."""
     import os
-    import tempfile
 
     import torch
     import torch_tensorrt
@@ -133,28 +134,32 @@ def stage_trt_save(s):
     model = build_model("cuda")
     compiled = torch_tensorrt.compile(torch.jit.script(model), ir="ts",
                                       inputs=[torch_tensorrt.Input(SHAPE)])
-    path = os.path.join(tempfile.mkdtemp(prefix="trt-save-"), "model.ts")
+    path = os.path.join(tmp, "trt.ts")
     torch_tensorrt.save(compiled, path, output_format="torchscript")
     check_saved(s, path, model, torch.randn(SHAPE, device="cuda"), "the saved TensorRT module vs eager")
 
 
-def stage_workaround(s):
+def stage_workaround(s, tmp):
     """torch.jit.save of the ScriptModule, loaded back."""
     import os
-    import tempfile
 
     import torch
 
     scripted = torch.jit.script(build_model())
-    path = os.path.join(tempfile.mkdtemp(prefix="trt-save-"), "model.ts")
+    path = os.path.join(tmp, "workaround.ts")
     torch.jit.save(scripted, path)
     check_saved(s, path, scripted, torch.randn(SHAPE), "torch.jit.save'd module vs the scripted model")
 
 
 def main(r):
-    r.stage("save_torchscript_standin", stage_save_standin, standins=["tensorrt"])
-    r.stage("trt_save_torchscript", stage_trt_save, requires=["cuda", "torch_tensorrt"], isolate=True)
-    r.stage("workaround_jit_save", stage_workaround, role="workaround")
+    tmp = tempfile.mkdtemp(prefix="trt-save-")  # the saved modules, removed when the run ends
+    try:
+        r.stage("save_torchscript_standin", stage_save_standin, tmp, standins=["tensorrt"])
+        r.stage("trt_save_torchscript", stage_trt_save, tmp, requires=["cuda", "torch_tensorrt"],
+                isolate=True)
+        r.stage("workaround_jit_save", stage_workaround, tmp, role="workaround")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ from repromatrix.rules.versions import key_package as rules_package
 
 FORMAT = 1  # of the JSON answer (data/check.schema.json)
 AXES = ("torch", "torchvision", "torch_tensorrt", "ngc")  # what "the same versions" means
+OWN_AXES = ("onnxscript", "onnxruntime")  # and, for a bug about one of these, its release too
 AFFECTED, NOT_AFFECTED, CANNOT_TELL = "affected", "not affected", "cannot tell"
 SAME, RELEASE, RULES, REQUIRES, NOTHING = "same versions", "same release", "expect rules", \
     "requirements", "nothing"
@@ -114,6 +115,9 @@ class RowTable:
                 ) -> tuple[str, list[Mapping[str, Any]]]:
         """The rows on the same versions, else on the same ``axis`` release; (basis, rows)."""
         same = self.same.get((repro, *_same(versions)))
+        if same and axis in OWN_AXES:  # the same torch is not the same onnxscript
+            have = _exact(versions.get(axis))
+            same = [r for r in same if have is not None and _exact(r["versions"].get(axis)) == have]
         if same:
             return SAME, same
         if versions.get(axis):

@@ -64,7 +64,6 @@ META = {
 SIGNATURES = [
     Signature(
         "fused_bias_name_collision", exc="CheckFailed", stage="dynamo_export",
-        when={"onnxscript": ">=0.5.0,<0.5.7"},
         pattern=r"check_close\(ONNX Conv\+BatchNorm \(optimize=True\) vs eager\): values differ "
                 r"beyond tolerance",
         note="the fused biases of two bias-free Convs on one input share a name (pytorch #166797)"),

@@ -64,7 +64,6 @@ META = {
 SIGNATURES = [
     Signature(
         "gru_linear_before_reset_0", exc="CheckFailed", stage="dynamo_export",
-        when={"onnxscript": ">=0.5.7,<0.7.1"},
         pattern=r"check_close\(ONNX GRU \(dynamo=True\) vs eager\): values differ beyond tolerance",
         note="onnxscript's aten_gru leaves linear_before_reset at 0 (onnxscript #2852)"),
 ]

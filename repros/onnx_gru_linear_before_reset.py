@@ -48,7 +48,7 @@ META = {
         "33d144535078fc06121d3cb17d32cb41f851afb0, first in v0.7.1): "
         "linear_before_reset=1 on both calls, core.py:4365 and :4375 in v0.7.1. Workaround: "
         "export with dynamo=False (the TorchScript exporter writes linear_before_reset=1), "
-        "or install onnxscript 0.7.1 or later (or 0.5.6 or earlier)."
+        "or install onnxscript 0.7.1 or later."
     ),
     "requires": ["onnx", "onnxscript", "torch>=2.9"],
     "expect": [

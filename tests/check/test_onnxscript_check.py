@@ -24,12 +24,12 @@ def answer(*pins: str) -> dict[str, dict]:
 
 
 def test_onnxscript_0_5_3_with_torch_2_9_1_is_answered_by_the_onnxscript_release():
-    """The issue's example: a record of these very versions (a bisect probe) says the BatchNorm
+    """The issue's example: a record of this onnxscript on torch 2.9.1 (a bisect probe) says the BatchNorm
     bug is not there (the fusion does not fire on a torch export before 0.5.5); the GRU bug
     came with 0.5.7, and no rule or record speaks of 0.5.3 for it."""
     bugs = answer("onnxscript==0.5.3", "torch==2.9.1")
     bn = bugs[BN]
-    assert bn["verdict"] == "not affected" and bn["basis"] == "same versions"
+    assert bn["verdict"] == "not affected" and bn["basis"] == "same onnxscript release"
     assert bn["record"]["versions"]["onnxscript"] == "0.5.3"
     assert bugs[GRU]["verdict"] == "cannot tell"
 
@@ -47,7 +47,7 @@ def test_the_same_torch_is_not_the_same_onnxscript():
     assert answer("onnxscript==0.5.4", "torch==2.9.1")[BN]["verdict"] == "not affected"
     assert answer("onnxscript==0.5.7", "torch==2.9.1")[BN]["verdict"] == "not affected"
     gru = answer("onnxscript==0.7.0", "torch==2.9.1")[GRU]
-    assert gru["verdict"] == "affected" and gru["basis"] == "same versions"
+    assert gru["verdict"] == "affected" and gru["basis"] == "same onnxscript release"
     assert gru["fixed_in"] == "onnxscript 0.7.1"
     assert answer("onnxscript==0.7.1", "torch==2.9.1")[GRU]["verdict"] == "not affected"
     # without onnxscript given, its bugs cannot tell (a torch record is not an onnxscript one)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from repromatrix.config.compat import ConfigError as TableError
 from repromatrix.config.compat import TABLE_FILE, load_table, parse_table
-from repromatrix.config.yamlfile import load_yaml
+from repromatrix.config.compat import ConfigError as TableError
 from repromatrix.config.matrix import load_matrix
+from repromatrix.config.yamlfile import load_yaml
 from repromatrix.engines.images import requirements
 from repromatrix.errors import ConfigError
 

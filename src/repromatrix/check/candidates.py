@@ -22,7 +22,8 @@ from packaging.version import InvalidVersion, Version
 
 from repromatrix.rules.versions import boundary_version, plain
 
-from .decide import AXES, OWN_AXES as ONNX_PACKAGES
+from .decide import AXES
+from .decide import OWN_AXES as ONNX_PACKAGES
 
 if TYPE_CHECKING:
     from repromatrix.config.compat import CompatTable

@@ -162,9 +162,10 @@ def when_text(when: Any) -> str:
 
 def key_package(rules: Iterable[Mapping[str, Any]]) -> str:
     """The package a bug is about: the first of onnxscript, onnxruntime, torch-tensorrt,
-    torchvision or torch (in that order) that any of its ``expect`` rules turns on (torch when they name none): a
-    torch-tensorrt bug whose first rule is on torch is still about torch-tensorrt. Every
-    answer that names a fix, a boundary or an axis of the bug names this package."""
+    torchvision or torch (in that order) that any of its ``expect`` rules turns on (torch
+    when they name none): a torch-tensorrt bug whose first rule is on torch is still about
+    torch-tensorrt. Every answer that names a fix, a boundary or an axis of the bug names this
+    package."""
     named = {str(p) for rule in rules if isinstance(rule.get("when"), Mapping)
              for p in rule["when"]}
     return next((p for p in BUG_PACKAGES if p in named), "torch")

@@ -311,10 +311,9 @@ def resolve_pip(fields: dict[str, Any], python_default: str) -> dict[str, Any]:
     out["tensorrt"] = table.torch_tensorrt[trt].tensorrt if trt else None
     out["index"] = index = _resolve_index(table, rel, trt, fields.get("index"))
     out["cuda"] = rel.pypi_cuda if index == PYPI_INDEX else table.indexes[index]
-    for name in ONNX_PACKAGES:  # a pin of the ONNX path's own releases, else none
-        value = fields.get(name)
-        out[name] = None if _is_none(value) else resolve_release(
-            list(table.onnx.get(name, ())), str(value), name)
+    for name in ONNX_PACKAGES:  # a pin of the ONNX path's own releases (absent: none)
+        if not _is_none(fields.get(name)):
+            out[name] = resolve_release(list(table.onnx.get(name, ())), str(fields[name]), name)
     out["python"] = python = str(fields.get("python") or python_default)
     _check_python(python, f"torch {torch}", rel.python)
     if trt:

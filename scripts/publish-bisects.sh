@@ -18,6 +18,9 @@ lane_probes=$(mktemp -d /tmp/repromatrix-lane-probes.XXXXXX)
 trap 'rm -rf "$lane_probes"' EXIT
 lane=(--axis torch_tensorrt --standin tensorrt --with torchvision --base index=pypi)
 cpu=(--axis torch --base index=pypi --base torch_tensorrt=none)
+# onnxscript bugs bisect over onnxscript releases on torch 2.9.1 (stacks of their own, recorded
+# in results/published); onnxscript 0.5.x needs the onnx-ir of its day (results/published/README.md)
+osc=(--axis onnxscript --base torch=2.9.1 --base index=pypi)
 # repro, report name, bisect arguments (one line a bisect). The good bound is a release whose
 # published record decides: 2.5.0 for the torch-tensorrt fixes of that release (for
 # require_full_compilation the lane cannot tell from 2.8.0: compile asks the GPU for its free
@@ -43,6 +46,9 @@ bisects=(
   "export_capture_pre_autograd_graph_removed|regression|${cpu[*]} --base torchvision=none --good 2.6.0 --bad 2.7.0"
   "export_program_call_removed|regression|${cpu[*]} --base torchvision=none --good 2.2.2 --bad 2.3.0"
   "trt_save_torchscript_refused|fix|${lane[*]} --find-fix --bad 2.13.0 --good 2.14.0"
+  "onnx_fuse_batchnorm_bias_collision|regression|${osc[*]} --base packages=onnx-ir==0.1.12 --good 0.4.0 --bad 0.5.6"
+  "onnx_fuse_batchnorm_bias_collision|fix|${osc[*]} --base packages=onnx-ir==0.1.12 --find-fix --bad 0.5.6 --good 0.5.7"
+  "onnx_gru_linear_before_reset|fix|${osc[*]} --find-fix --bad 0.7.0 --good 0.7.1"
 )
 status=0
 for line in "${bisects[@]}"; do

@@ -49,6 +49,8 @@ class Stack:
     torchvision: str | None = None
     torch_tensorrt: str | None = None
     tensorrt: str | None = None
+    onnxscript: str | None = None  # pip: a pinned onnxscript release (None: defaults.packages)
+    onnxruntime: str | None = None  # pip: a pinned onnxruntime release
     cuda: str | None = None
     index: str | None = None
     ngc: str | None = None
@@ -63,6 +65,9 @@ class Stack:
         keys = ("id", "kind", "python", "torch", "torchvision", "torch_tensorrt",
                 "tensorrt", "cuda", "index", "ngc", "interpreter")
         out: dict[str, Any] = {k: getattr(self, k) for k in keys}
+        for key in ("onnxscript", "onnxruntime"):  # only when pinned: older specs stay the same
+            if getattr(self, key):
+                out[key] = getattr(self, key)
         out["packages"] = list(self.packages)
         return out
 

@@ -164,12 +164,13 @@ def test_the_maintainer_command_reads_tags_and_ngc_branches(tmp_path: Path) -> N
 
 
 def releases_of(package: str) -> list[str]:
-    """The releases of torch or torchvision the compatibility table knows, oldest first."""
+    """The releases of torch, torchvision or onnxscript the compatibility table knows, oldest
+    first."""
     from packaging.version import Version
 
     table = load_table()
-    found = set(table.torch) if package == "torch" else {
-        tv for row in table.torch.values() for tv in row.torchvision}
+    found = set(table.torch) if package == "torch" else set(table.onnx[package]) \
+        if package in table.onnx else {tv for row in table.torch.values() for tv in row.torchvision}
     return sorted(found, key=Version)
 
 

@@ -17,7 +17,8 @@ from repromatrix.config.matrix import load_matrix
 
 ROOT = paths.PROJECT_ROOT
 CATALOG = load_catalog(paths.repros_dir())
-PROBE_KEYS = {"python", "torch", "torchvision", "torch_tensorrt", "tensorrt", "onnx", "ngc"}
+PROBE_KEYS = {"python", "torch", "torchvision", "torch_tensorrt", "tensorrt", "onnx", "onnxscript",
+              "onnxruntime", "ngc"}
 STATUSES = {"pass", "fail", "error", "crash", "timeout", "skip", "broken"}
 
 
@@ -44,6 +45,8 @@ def test_the_known_bugs_are_in_the_catalog():
         "trt_convert_method_inputs_dropped",
         "trt_import_root_logger",
         "trt_save_torchscript_refused",
+        "onnx_gru_linear_before_reset",
+        "onnx_fuse_batchnorm_bias_collision",
     }
 
 

@@ -80,7 +80,8 @@ def test_write_applies_the_rows_records_checked_and_check_is_then_clean(tmp_path
     row = raw["torch"]["2.15.0"]
     assert row["torchvision"] == ["0.29.2"] and row["src"] == "M" and row["pypi_cuda"] == "13.2"
     assert raw["checked"]["newest"] == {"torch": "2.15.0", "torchvision": "0.29.2",
-                                        "torch-tensorrt": "2.14.0", "tensorrt": "11.4.0.106"}
+                                        "torch-tensorrt": "2.14.0", "tensorrt": "11.4.0.106",
+                                        "onnxscript": "0.7.2", "onnxruntime": "1.32.0"}
     assert re.fullmatch(r"\d{4}-\d\d-\d\d", raw["checked"]["date"])
     parse_table(raw, str(table))
     clean = compat("--check", "--from", RECORDED, "--table", table)

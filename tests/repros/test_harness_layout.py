@@ -30,6 +30,8 @@ BUILT_IN = (
     "onnx_dynamic_axes_names_dropped",
     "onnx_export_device",
     "onnx_export_fallback_removed",
+    "onnx_fuse_batchnorm_bias_collision",
+    "onnx_gru_linear_before_reset",
     "onnx_ts_rshift_signed",
     "pt2e_quant_removed",
     "torchscript_device_mix",

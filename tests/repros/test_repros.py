@@ -506,3 +506,20 @@ def test_meta_is_a_literal_with_the_catalog_keys():
         for exp in m.get("expect", ()):
             for spec in exp["when"].values():
                 protocol.version_matches("1.0", spec)  # parses
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_onnxscript_bugs_pass_on_an_onnxscript_with_both_fixes(t29):
+    """The test interpreter's onnxscript is newer than both fixes (0.5.7, 0.7.1): the GRU node
+    says ``linear_before_reset=1`` and the fused Convs keep biases of their own. The bad
+    releases are decided by the published records (results/published, onnxscript stacks)."""
+    assert protocol.version_matches(t29["env"]["onnxscript"], ">=0.7.1")
+    gru = assert_passes_checked(t29["onnx_gru_linear_before_reset"], "dynamo_export",
+                                "ONNX GRU (dynamo=True) vs eager")
+    assert gru["evidence"]["linear_before_reset"] == [1]
+    bn = assert_passes_checked(t29["onnx_fuse_batchnorm_bias_collision"], "dynamo_export",
+                               "ONNX Conv+BatchNorm (optimize=True) vs eager")
+    assert "x_bias" not in bn["evidence"]["initializers"]
+    for rid in ("onnx_gru_linear_before_reset", "onnx_fuse_batchnorm_bias_collision"):
+        assert t29[rid]["workaround"] == "pass", rid

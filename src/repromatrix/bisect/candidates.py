@@ -22,8 +22,9 @@ from repromatrix.config.matrix import parse_stack
 from repromatrix.errors import ConfigError, UsageError, did_you_mean
 from repromatrix.model import Repro, Settings, Stack
 
-AXES = ("torch", "torch_tensorrt", "ngc")
-PIP_BASE_KEYS = ("torch", "torchvision", "torch_tensorrt", "index", "python", "packages")
+AXES = ("torch", "torch_tensorrt", "ngc", *compat.ONNX_PACKAGES)
+PIP_BASE_KEYS = ("torch", "torchvision", "torch_tensorrt", *compat.ONNX_PACKAGES, "index", "python",
+                 "packages")
 BISECT_TAG = "bisect"
 WHERE = "bisect"
 
@@ -40,6 +41,8 @@ class Candidate:
 def axis_versions(axis: str) -> list[str]:
     """Every known release on ``axis``, oldest first."""
     table = compat.load_table()
+    if axis in compat.ONNX_PACKAGES:  # the ONNX path's own releases, the rest of the stack fixed
+        return list(table.onnx.get(axis, ()))
     return {"torch": table.torch_versions, "torch_tensorrt": table.trt_versions,
             "ngc": table.ngc_tags}[axis]()
 
@@ -118,6 +121,9 @@ def bug_base(axis: str, requires: Sequence[str], with_: Sequence[str],
     if packages or base.get("packages"):
         out["packages"] = list(dict.fromkeys([*packages, *base.get("packages", [])]))
     out.update({k: v for k, v in base.items() if k != "packages"})
+    if axis in compat.ONNX_PACKAGES and "torch" not in out:
+        raise UsageError(f"--axis {axis} walks {axis} releases with the rest of the stack fixed: "
+                         f"give its torch, e.g. --base torch=2.9.1")
     return out
 
 

@@ -25,8 +25,9 @@ from .candidates import Candidate, probe_settings
 from .search import BoundsFailed, Found, Step, Verdict
 
 PACKAGES = ("python", "torch", "torch_git", "torchvision", "torch_tensorrt", "tensorrt",
-            "torch_cuda", "cudnn", "onnx", "onnxscript", "ngc")
-REPOS = {"torch": "https://github.com/pytorch/pytorch", "torch_tensorrt": "https://github.com/pytorch/TensorRT"}
+            "torch_cuda", "cudnn", "onnx", "onnxscript", "onnxruntime", "ngc")
+REPOS = {"torch": "https://github.com/pytorch/pytorch", "torch_tensorrt": "https://github.com/pytorch/TensorRT",
+         "onnxscript": "https://github.com/microsoft/onnxscript"}
 NGC_NOTES = "https://docs.nvidia.com/deeplearning/frameworks/pytorch-release-notes/rel-{yy}-{mm}.html"
 NGC_IMAGE = "nvcr.io/nvidia/pytorch:{tag}-py3"
 _GIT_SUFFIX = re.compile(r"\+([0-9a-f]{7,40})$")
@@ -105,7 +106,7 @@ def links(axis: str, old: Probe, new: Probe) -> list[str]:
         for tag in (new.candidate.version,):
             yy, _, mm = tag.partition(".")
             out.append(NGC_NOTES.format(yy=yy, mm=mm))
-    for pkg in ("torch", "torch_tensorrt"):
+    for pkg in ("torch", "torch_tensorrt", *(("onnxscript",) if axis == "onnxscript" else ())):
         va, vb = _release(a[pkg]), _release(b[pkg])
         if not va or not vb or va == vb and pkg != axis:
             ga, gb = _git(a[pkg]), _git(b[pkg])
@@ -189,8 +190,10 @@ def script_block(setup: Setup) -> list[str]:
 
 def _stack_line(setup: Setup, p: Probe) -> str:
     v = versions(p)
-    shown = ", ".join(f"{k} {v[k]}" for k in ("python", "torch", "torchvision", "torch_tensorrt",
-                                               "tensorrt", "torch_cuda") if v[k])
+    keys = ("python", "torch", "torchvision", "torch_tensorrt", "tensorrt", "torch_cuda")
+    if setup.axis not in keys and setup.axis != "ngc":  # onnxscript, onnxruntime: the axis too
+        keys += (setup.axis,)
+    shown = ", ".join(f"{k} {v[k]}" for k in keys if v.get(k))
     return f"{setup.axis} {p.candidate.version}  [{p.candidate.stack.id if p.candidate.stack else '-'}]" \
            f"  ({shown})"
 

@@ -23,6 +23,7 @@ from packaging.version import InvalidVersion, Version
 from repromatrix.rules.versions import boundary_version, plain
 
 from .decide import AXES
+from .decide import OWN_AXES as ONNX_PACKAGES
 
 if TYPE_CHECKING:
     from repromatrix.config.compat import CompatTable
@@ -65,7 +66,8 @@ def releases(table: CompatTable) -> dict[str, list[str]]:
         made = _RELEASES[id(table)] = (table, {
             "torch": table.torch_versions(), "torch_tensorrt": table.trt_versions(),
             "torchvision": sorted({tv for r in table.torch.values() for tv in r.torchvision},
-                                  key=_v)})
+                                  key=_v),
+            **{name: list(table.onnx.get(name, ())) for name in ONNX_PACKAGES}})
     return made[1]
 
 

@@ -50,6 +50,8 @@ from repromatrix.rules.versions import key_package as rules_package
 
 FORMAT = 1  # of the JSON answer (data/check.schema.json)
 AXES = ("torch", "torchvision", "torch_tensorrt", "ngc")  # what "the same versions" means
+OWN_AXES = ("onnxscript", "onnxruntime")  # and, for a bug about one of these, its release too
+IMPLIED = {"onnxscript": ("onnx",)}  # given, it brings these (onnxscript's Requires-Dist: onnx)
 AFFECTED, NOT_AFFECTED, CANNOT_TELL = "affected", "not affected", "cannot tell"
 SAME, RELEASE, RULES, REQUIRES, NOTHING = "same versions", "same release", "expect rules", \
     "requirements", "nothing"
@@ -115,6 +117,9 @@ class RowTable:
                 ) -> tuple[str, list[Mapping[str, Any]]]:
         """The rows on the same versions, else on the same ``axis`` release; (basis, rows)."""
         same = self.same.get((repro, *_same(versions)))
+        if same and axis in OWN_AXES:  # the same torch is not the same onnxscript
+            have = _exact(versions.get(axis))
+            same = [r for r in same if have is not None and _exact(r["versions"].get(axis)) == have]
         if same:
             return SAME, same
         if versions.get(axis):
@@ -165,6 +170,7 @@ def missing_packages(bug: Mapping[str, Any], env: Mapping[str, Any]) -> list[str
 
     have = {package_name(k) for k, v in (env.get("packages") or {}).items() if v}
     have |= {package_name(k) for k, v in env["versions"].items() if v}
+    have |= {dep for name in list(have) for dep in IMPLIED.get(name, ())}
     wanted = dict.fromkeys(package_name(r) for r in bug.get("requires") or ())
     return [p for p in wanted if p not in NOT_PACKAGES and p not in have]
 

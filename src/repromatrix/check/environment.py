@@ -47,7 +47,8 @@ KNOWN = {"torch": "torch", "torchvision": "torchvision", "torch-tensorrt": "torc
          "tensorrt": "tensorrt", "onnx": "onnx", "onnxscript": "onnxscript",
          "onnxruntime": "onnxruntime", "python": "python"}
 _PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*===?\s*([^\s;\[\]]+)\s*$")
-VERSIONS = ("torch", "torchvision", "torch_tensorrt", "ngc", "python", "tensorrt")
+VERSIONS = ("torch", "torchvision", "torch_tensorrt", "ngc", "python", "tensorrt", "onnxscript",
+            "onnxruntime")
 # what every torch 2.x wheel requires: a pip freeze of an environment with torch lists them
 FREEZE_SIGNS = ("filelock", "typing-extensions", "sympy", "networkx", "jinja2")
 

@@ -25,7 +25,8 @@ from repromatrix.rules.versions import LABELS, boundary_version, plain
 if TYPE_CHECKING:
     from repromatrix.config.compat import CompatTable
 
-PIP = {"torch": "torch", "torchvision": "torchvision", "torch_tensorrt": "torch-tensorrt"}
+PIP = {"torch": "torch", "torchvision": "torchvision", "torch_tensorrt": "torch-tensorrt",
+       "onnxscript": "onnxscript", "onnxruntime": "onnxruntime"}
 
 
 def closest(value: str, known: list[str]) -> str:
@@ -80,7 +81,7 @@ def fit(versions: dict[str, Any], table: CompatTable, strict: bool, partial: boo
 def _release(package: str, text: Any, known: list[str], bad: Any, notes: list[str]) -> str | None:
     """The table's release ``text`` is (a pre-release counted as its release); None when not
     given or newer than every release the table knows (said in a note)."""
-    if not text:
+    if not text or not known:
         return None
     version = boundary_version(text)
     by_version = {boundary_version(k): k for k in known}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from repromatrix.bisect.candidates import AXES
 from repromatrix.config.flags import add_options
 from repromatrix.config.options import ENGINE_NAMES
 from repromatrix.config.resolve import run_options
@@ -19,7 +20,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--repro", help="a repro id of the catalog (or give --script)")
     p.add_argument("--good", required=True, help="a version where the repro passes")
     p.add_argument("--bad", required=True, help="a version where it fails")
-    p.add_argument("--axis", default="torch", choices=("torch", "torch_tensorrt", "ngc"),
+    p.add_argument("--axis", default="torch", choices=AXES,
                    help="what the releases between --good and --bad are of (default: torch)")
     p.add_argument("--with", dest="with_", action="append", default=[], metavar="PKG[==V]",
                    help="install this in every probed environment too (repeatable); besides it a "

@@ -178,7 +178,7 @@ def derived_rules(rid: str, bug: Mapping[str, Any], notes: Mapping[str, str],
 
 
 def first_release(rid: str, path: Path = DATA_FILE) -> dict[str, Any] | None:
-    """A torch or torchvision bug's first release with the fix or change, as read:
+    """A torch, torchvision or onnxscript bug's first release with the fix or change, as read:
     ``{"package", "version", "status", "read"}``; None when the file has none."""
     found = load(path)["first_release"].get(rid)
     return dict(found) if isinstance(found, Mapping) else None

@@ -8,6 +8,7 @@ table is a ConfigError naming the file and the row (exit 2), not a crash.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from importlib import resources
@@ -24,6 +25,8 @@ from .yamlfile import load_yaml
 PYPI_INDEX = "pypi"
 TABLE_FILE = "data/compat.yaml"
 SECTIONS = ("torch", "indexes", "torch_tensorrt", "ngc")
+# the ONNX path's packages a stack may pin, each with its known final releases (section ``onnx``)
+ONNX_PACKAGES = ("onnxscript", "onnxruntime")
 
 
 class CompatError(ValueError):
@@ -77,6 +80,7 @@ class CompatTable:
     torch_tensorrt: dict[str, TrtRelease]
     ngc: dict[str, NgcRelease]
     indexes: dict[str, str | None]
+    onnx: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)  # ONNX_PACKAGES
 
     def torch_versions(self) -> list[str]:
         return sorted(self.torch, key=Version)
@@ -120,7 +124,30 @@ def parse_table(raw: Any, file: str) -> CompatTable:
                         for v, r in raw["torch_tensorrt"].items()},
         ngc={t: _row(file, "ngc", t, r, _ngc_release) for t, r in raw["ngc"].items()},
         indexes=indexes,
+        onnx=_onnx_releases(raw.get("onnx", {}), file),
     )
+
+
+def _onnx_releases(raw: Any, file: str) -> dict[str, tuple[str, ...]]:
+    """Section ``onnx``: each of ``ONNX_PACKAGES`` to its releases, sorted (optional)."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"expected a mapping, got {brief(raw)}", file=file, key="onnx")
+    out: dict[str, tuple[str, ...]] = {}
+    for name, versions in raw.items():
+        where = f"onnx.{name}"
+        if name not in ONNX_PACKAGES:
+            raise ConfigError(f"unknown package{did_you_mean(str(name), ONNX_PACKAGES)}; use "
+                              f"{' or '.join(ONNX_PACKAGES)}", file=file, key=where)
+        if not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
+            raise ConfigError(f"expected a list of quoted versions, got {brief(versions)}",
+                              file=file, key=where)
+        for v in versions:
+            try:
+                Version(v)
+            except InvalidVersion:
+                raise ConfigError(f"{brief(v)} is not a version", file=file, key=where) from None
+        out[name] = tuple(sorted(set(versions), key=Version))
+    return out
 
 
 def _row(file: str, section: str, version: Any, row: Any, build: Any,
@@ -284,6 +311,9 @@ def resolve_pip(fields: dict[str, Any], python_default: str) -> dict[str, Any]:
     out["tensorrt"] = table.torch_tensorrt[trt].tensorrt if trt else None
     out["index"] = index = _resolve_index(table, rel, trt, fields.get("index"))
     out["cuda"] = rel.pypi_cuda if index == PYPI_INDEX else table.indexes[index]
+    for name in ONNX_PACKAGES:  # a pin of the ONNX path's own releases (absent: none)
+        if not _is_none(fields.get(name)):
+            out[name] = resolve_release(list(table.onnx.get(name, ())), str(fields[name]), name)
     out["python"] = python = str(fields.get("python") or python_default)
     _check_python(python, f"torch {torch}", rel.python)
     if trt:

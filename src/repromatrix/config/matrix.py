@@ -37,12 +37,13 @@ DEFAULT_KEYS = {
 }
 STANDINS = ("tensorrt",)  # what the stand-in lane can stand in (repros/harness/_standin.py)
 STACK_KEYS = {
-    "pip": ("kind", "id", "torch", "torchvision", "torch_tensorrt", "index", "python",
-            "packages", "repros", "tags"),
+    "pip": ("kind", "id", "torch", "torchvision", "torch_tensorrt", "onnxscript", "onnxruntime",
+            "index", "python", "packages", "repros", "tags"),
     "ngc": ("kind", "id", "ngc", "packages", "repros", "tags"),
     "local": ("kind", "id", "interpreter", "repros", "tags"),
 }
-SCALAR_VERSION_KEYS = ("torch", "torchvision", "torch_tensorrt", "index", "python", "ngc")
+SCALAR_VERSION_KEYS = ("torch", "torchvision", "torch_tensorrt", "onnxscript", "onnxruntime",
+                       "index", "python", "ngc")
 # docker's RAMInBytes: "8g", "512m", "1.5GiB"
 SHM_SIZE = re.compile(r"[0-9]+(\.[0-9]+)? ?[kKmMgGtTpP]?[iI]?[bB]?")
 
@@ -313,6 +314,9 @@ def _pip_id(pins: Mapping[str, Any]) -> str:
     table's pairing shows as -tvX (or -notv), so two environments never share an id."""
     trt = f"-trt{pins['torch_tensorrt']}" if pins["torch_tensorrt"] else ""
     sid = f"pip-torch{pins['torch']}{trt}-{pins['index']}-py{pins['python']}"
+    for key, short in (("onnxscript", "osc"), ("onnxruntime", "ort")):
+        if pins.get(key):
+            sid += f"-{short}{pins[key]}"
     paired = compat.load_table().torch[pins["torch"]].torchvision[:1]
     tv = pins["torchvision"]
     if tv is None and paired:

@@ -154,7 +154,8 @@ def requirements(stack: Stack, settings: Settings) -> list[str]:
         # stack.tensorrt is what torch-tensorrt requires (informational): its own
         # Requires-Dist picks the TensorRT wheels, so it is not pinned again here.
         pins = (("torch", stack.torch), ("torchvision", stack.torchvision),
-                ("torch-tensorrt", stack.torch_tensorrt))
+                ("torch-tensorrt", stack.torch_tensorrt), ("onnxscript", stack.onnxscript),
+                ("onnxruntime", stack.onnxruntime))  # a pin takes defaults.packages' place
         reqs += [_requirement(name, spec) for name, spec in pins if spec]
         defaults = settings.packages
     extras: dict[str, str] = {}

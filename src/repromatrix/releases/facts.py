@@ -23,7 +23,8 @@ from repromatrix.config.compat import CompatTable
 
 from .pypi import File, Index, parse_metadata
 
-PROJECTS = ("torch", "torchvision", "torch-tensorrt", "tensorrt")
+ONNX_PROJECTS = ("onnxscript", "onnxruntime")  # release lists only (the table's `onnx` section)
+PROJECTS = ("torch", "torchvision", "torch-tensorrt", "tensorrt", *ONNX_PROJECTS)
 LINUX = re.compile(r"manylinux.*x86_64|linux_x86_64")
 _CP = re.compile(r"^cp3(\d+)$")
 _CUDA_PIN = re.compile(r"^(cuda-toolkit|nvidia-cuda-runtime(-cu\d+)?)$")
@@ -134,7 +135,8 @@ def floors(table: CompatTable) -> dict[str, str | None]:
     tvs = [v for r in table.torch.values() for v in r.torchvision]
     return {"torch": table.torch_versions()[0],
             "torchvision": min(tvs, key=Version) if tvs else None,
-            "torch-tensorrt": table.trt_versions()[0], "tensorrt": None}
+            "torch-tensorrt": table.trt_versions()[0], "tensorrt": None,
+            **{p: (table.onnx.get(p) or (None,))[0] for p in ONNX_PROJECTS}}
 
 
 def to_read(table: CompatTable, releases: dict[str, list[Release]]) -> list[Release]:

@@ -32,7 +32,7 @@ from repromatrix.config.yamlfile import load_yaml
 from repromatrix.errors import ConfigError, Exit
 
 from . import PYPI_URL
-from .facts import Facts, Requires
+from .facts import ONNX_PROJECTS, Facts, Requires
 
 UNREACHABLE = ("not checked: download.pytorch.org (which CUDA indexes carry each torch and "
                "torch-tensorrt build) and NGC release notes (the ngc section) cannot be reached "
@@ -64,10 +64,11 @@ class Proposal:
     rows: list[Row] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     checked: dict[str, Any] = field(default_factory=dict)
+    onnx: dict[str, list[str]] = field(default_factory=dict)  # releases the `onnx` lists lack
 
     @property
     def behind(self) -> bool:
-        return bool(self.rows)
+        return bool(self.rows or self.onnx)
 
 
 def weakest(*marks: str) -> str:
@@ -180,7 +181,9 @@ def derive_index(table: CompatTable, req: Requires) -> tuple[str, str]:
 
 def propose(table: CompatTable, facts: Facts, today: str) -> Proposal:
     """Rows the table lacks, notes on what could not be decided, and the `checked` record."""
-    out = Proposal(rows=propose_torch(table, facts) + propose_trt(table, facts))
+    out = Proposal(rows=propose_torch(table, facts) + propose_trt(table, facts),
+                   onnx={p: new for p in ONNX_PROJECTS
+                         if (new := [v for v in facts.versions(p) if v not in table.onnx.get(p, ())])})
     newest_torch = table.torch_versions()[-1]
     if not any(r.torch.contains(newest_torch) for r in table.torch_tensorrt.values()):
         out.notes.append(f"torch {newest_torch}: no torch-tensorrt release requires it yet")
@@ -191,7 +194,8 @@ def propose(table: CompatTable, facts: Facts, today: str) -> Proposal:
                          f"{table.torch_tensorrt[table.trt_versions()[-1]].tensorrt}")
     out.notes += _disagreements(table, facts) + facts.unread + [UNREACHABLE]
     out.checked = {"date": today, "newest": {p: r.version for p in ("torch", "torchvision",
-                                                                   "torch-tensorrt", "tensorrt")
+                                                                   "torch-tensorrt", "tensorrt",
+                                                                   *ONNX_PROJECTS)
                                              if (r := facts.newest(p))}}
     return out
 
@@ -246,6 +250,8 @@ def apply(text: str, proposal: Proposal, file: str) -> str:
             fields = {**old, **fields, "src": weakest(str(old.get("src", "M")), row.mark)}
             fields["note"] = "torchvision pairing from Requires-Dist (compat update)"
         lines = _put_row(lines, row.section, row.key, format_row(row.key, fields))
+    for project, new in proposal.onnx.items():
+        lines = _put_list(lines, project, [*raw.get("onnx", {}).get(project, []), *new])
     lines = _put_checked(lines, proposal.checked)
     out = "\n".join(lines) + "\n"
     parse_table(load_yaml(out.encode("utf-8"), file), file)  # never write a table that does not load
@@ -271,6 +277,14 @@ def _put_row(lines: list[str], section: str, key: str, line: str) -> list[str]:
     after = [i for i, k in rows if Version(k) < Version(key)]
     at = (after[-1] + 1) if after else (rows[0][0] if rows else start + 1)
     return [*lines[:at], line, *lines[at:]]
+
+
+def _put_list(lines: list[str], project: str, versions: list[str]) -> list[str]:
+    """The `onnx` section's line of ``project``: its releases in order (added when absent)."""
+    line = f"  {project}: [{', '.join(json.dumps(v) for v in sorted(set(versions), key=Version))}]"
+    start, end = _section_span(lines, "onnx")
+    at = next((i for i in range(start + 1, end) if lines[i].startswith(f"  {project}:")), None)
+    return [*lines[:at], line, *lines[at + 1:]] if at is not None else [*lines[:end], line, *lines[end:]]
 
 
 CHECKED_COMMENT = "# When `repromatrix compat update --write` last compared this table with PyPI, and the\n" \
@@ -393,8 +407,10 @@ def update(*, table: Path | None = None, matrix: Path | None = None, index_url: 
 def _print_proposal(proposal: Proposal, patch: str, stacks: list[str]) -> None:
     from repromatrix.textsafe import printable
 
-    if not proposal.rows:
+    if not proposal.behind:
         print("compat: the table has every release and pairing the index shows")
+    for project, new in proposal.onnx.items():
+        print(printable(f"compat: onnx {project}: new release(s) {', '.join(new)} [V]"))
     for row in proposal.rows:
         print(printable(f"compat: {row.summary()}"))
         for line in row.why:
@@ -403,5 +419,5 @@ def _print_proposal(proposal: Proposal, patch: str, stacks: list[str]) -> None:
         print(printable(f'compat: torch {m} has no stack in the matrix file: - {{kind: pip, torch: "{m}"}}'))
     for note in proposal.notes:
         print(printable(f"note: {note}"))
-    if proposal.rows:
+    if proposal.behind:
         print(printable(patch, newlines=True), end="")

@@ -16,6 +16,7 @@ from repromatrix.rules.verdict import BAD, GOOD
 from repromatrix.rules.versions import LABELS, normalize_version
 
 AXES = ("torch_tensorrt", "torchvision", "torch", "ngc")  # the version axes a page may say
+# (and the bug's own package first: onnxscript's on the stacks that pin it, report.stacks)
 DECISIVE = ("pass", "fail")
 SCOPES = ("published", "bisect", "one-off")
 BISECT_TAG = "bisect"  # bisect.candidates.BISECT_TAG (not imported: bisect pulls in the compat table)

@@ -27,7 +27,9 @@ from .fold import row_fold
 
 VERSION_KEYS = ("torch", "torch_tensorrt", "ngc")
 LABEL_KEYS = (("torch", "torch"), ("torchvision", "tv"), ("torch_tensorrt", "trt"),
-              ("tensorrt", "TensorRT"), ("ngc", "ngc"), ("python", "py"), ("cuda", "cuda"))
+              ("tensorrt", "TensorRT"), ("ngc", "ngc"), ("python", "py"), ("cuda", "cuda"),
+              ("onnxscript", "osc"), ("onnxruntime", "ort"))
+PINNED_ONLY = ("onnxscript", "onnxruntime")  # an axis where the stack pins it (else the newest)
 _CUDA_LOCAL = re.compile(r"\+(cu\d+|cpu|rocm[\d.]+)$")
 
 
@@ -35,6 +37,8 @@ def stack_versions(rec: Result) -> dict[str, str]:
     """Display versions of a record's stack: spec pins, else the probe."""
     out = {}
     for key, _ in LABEL_KEYS:
+        if key in PINNED_ONLY and not probe_version(None, rec.stack, key):
+            continue
         value = probe_version(None, rec.stack, key) or probe_version(rec.env, None, key)
         if value:
             out[key] = value

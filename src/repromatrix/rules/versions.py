@@ -28,11 +28,13 @@ from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 # what a bug can be about, in the order a rule's ``when`` is read for it
-BUG_PACKAGES = ("torch_tensorrt", "torchvision", "torch")
+BUG_PACKAGES = ("onnxscript", "onnxruntime", "torch_tensorrt", "torchvision", "torch")
 LABELS = {"torch": "torch", "torchvision": "torchvision", "torch_tensorrt": "torch-tensorrt",
-          "ngc": "NGC", "python": "Python", "tensorrt": "tensorrt"}
+          "ngc": "NGC", "python": "Python", "tensorrt": "tensorrt", "onnxscript": "onnxscript",
+          "onnxruntime": "onnxruntime"}
 # the versions a record's stack is read by (``record_versions``), and the index keeps per record
-RECORD_PACKAGES = ("torch", "torchvision", "torch_tensorrt", "ngc", "python")
+RECORD_PACKAGES = ("torch", "torchvision", "torch_tensorrt", "ngc", "python", "onnxscript",
+                   "onnxruntime")
 _RELEASE = re.compile(r"^\s*v?(\d+(?:\.\d+)*)")
 _PROBE_SECTIONS = ("packages", "versions")
 _OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
@@ -159,10 +161,11 @@ def when_text(when: Any) -> str:
 
 
 def key_package(rules: Iterable[Mapping[str, Any]]) -> str:
-    """The package a bug is about: the first of torch-tensorrt, torchvision or torch (in that
-    order) that any of its ``expect`` rules turns on (torch when they name none): a
-    torch-tensorrt bug whose first rule is on torch is still about torch-tensorrt. Every
-    answer that names a fix, a boundary or an axis of the bug names this package."""
+    """The package a bug is about: the first of onnxscript, onnxruntime, torch-tensorrt,
+    torchvision or torch (in that order) that any of its ``expect`` rules turns on (torch
+    when they name none): a torch-tensorrt bug whose first rule is on torch is still about
+    torch-tensorrt. Every answer that names a fix, a boundary or an axis of the bug names this
+    package."""
     named = {str(p) for rule in rules if isinstance(rule.get("when"), Mapping)
              for p in rule["when"]}
     return next((p for p in BUG_PACKAGES if p in named), "torch")

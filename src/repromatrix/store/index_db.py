@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 INDEX_NAME = ".index.sqlite"
-FORMAT = "repromatrix-index-17"  # another value in `meta`: the index is rebuilt
+FORMAT = "repromatrix-index-18"  # another value in `meta`: the index is rebuilt
 BUSY_TIMEOUT_S = 60.0
 TABLES = ("meta", "files", "records", "skipped", "cells", "histories",
           "summaries", "pieces", "bodies")  # (the last three: an older format's report cache)
@@ -39,7 +39,8 @@ CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY, file INTEGER NOT NUL
     stack_id TEXT, repro TEXT, status TEXT, cache_key TEXT, started_at TEXT, finished_at TEXT, signature TEXT,
     workaround TEXT, digest TEXT, upgraded INTEGER, evidence TEXT,
     kind TEXT, gpu INTEGER, torch TEXT, torchvision TEXT, torch_tensorrt TEXT, ngc TEXT,
-    python TEXT,  -- the stack's kind, a GPU seen, its versions (rules.versions.record_versions)
+    python TEXT, onnxscript TEXT, onnxruntime TEXT,  -- the stack's kind, a GPU seen, its
+    -- versions (rules.versions.record_versions)
     copy INTEGER DEFAULT 0);  -- copy: its cell's history dropped it as a copy of another
 """ + "".join(f"CREATE INDEX IF NOT EXISTS {name} ON {on};\n"
              for name, on in RECORD_INDEXES.items()) + """

@@ -215,6 +215,8 @@ class ShownKey(NamedTuple):
     torch_tensorrt: str | None
     ngc: str | None
     python: str | None
+    onnxscript: str | None
+    onnxruntime: str | None
 
     @property
     def where(self) -> Where:
@@ -223,7 +225,8 @@ class ShownKey(NamedTuple):
 
 _SHOWN_KEYS = ("SELECT h.cell, r.stack_id, r.repro, r.status, r.evidence, r.workaround, r.run_id, "
                "r.finished_at, f.path, r.file, r.offset, r.length, r.line, r.digest, r.upgraded, "
-               "r.kind, r.gpu, r.torch, r.torchvision, r.torch_tensorrt, r.ngc, r.python "
+               "r.kind, r.gpu, r.torch, r.torchvision, r.torch_tensorrt, r.ngc, r.python, "
+               "r.onnxscript, r.onnxruntime "
                "FROM histories h JOIN records r ON r.id = h.record JOIN files f ON f.id = r.file")
 
 

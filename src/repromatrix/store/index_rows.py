@@ -54,6 +54,8 @@ class RecordRow(NamedTuple):
     torch_tensorrt: str | None
     ngc: str | None
     python: str | None
+    onnxscript: str | None
+    onnxruntime: str | None
     copy: int = 0  # its cell's history dropped it as a copy of another record
 
     @staticmethod

@@ -113,9 +113,9 @@ def stack(session: nox.Session, stack_id: str) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Run the test suite (real docker, real torch, real chromium where present) on every core
-    (`-- -n 0`: one); the docker tests, and the Slurm ones, each keep to one worker
-    (tests/conftest.py)."""
+    """Run the test suite (real docker, torch, chromium where present) on every core."""
+    # `-- -n 0`: one process; the docker tests, and the Slurm ones, each keep to one worker
+    # (tests/conftest.py, SERIAL_GROUPS)
     _install(session, "test")
     session.run("pytest", "-n", "auto", "--dist", "loadgroup", *session.posargs)
 

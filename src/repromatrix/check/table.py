@@ -47,7 +47,8 @@ class Row:
 def rows(result: Mapping[str, Any], packages: Mapping[str, str],
          verdicts: Iterable[str] = (AFFECTED, CANNOT_TELL), short: bool = True) -> list[Row]:
     """The bugs of ``result`` whose verdict is in ``verdicts`` (ignored ones left out),
-    affected first, then the breaking changes that apply (``APPLIES``); ``packages``: each bug's package (``decide.key_package``)."""
+    affected first, then the breaking changes that apply (``APPLIES``); ``packages``: each
+    bug's package (``decide.key_package``)."""
     wanted = [v for v in ORDER if v in set(verdicts)]
     versions = result["environment"]["versions"]
     out = []
@@ -60,7 +61,8 @@ def rows(result: Mapping[str, Any], packages: Mapping[str, str],
         fix = bug["fixed_in"] or ("no fix yet" if bug["verdict"] == AFFECTED and not notice else "-")
         fix = fix.removeprefix(f"{label} ")  # the package's own release: its version alone
         work = _short(bug["workaround"]) if short else bug["workaround"]
-        out.append(Row(APPLIES if notice else bug["verdict"], bug["id"], KINDS.get(bug["kind"], bug["kind"]), label,
+        out.append(Row(APPLIES if notice else bug["verdict"], bug["id"],
+                       KINDS.get(bug["kind"], bug["kind"]), label,
                        str(versions.get(package) or "-"), fix, work or "-",
                        (bug.get("upstream") or ["-"])[0]))
     return [Row(*(printable(str(c)) for c in astuple(r))) for r in out]
@@ -132,8 +134,8 @@ def summary(result: Mapping[str, Any], exit_code: int) -> str:
     ignored = f" ({n['ignored']} ignored)" if n["ignored"] else ""
     listed = "not listed: --verbose lists every bug with its evidence"
     return (f"{n[AFFECTED]} of {len(result['bugs'])} known bug(s) affect this environment"
-            f"{ignored}{notices_words(result)}; {n[CANNOT_TELL]} cannot tell, {n[NOT_AFFECTED]} not affected ({listed}); "
-            f"exit {exit_code}")
+            f"{ignored}{notices_words(result)}; {n[CANNOT_TELL]} cannot tell, "
+            f"{n[NOT_AFFECTED]} not affected ({listed}); exit {exit_code}")
 
 
 def markdown(result: Mapping[str, Any], packages: Mapping[str, str], exit_code: int,

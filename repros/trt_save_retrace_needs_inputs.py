@@ -9,7 +9,11 @@ with ``torch.export.export`` and so needs example inputs: a call without ``input
 ``arg_inputs`` raises ``ValueError: ... retrace is True, however the inputs or arg_inputs
 are empty`` (v2.10.0 ``py/torch_tensorrt/_compile.py:609``, ``:735-737``; from 2.11.0 "...
 without existing shape metadata and retrace is True, however no inputs specs were
-provided"). A changed default, so a breaking change, not a fix to wait for.
+provided"). A changed default, so a breaking change, not a fix to wait for. Before 2.6.0
+``save`` asked for inputs for any ``GraphModule`` (v2.5.0 ``_compile.py:514-517``, "... however
+the inputs are empty"), whatever ``retrace``; PR #3212 (commit bfa4c9a22a, v2.6.0) dropped that
+for ``retrace=False``: 2.6.0 to 2.9.0 save without inputs. A record at 2.5.0 or before meets
+that older check, another message: it cannot tell about this change.
 
 Stages:
 - save_no_inputs_standin (main, CPU, TensorRT stood in: an inert ``tensorrt`` module,
@@ -47,7 +51,11 @@ META = {
         "(:735-737). v2.9.0 _compile.py:610 retrace: bool = False, :709-716 serialized the graph "
         "as it was with torch_tensorrt.dynamo._exporter.export. From v2.11.0 the message reads "
         "'...without existing shape metadata and retrace is True, however no inputs specs were "
-        "provided' (v2.13.0 :1083); a static-shape module still needs inputs. Workaround: pass "
+        "provided' (v2.13.0 :1083; the 2.14.0 wheel's save still defaults to retrace=True, "
+        "_compile.py:699); a static-shape module still needs inputs. Before v2.6.0 save asked for "
+        "inputs for every GraphModule whatever retrace (v2.5.0 _compile.py:514-517); PR #3212 "
+        "(commit bfa4c9a22aad25db475225ccdd25f3af7bc49f47, v2.6.0) dropped that for "
+        "retrace=False, so 2.6.0 to 2.9.0 save without inputs. Workaround: pass "
         "arg_inputs=[...] (or inputs=[...]) to save, or retrace=False for the former behaviour."
     ),
     "requires": ["cuda", "torch_tensorrt"],

@@ -43,6 +43,9 @@ bisects=(
   "export_capture_pre_autograd_graph_removed|regression|${cpu[*]} --base torchvision=none --good 2.6.0 --bad 2.7.0"
   "export_program_call_removed|regression|${cpu[*]} --base torchvision=none --good 2.2.2 --bad 2.3.0"
   "trt_save_torchscript_refused|fix|${lane[*]} --find-fix --bad 2.13.0 --good 2.14.0"
+  "trt_unbacked_output_shape|fix|${lane[*]} --find-fix --bad 2.5.0 --good 2.6.0"
+  "trt_full_like_decomposition|fix|${lane[*]} --find-fix --bad 2.7.0 --good 2.8.0"
+  "trt_save_retrace_needs_inputs|regression|${lane[*]} --good 2.9.0 --bad 2.10.0"
 )
 status=0
 for line in "${bisects[@]}"; do

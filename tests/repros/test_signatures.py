@@ -89,8 +89,8 @@ _VAR_RANGE_327 = ("torch_tensorrt/dynamo/utils.py:327 in extract_var_range_info:
 _FULL_LIKE_DTYPE = ("_stages.CheckFailed: check failed: the decomposed full_like keeps the dtype it was given "
                     "given=torch.int64, found=torch.float32")
 _POST_LOWERING_678 = "torch_tensorrt/dynamo/_compiler.py:678 in compile: gm = post_lowering(gm, settings)"
-# trt_save_retrace_needs_inputs/save_no_inputs_standin: v2.10.0 _compile.py:737 (2.10.0) and the
-# v2.11.0 text (:1014); 2.5.0's older check (:516) recorded with TensorRT stood in
+# recorded with TensorRT stood in: trt_save_retrace_needs_inputs/save_no_inputs_standin (2.10.0, 2.14.0;
+# 2.5.0's older check)
 _RETRACE_EMPTY = ("builtins.ValueError: Provided model is a torch.fx.GraphModule and retrace is True, however "
                   "the inputs or arg_inputs are empty. Please provide valid torch.tensors as inputs or "
                   "arg_inputs to trace and save the model")
@@ -512,11 +512,11 @@ FRAME_CASES = [
      "exported_program.run_decompositions(", None,
      "near miss: compile's run_decompositions call, not its hand-over to post_lowering"),
     ("trt_save_retrace_needs_inputs", ["ValueError"], _RETRACE_EMPTY, "save_no_inputs_standin", "2.10.0",
-     "torch_tensorrt/_compile.py:737 in save: raise ValueError(", "save_retrace_needs_inputs",
-     "v2.10.0 py/torch_tensorrt/_compile.py:735-737 (the text of :737)"),
-    ("trt_save_retrace_needs_inputs", ["ValueError"], _RETRACE_NO_SPECS, "save_no_inputs_standin", "2.11.0",
-     "torch_tensorrt/_compile.py:1014 in save: raise ValueError(", "save_retrace_needs_inputs",
-     "v2.11.0 py/torch_tensorrt/_compile.py:1013-1016 (the text from 2.11.0 on)"),
+     "torch_tensorrt/_compile.py:736 in save: raise ValueError(", "save_retrace_needs_inputs",
+     "recorded, torch-tensorrt 2.10.0 (torch 2.10.0)"),
+    ("trt_save_retrace_needs_inputs", ["ValueError"], _RETRACE_NO_SPECS, "save_no_inputs_standin", "2.14.1",
+     "torch_tensorrt/_compile.py:1290 in save: raise ValueError(", "save_retrace_needs_inputs",
+     "recorded, torch-tensorrt 2.14.0 (torch 2.14.1; the text from 2.11.0 on, v2.11.0 _compile.py:1014)"),
     ("trt_save_retrace_needs_inputs", ["ValueError"], _GM_INPUTS_EMPTY, "save_no_inputs_standin", "2.5.1",
      "torch_tensorrt/_compile.py:515 in save: raise ValueError(", None,
      "near miss, recorded at torch-tensorrt 2.5.0 (torch 2.5.1): before 2.6.0 save asks for inputs "

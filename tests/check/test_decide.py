@@ -43,12 +43,13 @@ def test_the_reported_stack_has_the_deform_bug_on_its_own_record_and_an_upgrade_
     up = result["upgrade"]
     # torch-tensorrt 2.5.0 fixed the deform bug, the three dynamo bugs of 2.4.0 and the root
     # logger set at import, but brings the convert-method inputs bug of that release alone: 2.6.0
+    # (which brings the full_like decomposition bug of 2.6 and 2.7)
     assert up["found"] and up["avoids"] == ["deform_conv2d_device",
                                             "dynamo_global_partitioner_module_children",
                                             "dynamo_require_full_compilation_ignored",
                                             "dynamo_trace_mixed_static_dynamic_inputs",
                                             "trt_import_root_logger"]
-    assert up["versions"]["torch_tensorrt"] == "2.6.0" and up["brings"] == []
+    assert up["versions"]["torch_tensorrt"] == "2.6.0" and up["brings"] == ["trt_full_like_decomposition"]
     assert up["changes"] == ["torch", "torchvision", "torch_tensorrt"]
     assert up["install"] == "pip install torch==2.6.0 torchvision==0.21.0 torch-tensorrt==2.6.0"
     assert set(up["still_affected"]) == {"ts_device_gpu_id", "dynamic_unet_shapes", "torchscript_device_mix",
@@ -68,9 +69,10 @@ def test_a_torchvision_bug_is_judged_by_the_torchvision_release_and_moves_the_up
     assert masks["fixed_in"] == "torchvision 0.26.0"
     up = result["upgrade"]
     assert up["versions"] == {"torch": "2.14.0", "torchvision": "0.29.0", "torch_tensorrt": "2.14.0"}
-    # torch 2.7 removed capture_pre_autograd_graph: a breaking change the upgrade brings
+    # torch 2.7 removed capture_pre_autograd_graph, torch-tensorrt 2.10 made save retrace by
+    # default: breaking changes the upgrade brings
     assert "tv_masks_to_boxes_empty" in up["avoids"]
-    assert up["brings"] == ["export_capture_pre_autograd_graph_removed"]
+    assert up["brings"] == ["export_capture_pre_autograd_graph_removed", "trt_save_retrace_needs_inputs"]
     assert up["may_bring"] == ["pt2e_quant_removed"]
 
 

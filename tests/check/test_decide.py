@@ -44,7 +44,8 @@ def test_the_reported_stack_has_the_deform_bug_on_its_own_record_and_an_upgrade_
     # torch-tensorrt 2.5.0 fixed the deform bug, the three dynamo bugs of 2.4.0 and the root
     # logger set at import, but brings the convert-method inputs bug of that release alone;
     # 2.6.0 to 2.13.0 may bring the var-kwargs export limitation (cannot tell on torch 2.4.1):
-    # 2.14.0 brings no defect, and meets two removals (told, not ranked on)
+    # 2.6.0 and 2.7.0 bring the full_like decomposition bug: 2.14.0 brings no defect, and meets
+    # two removals and save's retrace default (told, not ranked on)
     assert up["found"] and up["avoids"] == ["deform_conv2d_device",
                                             "dynamo_global_partitioner_module_children",
                                             "dynamo_require_full_compilation_ignored",
@@ -52,7 +53,8 @@ def test_the_reported_stack_has_the_deform_bug_on_its_own_record_and_an_upgrade_
                                             "trt_import_root_logger"]
     assert up["versions"]["torch_tensorrt"] == "2.14.0"
     assert up["brings"] == [] and up["may_bring"] == []
-    assert up["meets"] == ["export_capture_pre_autograd_graph_removed", "pt2e_quant_removed"]
+    assert up["meets"] == ["export_capture_pre_autograd_graph_removed", "pt2e_quant_removed",
+                           "trt_save_retrace_needs_inputs"]
     assert up["changes"] == ["torch", "torchvision", "torch_tensorrt"]
     assert up["install"] == "pip install torch==2.14.0 torchvision==0.29.0 torch-tensorrt==2.14.0"
     assert set(up["still_affected"]) == {"ts_device_gpu_id", "dynamic_unet_shapes", "torchscript_device_mix"}
@@ -78,7 +80,8 @@ def test_a_torchvision_bug_is_judged_by_the_torchvision_release_and_moves_the_up
     # not a bug it brings), and one that cannot tell now is not ranked on either
     assert "tv_masks_to_boxes_empty" in up["avoids"]
     assert up["brings"] == [] and up["may_bring"] == []
-    assert up["meets"] == ["export_capture_pre_autograd_graph_removed", "pt2e_quant_removed"]
+    assert up["meets"] == ["export_capture_pre_autograd_graph_removed", "pt2e_quant_removed",
+                           "trt_save_retrace_needs_inputs"]
 
 
 def test_a_release_without_a_record_of_its_own_is_judged_by_its_torch_tensorrt_release():

@@ -81,6 +81,25 @@ _SPEC_270 = ("torch_tensorrt/ts/_compiler.py:270 in convert_method_to_trt_engine
 _TS_FORMAT = ("builtins.ValueError: Provided model is a torch.jit.ScriptModule but the output_format "
               "specified is not torchscript. Other output formats are not supported")
 
+# recorded with TensorRT stood in: trt_unbacked_output_shape/unbacked_output_standin (2.5.0)
+_SYMBOLS_TO_INT = "builtins.TypeError: Cannot convert symbols to int"
+_VAR_RANGE_327 = ("torch_tensorrt/dynamo/utils.py:327 in extract_var_range_info: min_val, max_val, opt_val = "
+                  "int(var_range.lower), int(var_range.upper), int(var_val)")
+# recorded with TensorRT stood in: trt_full_like_decomposition/full_like_standin (2.6.0)
+_FULL_LIKE_DTYPE = ("_stages.CheckFailed: check failed: the decomposed full_like keeps the dtype it was given "
+                    "given=torch.int64, found=torch.float32")
+_POST_LOWERING_678 = "torch_tensorrt/dynamo/_compiler.py:678 in compile: gm = post_lowering(gm, settings)"
+# recorded with TensorRT stood in: trt_save_retrace_needs_inputs/save_no_inputs_standin (2.10.0, 2.14.0;
+# 2.5.0's older check)
+_RETRACE_EMPTY = ("builtins.ValueError: Provided model is a torch.fx.GraphModule and retrace is True, however "
+                  "the inputs or arg_inputs are empty. Please provide valid torch.tensors as inputs or "
+                  "arg_inputs to trace and save the model")
+_RETRACE_NO_SPECS = ("builtins.ValueError: Provided model is a torch.fx.GraphModule without existing shape "
+                     "metadata and retrace is True, however no inputs specs were provided. Please provide "
+                     "valid torch.Tensors or torch_tensorrt.Input objects as inputs to retrace and save the model")
+_GM_INPUTS_EMPTY = ("builtins.ValueError: Provided model is a torch.fx.GraphModule however the inputs are empty. "
+                    "Please provide valid torch.tensors as inputs to trace and save the model")
+
 # (repro, exception types, text, stage, torch version, log, expected signature or None, source)
 CASES = [
     # ---- deform_conv2d_device
@@ -306,6 +325,21 @@ CASES = [
     # ---- trt_save_torchscript_refused: a frame signature (FRAME_CASES); the text alone is refused
     ("trt_save_torchscript_refused", ["ValueError"], _TS_FORMAT, "save_torchscript_standin", "2.8.0", "",
      None, "near miss: no torch-tensorrt frame"),
+    # ---- the stand-in entries of 2026-11-28: frame signatures (FRAME_CASES); the text alone is refused
+    ("trt_unbacked_output_shape", ["TypeError"], _SYMBOLS_TO_INT, "unbacked_output_standin", "2.5.1", "",
+     None, "near miss: no torch-tensorrt frame"),
+    ("trt_full_like_decomposition", ["CheckFailed", "AssertionError"], _FULL_LIKE_DTYPE, "full_like_standin",
+     "2.6.0", "", None, "near miss: no torch-tensorrt frame"),
+    ("trt_full_like_decomposition", ["CheckFailed", "AssertionError"],
+     "_stages.CheckFailed: check failed: the compiled full_like output has the dtype it was given "
+     "given=torch.int64, found=torch.float32", "trt_compile", "2.6.0", "", "full_like_output_dtype",
+     "the GPU stage's own check text (stage_trt_compile), the dtype the decomposition gives at 2.6.0"),
+    ("trt_full_like_decomposition", ["CheckFailed", "AssertionError"],
+     "_stages.CheckFailed: check failed: the compiled full_like output has the dtype it was given "
+     "given=torch.int64, found=torch.float32", "full_like_standin", "2.6.0", "", None,
+     "near miss: the GPU check's text from the stand-in stage"),
+    ("trt_save_retrace_needs_inputs", ["ValueError"], _RETRACE_EMPTY, "save_no_inputs_standin", "2.9.0", "",
+     None, "near miss: no torch-tensorrt frame"),
     # ---- tv_masks_to_boxes_empty
     ("tv_masks_to_boxes_empty", ["RuntimeError"], _MIN_NO_DIM, "masks_to_boxes", "2.9.1", "",
      "empty_mask_min_without_dim", "recorded, torchvision 0.24.1 (0.19.1, 0.20.1 the same; torch's text)"),
@@ -484,6 +518,27 @@ FRAME_CASES = [
     ("trt_save_torchscript_refused", ["ValueError"], _TS_FORMAT, "save_torchscript_standin", "2.8.0",
      "torch_tensorrt/dynamo/_exporter.py:40 in export: raise ValueError(", None,
      "near miss: the text from a frame other than save"),
+    ("trt_unbacked_output_shape", ["TypeError"], _SYMBOLS_TO_INT, "unbacked_output_standin", "2.5.1",
+     _VAR_RANGE_327, "unbacked_symbol_to_int", "recorded, torch-tensorrt 2.5.0 (torch 2.5.1)"),
+    ("trt_unbacked_output_shape", ["TypeError"], _SYMBOLS_TO_INT, "unbacked_output_standin", "2.6.0",
+     "torch_tensorrt/dynamo/utils.py:382 in unwrap_tensor_shape: min_max_opt = extract_var_range_info(tensor)",
+     None, "near miss: the text placed in another torch-tensorrt function (v2.6.0 utils.py:382, the caller)"),
+    ("trt_full_like_decomposition", ["CheckFailed", "AssertionError"], _FULL_LIKE_DTYPE, "full_like_standin",
+     "2.6.0", _POST_LOWERING_678, "full_like_dtype_dropped", "recorded, torch-tensorrt 2.6.0 (torch 2.6.0)"),
+    ("trt_full_like_decomposition", ["CheckFailed", "AssertionError"], _FULL_LIKE_DTYPE, "full_like_standin",
+     "2.6.0", "torch_tensorrt/dynamo/_compiler.py:670 in compile: exported_program = "
+     "exported_program.run_decompositions(", None,
+     "near miss: compile's run_decompositions call, not its hand-over to post_lowering"),
+    ("trt_save_retrace_needs_inputs", ["ValueError"], _RETRACE_EMPTY, "save_no_inputs_standin", "2.10.0",
+     "torch_tensorrt/_compile.py:736 in save: raise ValueError(", "save_retrace_needs_inputs",
+     "recorded, torch-tensorrt 2.10.0 (torch 2.10.0)"),
+    ("trt_save_retrace_needs_inputs", ["ValueError"], _RETRACE_NO_SPECS, "save_no_inputs_standin", "2.14.1",
+     "torch_tensorrt/_compile.py:1290 in save: raise ValueError(", "save_retrace_needs_inputs",
+     "recorded, torch-tensorrt 2.14.0 (torch 2.14.1; the text from 2.11.0 on, v2.11.0 _compile.py:1014)"),
+    ("trt_save_retrace_needs_inputs", ["ValueError"], _GM_INPUTS_EMPTY, "save_no_inputs_standin", "2.5.1",
+     "torch_tensorrt/_compile.py:515 in save: raise ValueError(", None,
+     "near miss, recorded at torch-tensorrt 2.5.0 (torch 2.5.1): before 2.6.0 save asks for inputs "
+     "for any GraphModule, not this change"),
 ]
 
 

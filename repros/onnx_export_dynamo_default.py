@@ -41,7 +41,8 @@ META = {
         "exporter up to 2.8 and the torch.export-based exporter from 2.9: it then needs "
         "onnxscript (No module named 'onnxscript' without it), returns an ONNXProgram instead "
         "of None and writes the weights to a second file, f + '.data' (external_data=True). "
-        "The 2.8.0 wheel declares 'dynamo: bool = False' and the 2.9.1 wheel (git "
+        "The 2.8.0 wheel (git a1cb3cc05d46d198467bebbb6e8fba50a325d4e7) declares 'dynamo: bool "
+        "= False' (torch/onnx/__init__.py:133) and the 2.9.1 wheel (git "
         "5811a8d7da873dd699ff6687092c225caffcf1bb) 'dynamo: bool = True' "
         "(torch/onnx/__init__.py:72, with '.. versionchanged:: 2.9 *dynamo* is now True by "
         "default.' at :278-279; the branch at :281 takes the dynamo path); changed by PR "
@@ -56,8 +57,8 @@ META = {
          "note": "torch/onnx/__init__.py:72 in the 2.9.1 wheel: 'dynamo: bool = True' "
                  "('.. versionchanged:: 2.9' at :278)"},
         {"when": {"torch": ">=2.5,<2.9"}, "status": "pass",
-         "note": "the 2.8.0 wheel's torch/onnx/__init__.py declares 'dynamo: bool = False': a "
-                 "call without it runs the TorchScript exporter"},
+         "note": "the 2.8.0 wheel's torch/onnx/__init__.py:133 declares 'dynamo: bool = False': "
+                 "a call without it runs the TorchScript exporter"},
     ],
 }
 
@@ -72,7 +73,7 @@ SIGNATURES = [
         "default_export_needs_onnxscript", exc="ModuleNotFoundError", stage="default_export",
         when={"torch": ">=2.9"},
         pattern=r"No module named 'onnxscript'",
-        note="the dynamo path imports onnxscript (anomalib #3050; darts PR #2930 names the second .data file too)"),
+        note="the dynamo path imports onnxscript (anomalib #3050; darts PR #2930: the .data file too)"),
 ]
 
 

@@ -43,6 +43,8 @@ bisects=(
   "export_capture_pre_autograd_graph_removed|regression|${cpu[*]} --base torchvision=none --good 2.6.0 --bad 2.7.0"
   "export_program_call_removed|regression|${cpu[*]} --base torchvision=none --good 2.2.2 --bad 2.3.0"
   "trt_save_torchscript_refused|fix|${lane[*]} --find-fix --bad 2.13.0 --good 2.14.0"
+  "onnx_export_dynamo_default|regression|${cpu[*]} --base torchvision=none --good 2.8.0 --bad 2.9.0"
+  "export_strict_default_changed|regression|${cpu[*]} --base torchvision=none --good 2.7.1 --bad 2.8.0"
 )
 status=0
 for line in "${bisects[@]}"; do

@@ -44,6 +44,8 @@ def test_the_known_bugs_are_in_the_catalog():
         "trt_convert_method_inputs_dropped",
         "trt_import_root_logger",
         "trt_save_torchscript_refused",
+        "onnx_export_dynamo_default",
+        "export_strict_default_changed",
     }
 
 

@@ -45,6 +45,7 @@ bisects=(
   "trt_save_torchscript_refused|fix|${lane[*]} --find-fix --bad 2.13.0 --good 2.14.0"
   "onnx_export_dynamo_default|regression|${cpu[*]} --base torchvision=none --good 2.8.0 --bad 2.9.0"
   "export_strict_default_changed|regression|${cpu[*]} --base torchvision=none --good 2.7.1 --bad 2.8.0"
+  "onnx_export_unknown_kwargs_refused|regression|${cpu[*]} --base torchvision=none --good 2.6.0 --bad 2.7.0"
 )
 status=0
 for line in "${bisects[@]}"; do

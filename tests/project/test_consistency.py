@@ -46,6 +46,7 @@ def test_the_known_bugs_are_in_the_catalog():
         "trt_save_torchscript_refused",
         "onnx_export_dynamo_default",
         "export_strict_default_changed",
+        "onnx_export_unknown_kwargs_refused",
     }
 
 

@@ -32,6 +32,7 @@ BUILT_IN = (
     "onnx_export_device",
     "onnx_export_dynamo_default",
     "onnx_export_fallback_removed",
+    "onnx_export_unknown_kwargs_refused",
     "onnx_ts_rshift_signed",
     "pt2e_quant_removed",
     "torchscript_device_mix",

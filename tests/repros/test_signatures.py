@@ -74,6 +74,8 @@ _DYNAMO_DEFAULT = ("_stages.CheckFailed: check failed: a plain torch.onnx.export
                    "TorchScript exporter (returned None, wrote only f) returned=ONNXProgram, "
                    "files=['model.onnx', 'model.onnx.data']")
 _NON_STRICT_NUMPY = "builtins.RuntimeError: .numpy() is not supported for tensor subclasses."
+# recorded on a CPU host (torch 2.9.1; 2.14.1 the same): onnx_export_unknown_kwargs_refused
+_STALE_KEYWORD = "builtins.TypeError: export() got an unexpected keyword argument 'example_outputs'"
 # recorded with TensorRT stood in: trt_save_torchscript_refused/save_torchscript_standin (2.8.0)
 # recorded with TensorRT stood in: trt_import_root_logger/import_root_logger_standin (2.2.0)
 _ROOT_INFO = ("_stages.CheckFailed: check failed: the root logger keeps the application's level before="
@@ -310,6 +312,14 @@ CASES = [
     ("export_strict_default_changed", ["RuntimeError"], "builtins.RuntimeError: Numpy is not available",
      "default_export", "2.9.1", "", None,
      "near miss, recorded on torch 2.2.2: its NumPy bridge refuses NumPy 2.x (not the default)"),
+    # ---- onnx_export_unknown_kwargs_refused
+    ("onnx_export_unknown_kwargs_refused", ["TypeError"], _STALE_KEYWORD, "export_stale_keyword", "2.9.1", "",
+     "stale_keyword_refused", "recorded, torch 2.9.1 (2.14.1 the same)"),
+    ("onnx_export_unknown_kwargs_refused", ["TypeError"], _STALE_KEYWORD, "export_stale_keyword", "2.6.0", "",
+     None, "near miss: 2.6's export drops unknown keywords (**_), so the text is not the change there"),
+    ("onnx_export_unknown_kwargs_refused", ["TypeError"],
+     "builtins.TypeError: export() got an unexpected keyword argument 'fallback'", "export_stale_keyword",
+     "2.12.1", "", None, "near miss: another keyword's refusal (fallback, removed in 2.11) is not this change"),
     # ---- trt_import_root_logger: a frame signature (FRAME_CASES); the text alone is refused
     ("trt_import_root_logger", ["CheckFailed", "AssertionError"], _ROOT_INFO, "import_root_logger_standin",
      "2.2.2", "", None, "near miss: no torch-tensorrt frame"),

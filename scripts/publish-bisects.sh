@@ -52,6 +52,9 @@ bisects=(
   "trt_unbacked_output_shape|fix|${lane[*]} --find-fix --bad 2.5.0 --good 2.6.0"
   "trt_full_like_decomposition|fix|${lane[*]} --find-fix --bad 2.7.0 --good 2.8.0"
   "trt_save_retrace_needs_inputs|regression|${lane[*]} --good 2.9.0 --bad 2.10.0"
+  "onnx_export_dynamo_default|regression|${cpu[*]} --base torchvision=none --good 2.8.0 --bad 2.9.0"
+  "export_strict_default_changed|regression|${cpu[*]} --base torchvision=none --good 2.7.1 --bad 2.8.0"
+  "onnx_export_unknown_kwargs_refused|regression|${cpu[*]} --base torchvision=none --good 2.6.0 --bad 2.7.0"
 )
 status=0
 for line in "${bisects[@]}"; do

@@ -50,6 +50,9 @@ def test_the_known_bugs_are_in_the_catalog():
         "trt_full_like_decomposition",
         "trt_save_retrace_needs_inputs",
         "trt_unbacked_output_shape",
+        "onnx_export_dynamo_default",
+        "export_strict_default_changed",
+        "onnx_export_unknown_kwargs_refused",
     }
 
 

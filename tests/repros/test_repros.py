@@ -462,6 +462,32 @@ def test_export_removals_fail_on_29_and_214(t29, t214):
 
 @pytest.mark.torch
 @pytest.mark.slow
+def test_changed_defaults_fail_on_29_and_214(t29, t214):
+    """torch.onnx.export's dynamo default (True from 2.9), torch.export's strict default
+    (False from 2.8) and torch.onnx.export's unknown keywords (refused from 2.7): the default
+    call fails its check or raises; the old default passed explicitly, or the call without the
+    stale keyword, is checked against eager."""
+    for res in (t29, t214):
+        rid = "onnx_export_dynamo_default"
+        bad = assert_fails_with(res[rid], "default_export", "default_export_took_dynamo")
+        assert bad["evidence"]["dynamo_default"] == "True"
+        assert bad["evidence"]["files_written"] == ["model.onnx", "model.onnx.data"]
+        assert bad["evidence"]["returned"] == "ONNXProgram"
+        fix = stages(res[rid])["workaround_dynamo_false"]
+        assert fix["status"] == "pass" and fix["evidence"]["files_written"] == ["model.onnx"]
+        rid = "export_strict_default_changed"
+        bad = assert_fails_with(res[rid], "default_export", "non_strict_default_numpy")
+        assert bad["evidence"]["strict_default"] == "False"
+        assert stages(res[rid])["workaround_strict_true"]["status"] == "pass"
+        assert res[rid]["workaround"] == "pass"
+        rid = "onnx_export_unknown_kwargs_refused"
+        bad = assert_fails_with(res[rid], "export_stale_keyword", "stale_keyword_refused")
+        assert bad["evidence"]["catch_all"] == []
+        assert res[rid]["workaround"] == "pass"
+
+
+@pytest.mark.torch
+@pytest.mark.slow
 def test_trt_save_workaround_passes_without_torch_tensorrt_on_29(t29):
     """No torch-tensorrt here: the stand-in and GPU stages skip with their reasons (never a
     verdict), and the workaround (torch.jit.save of the ScriptModule) is checked."""

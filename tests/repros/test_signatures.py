@@ -68,6 +68,14 @@ _NO_CAPTURE = ("builtins.ImportError: cannot import name 'capture_pre_autograd_g
                "(/venv/lib/python3.11/site-packages/torch/_export/__init__.py)")
 _EP_CALL = ("builtins.RuntimeError: Unable to call ExportedProgram directly. You should use "
             "`exported_program.module()` instead.")
+# recorded on a CPU host (torch 2.9.1; 2.9.0 and 2.14.1 the same): onnx_export_dynamo_default's
+# default_export and export_strict_default_changed's default_export
+_DYNAMO_DEFAULT = ("_stages.CheckFailed: check failed: a plain torch.onnx.export(model, args, f) ran the "
+                   "TorchScript exporter (returned None, wrote only f) returned=ONNXProgram, "
+                   "files=['model.onnx', 'model.onnx.data']")
+_NON_STRICT_NUMPY = "builtins.RuntimeError: .numpy() is not supported for tensor subclasses."
+# recorded on a CPU host (torch 2.9.1; 2.14.1 the same): onnx_export_unknown_kwargs_refused
+_STALE_KEYWORD = "builtins.TypeError: export() got an unexpected keyword argument 'example_outputs'"
 # recorded with TensorRT stood in: trt_save_torchscript_refused/save_torchscript_standin (2.8.0)
 # recorded with TensorRT stood in: trt_import_root_logger/import_root_logger_standin (2.2.0)
 _ROOT_INFO = ("_stages.CheckFailed: check failed: the root logger keeps the application's level before="
@@ -316,6 +324,39 @@ CASES = [
      None, "near miss: torch 2.2 calls the program, so the text is not the change there"),
     ("export_program_call_removed", ["RuntimeError"], _EP_CALL, "workaround_module", "2.9.1", "",
      None, "near miss: the text from another stage (ep.module() never raises it)"),
+    # ---- onnx_export_dynamo_default
+    ("onnx_export_dynamo_default", ["CheckFailed", "AssertionError"], _DYNAMO_DEFAULT, "default_export",
+     "2.9.1", "", "default_export_took_dynamo", "recorded, torch 2.9.1 (2.9.0, 2.14.1 the same)"),
+    ("onnx_export_dynamo_default", ["CheckFailed", "AssertionError"], _DYNAMO_DEFAULT, "default_export",
+     "2.8.0", "", None, "near miss: dynamo defaults to False on 2.8, so the text is not the change there"),
+    ("onnx_export_dynamo_default", ["CheckFailed", "AssertionError"],
+     "_stages.CheckFailed: check failed: a plain torch.onnx.export(model, args, f) ran the TorchScript "
+     "exporter (returned None, wrote only f) returned=NoneType, files=['model.onnx', 'extra.bin']",
+     "default_export", "2.9.1", "", None, "near miss: the legacy exporter's return with another file"),
+    ("onnx_export_dynamo_default", ["ModuleNotFoundError", "ImportError"],
+     "builtins.ModuleNotFoundError: No module named 'onnxscript'", "default_export", "2.9.0", "",
+     "default_export_needs_onnxscript", "anomalib #3050 (torch 2.9.0, the same text)"),
+    ("onnx_export_dynamo_default", ["ModuleNotFoundError", "ImportError"],
+     "builtins.ModuleNotFoundError: No module named 'onnx'", "default_export", "2.9.0", "",
+     None, "near miss: onnx itself absent is the stack's, not the default's"),
+    # ---- export_strict_default_changed
+    ("export_strict_default_changed", ["RuntimeError"], _NON_STRICT_NUMPY, "default_export", "2.9.1", "",
+     "non_strict_default_numpy", "recorded, torch 2.9.1 (2.14.1 the same)"),
+    ("export_strict_default_changed", ["RuntimeError"], _NON_STRICT_NUMPY, "default_export", "2.7.1", "",
+     None, "near miss: the default is strict=True on 2.7, so the text is not the change there"),
+    ("export_strict_default_changed", ["RuntimeError"], _NON_STRICT_NUMPY, "workaround_strict_true",
+     "2.9.1", "", None, "near miss: the text from the strict=True stage is another problem"),
+    ("export_strict_default_changed", ["RuntimeError"], "builtins.RuntimeError: Numpy is not available",
+     "default_export", "2.9.1", "", None,
+     "near miss, recorded on torch 2.2.2: its NumPy bridge refuses NumPy 2.x (not the default)"),
+    # ---- onnx_export_unknown_kwargs_refused
+    ("onnx_export_unknown_kwargs_refused", ["TypeError"], _STALE_KEYWORD, "export_stale_keyword", "2.9.1", "",
+     "stale_keyword_refused", "recorded, torch 2.9.1 (2.14.1 the same)"),
+    ("onnx_export_unknown_kwargs_refused", ["TypeError"], _STALE_KEYWORD, "export_stale_keyword", "2.6.0", "",
+     None, "near miss: 2.6's export drops unknown keywords (**_), so the text is not the change there"),
+    ("onnx_export_unknown_kwargs_refused", ["TypeError"],
+     "builtins.TypeError: export() got an unexpected keyword argument 'fallback'", "export_stale_keyword",
+     "2.12.1", "", None, "near miss: another keyword's refusal (fallback, removed in 2.11) is not this change"),
     # ---- trt_import_root_logger: a frame signature (FRAME_CASES); the text alone is refused
     ("trt_import_root_logger", ["CheckFailed", "AssertionError"], _ROOT_INFO, "import_root_logger_standin",
      "2.2.2", "", None, "near miss: no torch-tensorrt frame"),

@@ -1,4 +1,4 @@
-"""pytorch/TensorRT #3535/#3538: torch-tensorrt's ``full_like`` decomposition drops ``dtype`` and ``device`` (2.6-2.7).
+"""pytorch/TensorRT #3535/#3538: the ``full_like`` decomposition drops ``dtype`` and ``device`` (2.6-2.7).
 
 torch-tensorrt registers its own decomposition of ``aten.full_like`` (PR #3289, commit
 a47e590a64, v2.6.0): ``kwargs["dtype"] = input.dtype`` and ``kwargs["device"] =

@@ -21,8 +21,9 @@ Stages:
   ``GraphModule`` (``torch.export.export(model).module()`` on the CPU, from torch 2.9 with
   ``check_guards=False``: torch-tensorrt's own exporter refuses the ``_guards_fn`` call torch
   2.9 adds; ``save``'s choice of path reads the module's type and the arguments only, not
-  whether it holds engines) with no inputs. Either ``save`` raises the ValueError, or its ``torch.export.save`` call runs and is
-  the tripwire (the file is loaded back and checked against the model); then ``skip``.
+  whether it holds engines) with no inputs. Either ``save`` raises the ValueError, or its
+  ``torch.export.save`` call runs and is the tripwire (the file is loaded back and checked
+  against the model); then ``skip``.
 - trt_save (main, GPU + TensorRT): ``dynamo.compile`` then ``save`` without inputs, loaded back
   and checked against eager.
 - workaround_inputs_standin (workaround, TensorRT stood in): the same call with

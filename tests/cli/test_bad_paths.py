@@ -144,7 +144,7 @@ def test_the_published_matrix_environments_are_unchanged_by_repro_needs():
     loaded = load_matrix(None)
     for stack in loaded.stacks:
         if stack.kind == "pip":
-            assert requirements(stack, loaded.settings)[-2:] == ["onnx", "onnxscript"]
+            assert requirements(stack, loaded.settings)[-3:] == ["onnx", "onnxscript", "numpy"]
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])

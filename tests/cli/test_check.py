@@ -49,7 +49,8 @@ def test_a_stack_with_a_known_bug_exits_1_and_says_the_upgrade():
     assert "AFFECTED  deform_conv2d_device" in out and "fixed in: torch-tensorrt 2.5.0" in out
     assert "TensorRT stood in" in " ".join(proc.stdout.split())
     # 2.5.0 brings trt_convert_method_inputs_dropped, 2.6.0 to 2.13.0 may bring the var-kwargs
-    # limitation: the smallest upgrade that brings no defect is 2.14.0, which meets two removals and save's retrace default
+    # limitation: the smallest upgrade that brings no defect is 2.14.0, which meets two removals
+    # and save's retrace default
     assert "pip install torch==2.14.0 torchvision==0.29.0 torch-tensorrt==2.14.0" in out
     assert ("meets: export_capture_pre_autograd_graph_removed, pt2e_quant_removed, "
             "trt_save_retrace_needs_inputs (breaking "

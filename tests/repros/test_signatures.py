@@ -94,19 +94,22 @@ _SYMBOLS_TO_INT = "builtins.TypeError: Cannot convert symbols to int"
 _VAR_RANGE_327 = ("torch_tensorrt/dynamo/utils.py:327 in extract_var_range_info: min_val, max_val, opt_val = "
                   "int(var_range.lower), int(var_range.upper), int(var_val)")
 # recorded with TensorRT stood in: trt_full_like_decomposition/full_like_standin (2.6.0)
-_FULL_LIKE_DTYPE = ("_stages.CheckFailed: check failed: the decomposed full_like keeps the dtype it was given "
-                    "given=torch.int64, found=torch.float32")
+_FULL_LIKE_DTYPE = ("_stages.CheckFailed: check failed: the decomposed full_like keeps the dtype it "
+                    "was given given=torch.int64, found=torch.float32")
 _POST_LOWERING_678 = "torch_tensorrt/dynamo/_compiler.py:678 in compile: gm = post_lowering(gm, settings)"
 # recorded with TensorRT stood in: trt_save_retrace_needs_inputs/save_no_inputs_standin (2.10.0, 2.14.0;
 # 2.5.0's older check)
-_RETRACE_EMPTY = ("builtins.ValueError: Provided model is a torch.fx.GraphModule and retrace is True, however "
-                  "the inputs or arg_inputs are empty. Please provide valid torch.tensors as inputs or "
+_RETRACE_EMPTY = ("builtins.ValueError: Provided model is a torch.fx.GraphModule and retrace is "
+                  "True, however the inputs or arg_inputs are empty. Please provide valid "
+                  "torch.tensors as inputs or "
                   "arg_inputs to trace and save the model")
-_RETRACE_NO_SPECS = ("builtins.ValueError: Provided model is a torch.fx.GraphModule without existing shape "
-                     "metadata and retrace is True, however no inputs specs were provided. Please provide "
-                     "valid torch.Tensors or torch_tensorrt.Input objects as inputs to retrace and save the model")
-_GM_INPUTS_EMPTY = ("builtins.ValueError: Provided model is a torch.fx.GraphModule however the inputs are empty. "
-                    "Please provide valid torch.tensors as inputs to trace and save the model")
+_RETRACE_NO_SPECS = ("builtins.ValueError: Provided model is a torch.fx.GraphModule without existing "
+                     "shape metadata and retrace is True, however no inputs specs were provided. Please "
+                     "provide valid torch.Tensors or torch_tensorrt.Input objects as inputs to retrace "
+                     "and save the model")
+_GM_INPUTS_EMPTY = ("builtins.ValueError: Provided model is a torch.fx.GraphModule however the "
+                    "inputs are empty. Please provide valid torch.tensors as inputs to trace and "
+                    "save the model")
 
 # (repro, exception types, text, stage, torch version, log, expected signature or None, source)
 CASES = [
@@ -356,7 +359,8 @@ CASES = [
      None, "near miss: 2.6's export drops unknown keywords (**_), so the text is not the change there"),
     ("onnx_export_unknown_kwargs_refused", ["TypeError"],
      "builtins.TypeError: export() got an unexpected keyword argument 'fallback'", "export_stale_keyword",
-     "2.12.1", "", None, "near miss: another keyword's refusal (fallback, removed in 2.11) is not this change"),
+     "2.12.1", "", None,
+     "near miss: another keyword's refusal (fallback, removed in 2.11) is not this change"),
     # ---- trt_import_root_logger: a frame signature (FRAME_CASES); the text alone is refused
     ("trt_import_root_logger", ["CheckFailed", "AssertionError"], _ROOT_INFO, "import_root_logger_standin",
      "2.2.2", "", None, "near miss: no torch-tensorrt frame"),
@@ -562,7 +566,8 @@ FRAME_CASES = [
     ("trt_unbacked_output_shape", ["TypeError"], _SYMBOLS_TO_INT, "unbacked_output_standin", "2.5.1",
      _VAR_RANGE_327, "unbacked_symbol_to_int", "recorded, torch-tensorrt 2.5.0 (torch 2.5.1)"),
     ("trt_unbacked_output_shape", ["TypeError"], _SYMBOLS_TO_INT, "unbacked_output_standin", "2.6.0",
-     "torch_tensorrt/dynamo/utils.py:382 in unwrap_tensor_shape: min_max_opt = extract_var_range_info(tensor)",
+     "torch_tensorrt/dynamo/utils.py:382 in unwrap_tensor_shape: "
+     "min_max_opt = extract_var_range_info(tensor)",
      None, "near miss: the text placed in another torch-tensorrt function (v2.6.0 utils.py:382, the caller)"),
     ("trt_full_like_decomposition", ["CheckFailed", "AssertionError"], _FULL_LIKE_DTYPE, "full_like_standin",
      "2.6.0", _POST_LOWERING_678, "full_like_dtype_dropped", "recorded, torch-tensorrt 2.6.0 (torch 2.6.0)"),

@@ -48,23 +48,23 @@ REQUIRED = {
 }
 
 
-# Under pytest-xdist (`nox -s tests` runs on every core, `--dist loadgroup`) the tests that share
-# one machine-wide thing run on one worker, one after another: docker's (one daemon, its image
-# budget, the registry's port, the base image) and Slurm's (one cluster). They are put first so
-# that the longest chain starts at once while the other workers take the rest.
+# Under pytest-xdist (`nox -s tests` runs on every core, `--dist loadgroup`) each test module
+# runs on one worker, so that its module- and session-scoped fixtures (a catalog run on a torch
+# interpreter, a wheel, a rendered site) are made once, not once per worker; the tests that
+# share one machine-wide thing run on one worker, one after another, whatever their module:
+# docker's (one daemon, its image budget, the registry's port, the base image) and Slurm's
+# (one cluster). Those two are put first so that the longest chain starts at once.
 SERIAL_GROUPS = ("docker", "slurm")
 
 
 def pytest_collection_modifyitems(config, items):  # noqa: D103
-    def group(item) -> str | None:
+    def serial(item) -> str | None:
         return next((m for m in SERIAL_GROUPS if item.get_closest_marker(m)), None)
 
     for item in items:
-        name = group(item)
-        if name is not None:
-            item.add_marker(pytest.mark.xdist_group(name))
+        item.add_marker(pytest.mark.xdist_group(serial(item) or item.nodeid.split("::", 1)[0]))
     order = {name: n for n, name in enumerate(SERIAL_GROUPS)}
-    items.sort(key=lambda item: order.get(group(item) or "", len(order)))  # stable otherwise
+    items.sort(key=lambda item: order.get(serial(item) or "", len(order)))  # stable otherwise
 
 
 @pytest.hookimpl(hookwrapper=True)

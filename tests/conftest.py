@@ -51,18 +51,29 @@ REQUIRED = {
 # Under pytest-xdist (`nox -s tests` runs on every core, `--dist loadgroup`) each test module
 # runs on one worker, so that its module- and session-scoped fixtures (a catalog run on a torch
 # interpreter, a wheel, a rendered site) are made once, not once per worker; the tests that
-# share one machine-wide thing run on one worker, one after another, whatever their module:
-# docker's (one daemon, its image budget, the registry's port, the base image) and Slurm's
-# (one cluster). Those two are put first so that the longest chain starts at once.
+# share one machine-wide thing run on one worker, one after another, with every test of their
+# modules: docker's (one daemon, its image budget, the registry's port, the base image) and
+# Slurm's (one cluster). Those two are put first so that the longest chain starts at once.
 SERIAL_GROUPS = ("docker", "slurm")
 
 
 def pytest_collection_modifyitems(config, items):  # noqa: D103
+    def module(item) -> str:
+        return item.nodeid.split("::", 1)[0]
+
+    # a module with one docker (or Slurm) test joins that chain whole: its other tests share
+    # its fixtures (the first run's images and logs)
+    chains: dict[str, str] = {}
+    for item in items:
+        marked = next((m for m in SERIAL_GROUPS if item.get_closest_marker(m)), None)
+        if marked is not None:
+            chains.setdefault(module(item), marked)
+
     def serial(item) -> str | None:
-        return next((m for m in SERIAL_GROUPS if item.get_closest_marker(m)), None)
+        return chains.get(module(item))
 
     for item in items:
-        item.add_marker(pytest.mark.xdist_group(serial(item) or item.nodeid.split("::", 1)[0]))
+        item.add_marker(pytest.mark.xdist_group(serial(item) or module(item)))
     order = {name: n for n, name in enumerate(SERIAL_GROUPS)}
     items.sort(key=lambda item: order.get(serial(item) or "", len(order)))  # stable otherwise
 

@@ -129,9 +129,10 @@ def needs_gpu(rid: str) -> bool:
 
 
 def expected_status(rid: str, env: dict) -> str | None:
-    """The status of META's first ``expect`` rule that holds for the run's probed torch and
-    torchvision (None where the stack has no torchvision)."""
-    probed = {"torch": env["torch"], "torchvision": env.get("torchvision")}
+    """The status of META's first ``expect`` rule that holds for the run's probed torch,
+    torchvision, onnxscript and onnxruntime (None where the stack has none of a rule's)."""
+    probed = {key: env.get(key) for key in ("torch", "torchvision", "onnx", "onnxscript",
+                                            "onnxruntime")}
     for rule in meta(rid)["expect"]:
         if protocol.when_matches(rule["when"], probed):
             return rule["status"]

@@ -36,6 +36,9 @@ class Status(str, enum.Enum):
 
 
 STACK_KINDS = ("pip", "ngc", "local")
+# The ONNX path's packages a pip stack may pin, whose releases a bug can be about (each a
+# stack field, a record version, a bisect axis; the compatibility table's `onnx` section)
+ONNX_PACKAGES = ("onnxscript", "onnxruntime")
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,7 @@ class Stack:
         keys = ("id", "kind", "python", "torch", "torchvision", "torch_tensorrt",
                 "tensorrt", "cuda", "index", "ngc", "interpreter")
         out: dict[str, Any] = {k: getattr(self, k) for k in keys}
-        for key in ("onnxscript", "onnxruntime"):  # only when pinned: older specs stay the same
+        for key in ONNX_PACKAGES:  # only when pinned: older specs stay the same
             if getattr(self, key):
                 out[key] = getattr(self, key)
         out["packages"] = list(self.packages)

@@ -20,10 +20,10 @@ from repromatrix.config import compat
 from repromatrix.config.catalog import NOT_PACKAGES, STACK_PINS
 from repromatrix.config.matrix import parse_stack
 from repromatrix.errors import ConfigError, UsageError, did_you_mean
-from repromatrix.model import Repro, Settings, Stack
+from repromatrix.model import ONNX_PACKAGES, Repro, Settings, Stack
 
-AXES = ("torch", "torch_tensorrt", "ngc", *compat.ONNX_PACKAGES)
-PIP_BASE_KEYS = ("torch", "torchvision", "torch_tensorrt", *compat.ONNX_PACKAGES, "index", "python",
+AXES = ("torch", "torch_tensorrt", "ngc", *ONNX_PACKAGES)
+PIP_BASE_KEYS = ("torch", "torchvision", "torch_tensorrt", *ONNX_PACKAGES, "index", "python",
                  "packages")
 BISECT_TAG = "bisect"
 WHERE = "bisect"
@@ -41,7 +41,7 @@ class Candidate:
 def axis_versions(axis: str) -> list[str]:
     """Every known release on ``axis``, oldest first."""
     table = compat.load_table()
-    if axis in compat.ONNX_PACKAGES:  # the ONNX path's own releases, the rest of the stack fixed
+    if axis in ONNX_PACKAGES:  # the ONNX path's own releases, the rest of the stack fixed
         return list(table.onnx.get(axis, ()))
     return {"torch": table.torch_versions, "torch_tensorrt": table.trt_versions,
             "ngc": table.ngc_tags}[axis]()
@@ -121,7 +121,7 @@ def bug_base(axis: str, requires: Sequence[str], with_: Sequence[str],
     if packages or base.get("packages"):
         out["packages"] = list(dict.fromkeys([*packages, *base.get("packages", [])]))
     out.update({k: v for k, v in base.items() if k != "packages"})
-    if axis in compat.ONNX_PACKAGES and "torch" not in out:
+    if axis in ONNX_PACKAGES and "torch" not in out:
         raise UsageError(f"--axis {axis} walks {axis} releases with the rest of the stack fixed: "
                          f"give its torch, e.g. --base torch=2.9.1")
     return out

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
+from repromatrix.model import ONNX_PACKAGES
 from repromatrix.rules.versions import boundary_version, plain
 
 from .decide import AXES
-from .decide import OWN_AXES as ONNX_PACKAGES
 
 if TYPE_CHECKING:
     from repromatrix.config.compat import CompatTable

@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from repromatrix.model import DEFECTS
+from repromatrix.model import DEFECTS, ONNX_PACKAGES
 from repromatrix.rules.verdict import (
     BAD,
     EXPECTED,
@@ -50,7 +50,7 @@ from repromatrix.rules.versions import key_package as rules_package
 
 FORMAT = 1  # of the JSON answer (data/check.schema.json)
 AXES = ("torch", "torchvision", "torch_tensorrt", "ngc")  # what "the same versions" means
-OWN_AXES = ("onnxscript", "onnxruntime")  # and, for a bug about one of these, its release too
+OWN_AXES = ONNX_PACKAGES  # and, for a bug about one of these, its release too
 IMPLIED = {"onnxscript": ("onnx",)}  # given, it brings these (onnxscript's Requires-Dist: onnx)
 AFFECTED, NOT_AFFECTED, CANNOT_TELL = "affected", "not affected", "cannot tell"
 SAME, RELEASE, RULES, REQUIRES, NOTHING = "same versions", "same release", "expect rules", \

@@ -18,6 +18,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from repromatrix.errors import ConfigError, did_you_mean
+from repromatrix.model import ONNX_PACKAGES
 from repromatrix.textsafe import brief
 
 from .yamlfile import load_yaml
@@ -25,8 +26,6 @@ from .yamlfile import load_yaml
 PYPI_INDEX = "pypi"
 TABLE_FILE = "data/compat.yaml"
 SECTIONS = ("torch", "indexes", "torch_tensorrt", "ngc")
-# the ONNX path's packages a stack may pin, each with its known final releases (section ``onnx``)
-ONNX_PACKAGES = ("onnxscript", "onnxruntime")
 
 
 class CompatError(ValueError):

@@ -20,10 +20,11 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from repromatrix.config.compat import CompatTable
+from repromatrix.model import ONNX_PACKAGES
 
 from .pypi import File, Index, parse_metadata
 
-ONNX_PROJECTS = ("onnxscript", "onnxruntime")  # release lists only (the table's `onnx` section)
+ONNX_PROJECTS = ONNX_PACKAGES  # release lists only (the table's `onnx` section)
 PROJECTS = ("torch", "torchvision", "torch-tensorrt", "tensorrt", *ONNX_PROJECTS)
 LINUX = re.compile(r"manylinux.*x86_64|linux_x86_64")
 _CP = re.compile(r"^cp3(\d+)$")

@@ -17,7 +17,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from repromatrix.model import Repro
+from repromatrix.model import ONNX_PACKAGES, Repro
 from repromatrix.rules.versions import normalize_version, probe_version
 from repromatrix.store.lines import dumps
 from repromatrix.store.record import Result
@@ -29,7 +29,6 @@ VERSION_KEYS = ("torch", "torch_tensorrt", "ngc")
 LABEL_KEYS = (("torch", "torch"), ("torchvision", "tv"), ("torch_tensorrt", "trt"),
               ("tensorrt", "TensorRT"), ("ngc", "ngc"), ("python", "py"), ("cuda", "cuda"),
               ("onnxscript", "osc"), ("onnxruntime", "ort"))
-PINNED_ONLY = ("onnxscript", "onnxruntime")  # an axis where the stack pins it (else the newest)
 _CUDA_LOCAL = re.compile(r"\+(cu\d+|cpu|rocm[\d.]+)$")
 
 
@@ -37,7 +36,7 @@ def stack_versions(rec: Result) -> dict[str, str]:
     """Display versions of a record's stack: spec pins, else the probe."""
     out = {}
     for key, _ in LABEL_KEYS:
-        if key in PINNED_ONLY and not probe_version(None, rec.stack, key):
+        if key in ONNX_PACKAGES and not probe_version(None, rec.stack, key):  # shown where pinned
             continue
         value = probe_version(None, rec.stack, key) or probe_version(rec.env, None, key)
         if value:

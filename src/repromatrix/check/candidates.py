@@ -15,6 +15,7 @@ the target torch was never published for it, says so in a shell comment.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -132,6 +133,11 @@ def install(table: CompatTable, new: Mapping[str, Any], index: str | None) -> st
 
 def _steps(known: list[str], old: Any, new: str) -> int:
     """How many releases of ``known`` lie after ``old`` up to ``new``."""
+    return _steps_between(tuple(known), None if old is None else str(old), new)
+
+
+@functools.lru_cache(maxsize=4096)
+def _steps_between(known: tuple[str, ...], old: str | None, new: str) -> int:
     start = boundary_version(old)
     end = _v(new)
     return max(1, sum(1 for v in known if (start is None or _v(v) > start) and _v(v) <= end))

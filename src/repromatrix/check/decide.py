@@ -18,6 +18,7 @@ cannot tell, and on what evidence), the package a bug is about ``rules.versions.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -103,6 +104,9 @@ class RowTable:
         self.same: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
         self.release: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
         self.count = 0
+        # verdicts worked out on this table, by ``_verdict_key``: the page asks the same bug
+        # on the same versions once per combination and once per upgrade candidate
+        self.verdicts: dict[tuple[Any, ...], tuple[Mapping[str, Any], dict[str, Any]]] = {}
         for row in rows:
             self.count += 1
             if not decisive(row):
@@ -177,13 +181,47 @@ def missing_packages(bug: Mapping[str, Any], env: Mapping[str, Any]) -> list[str
 
 def workaround(bug: Mapping[str, Any]) -> str:
     """The sentences of the bug's description that give its workaround or fix."""
-    sentences = _SENTENCE.split(str(bug.get("description", "")))
+    return _workaround_of(str(bug.get("description", "")))
+
+
+@functools.lru_cache(maxsize=256)
+def _workaround_of(description: str) -> str:
+    sentences = _SENTENCE.split(description)
     return " ".join(s for s in sentences if _WORKAROUND.search(s))
 
 
 def verdict(bug_id: str, bug: Mapping[str, Any], versions: Mapping[str, Any],
             env: Mapping[str, Any], table: RowTable) -> dict[str, Any]:
-    """One bug on one combination: verdict, basis, the record or rule behind it."""
+    """One bug on one combination: verdict, basis, the record or rule behind it (worked out
+    once per table for the same bug, versions and what of ``env`` it reads; callers copy
+    the answer, never change it)."""
+    key = _verdict_key(bug_id, versions, env)
+    if key is None:
+        return _verdict(bug_id, bug, versions, env, table)
+    kept = table.verdicts.get(key)
+    if kept is None or kept[0] is not bug:
+        kept = table.verdicts[key] = (bug, _verdict(bug_id, bug, versions, env, table))
+    return kept[1]
+
+
+def _verdict_key(bug_id: str, versions: Mapping[str, Any], env: Mapping[str, Any]
+                 ) -> tuple[Any, ...] | None:
+    """Everything ``_verdict`` reads besides the bug and the table (of the packages, only
+    which are given: ``missing_packages``); None when a value cannot be a key (then nothing
+    is kept)."""
+    named = sorted(name for name, version in (env.get("packages") or {}).items() if version)
+    key = (bug_id, tuple(sorted((k, v) for k, v in versions.items() if v is not None)),
+           bool(env.get("complete")), env.get("kind"), tuple(named))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _verdict(bug_id: str, bug: Mapping[str, Any], versions: Mapping[str, Any],
+             env: Mapping[str, Any], table: RowTable) -> dict[str, Any]:
+    """``verdict``, worked out."""
     missing = missing_packages(bug, {**env, "versions": versions})
     if missing:
         are = "is" if len(missing) == 1 else "are"

@@ -49,6 +49,8 @@ bisects=(
   "onnx_fuse_batchnorm_bias_collision|regression|${osc[*]} --base packages=onnx-ir==0.1.12 --good 0.4.0 --bad 0.5.6"
   "onnx_fuse_batchnorm_bias_collision|fix|${osc[*]} --base packages=onnx-ir==0.1.12 --find-fix --bad 0.5.6 --good 0.5.7"
   "onnx_gru_linear_before_reset|fix|${osc[*]} --find-fix --bad 0.7.0 --good 0.7.1"
+  "onnx_unbind_size_one|regression|${osc[*]} --base packages=onnx-ir==0.1.12 --good 0.5.3 --bad 0.5.6"
+  "onnx_unbind_size_one|fix|${osc[*]} --base packages=onnx-ir==0.1.12 --find-fix --bad 0.5.6 --good 0.5.7"
   "trt_unbacked_output_shape|fix|${lane[*]} --find-fix --bad 2.5.0 --good 2.6.0"
   "trt_full_like_decomposition|fix|${lane[*]} --find-fix --bad 2.7.0 --good 2.8.0"
   "trt_save_retrace_needs_inputs|regression|${lane[*]} --good 2.9.0 --bad 2.10.0"

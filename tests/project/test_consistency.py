@@ -53,6 +53,7 @@ def test_the_known_bugs_are_in_the_catalog():
         "onnx_export_dynamo_default",
         "export_strict_default_changed",
         "onnx_export_unknown_kwargs_refused",
+        "onnx_unbind_size_one",
     }
 
 

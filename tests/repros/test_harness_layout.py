@@ -36,6 +36,7 @@ BUILT_IN = (
     "onnx_fuse_batchnorm_bias_collision",
     "onnx_gru_linear_before_reset",
     "onnx_ts_rshift_signed",
+    "onnx_unbind_size_one",
     "pt2e_quant_removed",
     "torchscript_device_mix",
     "trt_convert_method_inputs_dropped",

@@ -538,8 +538,9 @@ def test_meta_is_a_literal_with_the_catalog_keys():
 @pytest.mark.torch
 @pytest.mark.slow
 def test_onnxscript_bugs_pass_on_an_onnxscript_with_both_fixes(t29):
-    """The test interpreter's onnxscript is newer than both fixes (0.5.7, 0.7.1): the GRU node
-    says ``linear_before_reset=1`` and the fused Convs keep biases of their own. The bad
+    """The test interpreter's onnxscript is newer than every fix (0.5.7, 0.7.1): the GRU node
+    says ``linear_before_reset=1``, the fused Convs keep biases of their own and a size-1
+    ``unbind`` exports. The bad
     releases are decided by the published records (results/published, onnxscript stacks)."""
     assert protocol.version_matches(t29["env"]["onnxscript"], ">=0.7.1")
     gru = assert_passes_checked(t29["onnx_gru_linear_before_reset"], "dynamo_export",
@@ -548,5 +549,10 @@ def test_onnxscript_bugs_pass_on_an_onnxscript_with_both_fixes(t29):
     bn = assert_passes_checked(t29["onnx_fuse_batchnorm_bias_collision"], "dynamo_export",
                                "ONNX Conv+BatchNorm (optimize=True) vs eager")
     assert "x_bias" not in bn["evidence"]["initializers"]
-    for rid in ("onnx_gru_linear_before_reset", "onnx_fuse_batchnorm_bias_collision"):
+    unbind = assert_passes_checked(t29["onnx_unbind_size_one"], "dynamo_export",
+                                   "ONNX unbind of size 1 (dynamo=True) vs eager")
+    assert "Slice" in unbind["evidence"]["onnx_ops"]  # the fix's one Slice per element
+    assert stages(t29["onnx_unbind_size_one"])["size_three"]["status"] == "pass"
+    for rid in ("onnx_gru_linear_before_reset", "onnx_fuse_batchnorm_bias_collision",
+                "onnx_unbind_size_one"):
         assert t29[rid]["workaround"] == "pass", rid

@@ -244,6 +244,20 @@ CASES = [
      "_stages.CheckFailed: check_close(ONNX GRU (dynamo=False) vs eager): values differ beyond tolerance "
      "(max abs diff 0.162, rtol 0.0001, atol 1e-05)", "workaround_legacy", "2.9.1", "", None,
      "near miss: the TorchScript exporter's GRU is the workaround, not the bug"),
+    # ---- onnx_unbind_size_one (the exporter's ConversionError, caused by the TypeError)
+    ("onnx_unbind_size_one", ["ConversionError", "TypeError"],
+     "torch.onnx._internal.exporter._errors.ConversionError: Failed to convert the exported program to "
+     "an ONNX model. This is step 3/3 of exporting the model to ONNX.\nTypeError: 'SymbolicTensor' "
+     "object is not iterable", "dynamo_export", "2.9.1", "",
+     "unbind_split_not_iterable", "recorded, torch 2.9.1 with onnxscript 0.5.4 and 0.5.6"),
+    ("onnx_unbind_size_one", ["ConversionError", "TypeError"],
+     "torch.onnx._internal.exporter._errors.ConversionError: Failed to convert the exported program to "
+     "an ONNX model.\nTypeError: 'SymbolicTensor' object is not iterable", "size_three", "2.9.1", "",
+     None, "near miss: the size-3 split is the control stage, not the bug's"),
+    ("onnx_unbind_size_one", ["ConversionError"],
+     "torch.onnx._internal.exporter._errors.ConversionError: Failed to convert the exported program to "
+     "an ONNX model. This is step 3/3 of exporting the model to ONNX.", "dynamo_export", "2.9.1", "",
+     None, "near miss: a conversion failure for another reason"),
     # ---- onnx_fuse_batchnorm_bias_collision (the check's own text: the bug raises nothing)
     ("onnx_fuse_batchnorm_bias_collision", ["CheckFailed", "AssertionError"],
      "_stages.CheckFailed: check_close(ONNX Conv+BatchNorm (optimize=True) vs eager): values differ beyond "

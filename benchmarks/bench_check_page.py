@@ -45,10 +45,11 @@ print("SECONDS", spent[0])
 
 
 def export(rev: str, dest: Path) -> Path:
-    """The sources and catalog of revision ``rev``."""
+    """The sources, templates and catalog of revision ``rev`` (with its ``pyproject.toml``:
+    a checkout, which reads them from there)."""
     dest.mkdir(parents=True)
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src", "report", "repros",
-                              "matrix.yaml"], check=True, capture_output=True).stdout
+                              "matrix.yaml", "pyproject.toml"], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     return dest
 

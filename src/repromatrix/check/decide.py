@@ -51,7 +51,6 @@ from repromatrix.rules.versions import key_package as rules_package
 
 FORMAT = 1  # of the JSON answer (data/check.schema.json)
 AXES = ("torch", "torchvision", "torch_tensorrt", "ngc")  # what "the same versions" means
-OWN_AXES = ONNX_PACKAGES  # and, for a bug about one of these, its release too
 IMPLIED = {"onnxscript": ("onnx",)}  # given, it brings these (onnxscript's Requires-Dist: onnx)
 AFFECTED, NOT_AFFECTED, CANNOT_TELL = "affected", "not affected", "cannot tell"
 SAME, RELEASE, RULES, REQUIRES, NOTHING = "same versions", "same release", "expect rules", \
@@ -121,7 +120,8 @@ class RowTable:
                 ) -> tuple[str, list[Mapping[str, Any]]]:
         """The rows on the same versions, else on the same ``axis`` release; (basis, rows)."""
         same = self.same.get((repro, *_same(versions)))
-        if same and axis in OWN_AXES:  # the same torch is not the same onnxscript
+        # a bug about an ONNX package: the same torch is not the same onnxscript
+        if same and axis in ONNX_PACKAGES:
             have = _exact(versions.get(axis))
             same = [r for r in same if have is not None and _exact(r["versions"].get(axis)) == have]
         if same:

@@ -24,8 +24,8 @@ from repromatrix.model import ONNX_PACKAGES
 
 from .pypi import File, Index, parse_metadata
 
-ONNX_PROJECTS = ONNX_PACKAGES  # release lists only (the table's `onnx` section)
-PROJECTS = ("torch", "torchvision", "torch-tensorrt", "tensorrt", *ONNX_PROJECTS)
+# the ONNX packages' projects give release lists only (the table's `onnx` section)
+PROJECTS = ("torch", "torchvision", "torch-tensorrt", "tensorrt", *ONNX_PACKAGES)
 LINUX = re.compile(r"manylinux.*x86_64|linux_x86_64")
 _CP = re.compile(r"^cp3(\d+)$")
 _CUDA_PIN = re.compile(r"^(cuda-toolkit|nvidia-cuda-runtime(-cu\d+)?)$")
@@ -137,7 +137,7 @@ def floors(table: CompatTable) -> dict[str, str | None]:
     return {"torch": table.torch_versions()[0],
             "torchvision": min(tvs, key=Version) if tvs else None,
             "torch-tensorrt": table.trt_versions()[0], "tensorrt": None,
-            **{p: (table.onnx.get(p) or (None,))[0] for p in ONNX_PROJECTS}}
+            **{p: (table.onnx.get(p) or (None,))[0] for p in ONNX_PACKAGES}}
 
 
 def to_read(table: CompatTable, releases: dict[str, list[Release]]) -> list[Release]:

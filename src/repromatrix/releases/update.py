@@ -30,9 +30,10 @@ from packaging.version import Version
 from repromatrix.config.compat import CompatTable, parse_table, spec_text
 from repromatrix.config.yamlfile import load_yaml
 from repromatrix.errors import ConfigError, Exit
+from repromatrix.model import ONNX_PACKAGES
 
 from . import PYPI_URL
-from .facts import ONNX_PROJECTS, Facts, Requires
+from .facts import Facts, Requires
 
 UNREACHABLE = ("not checked: download.pytorch.org (which CUDA indexes carry each torch and "
                "torch-tensorrt build) and NGC release notes (the ngc section) cannot be reached "
@@ -182,7 +183,7 @@ def derive_index(table: CompatTable, req: Requires) -> tuple[str, str]:
 def propose(table: CompatTable, facts: Facts, today: str) -> Proposal:
     """Rows the table lacks, notes on what could not be decided, and the `checked` record."""
     out = Proposal(rows=propose_torch(table, facts) + propose_trt(table, facts),
-                   onnx={p: new for p in ONNX_PROJECTS
+                   onnx={p: new for p in ONNX_PACKAGES
                          if (new := [v for v in facts.versions(p) if v not in table.onnx.get(p, ())])})
     newest_torch = table.torch_versions()[-1]
     if not any(r.torch.contains(newest_torch) for r in table.torch_tensorrt.values()):
@@ -195,7 +196,7 @@ def propose(table: CompatTable, facts: Facts, today: str) -> Proposal:
     out.notes += _disagreements(table, facts) + facts.unread + [UNREACHABLE]
     out.checked = {"date": today, "newest": {p: r.version for p in ("torch", "torchvision",
                                                                    "torch-tensorrt", "tensorrt",
-                                                                   *ONNX_PROJECTS)
+                                                                   *ONNX_PACKAGES)
                                              if (r := facts.newest(p))}}
     return out
 

@@ -57,6 +57,7 @@ REQUIRED = {
 SERIAL_GROUPS = ("docker", "slurm")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into node ids
 def pytest_collection_modifyitems(config, items):  # noqa: D103
     def module(item) -> str:
         return item.nodeid.split("::", 1)[0]

@@ -75,3 +75,34 @@ def test_the_command_prints_the_onnxscript_fix(capsys):
 
     bugs = {b["id"]: b for b in json.loads(capsys.readouterr().out)["bugs"]}
     assert bugs[BN]["fixed_in"] == "onnxscript 0.5.7"
+
+
+def upgrade(*pins: str) -> dict:
+    return check_answer(catalog(), snapshot_rows()[0], {}, from_pins(pins), load_table())["upgrade"]
+
+
+def test_the_upgrade_moves_onnxscript_where_its_bugs_are_fixed():
+    """onnxscript 0.5.6 has the BatchNorm and unbind bugs (fixed in 0.5.7); the GRU bug came
+    with 0.5.7 and went with 0.7.1: the smallest upgrade that avoids both and brings nothing
+    is onnxscript 0.7.1, and torch stays where it is clear."""
+    up = upgrade("onnxscript==0.5.6", "torch==2.14.1")
+    assert up["found"] and up["changes"] == ["onnxscript"]
+    assert up["versions"]["onnxscript"] == "0.7.1" and up["versions"]["torch"] == "2.14.1"
+    assert {BN, "onnx_unbind_size_one"} <= set(up["avoids"]) and GRU not in up["brings"]
+    assert up["install"] == "pip install torch==2.14.1 onnxscript==0.7.1"
+    # with torch's own bugs too, both move together in one command
+    both = upgrade("onnxscript==0.5.6", "torch==2.9.1")
+    assert {"torch", "onnxscript"} <= set(both["changes"]) and BN in both["avoids"]
+    assert "onnxscript==0.7.1" in both["install"] and "torch==2.14.0" in both["install"]
+
+
+def test_an_onnx_package_no_bug_is_about_stays_and_an_unmoved_one_is_not_pinned():
+    from repromatrix.check.candidates import candidates
+
+    env = from_pins(["torch==2.14.1", "onnxscript==0.7.1", "onnxruntime==1.20.0"])
+    found = candidates(load_table(), env, moving={"onnxscript"})
+    assert found and all(c["versions"].get("onnxruntime") is None for c in found)
+    newer = [c for c in found if c["versions"].get("onnxscript") == "0.7.2"]
+    assert newer and all("onnxscript==0.7.2" in c["install"] for c in newer)
+    stays = [c for c in found if c["versions"].get("onnxscript") == "0.7.1"]
+    assert stays and all("onnxscript" not in c["install"] for c in stays)

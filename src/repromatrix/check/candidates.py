@@ -4,7 +4,9 @@ Flow: compat table + the environment -> **check.candidates** -> check.decide. On
 upgrades: each package the environment has stays or moves to a newer release, never an
 older one. A pip environment with torch-tensorrt moves along torch-tensorrt releases with a
 torch each one requires; without it, along torch releases; torchvision follows torch (the
-table's pairing). An NGC environment moves to later NGC releases. A release whose wheels do
+table's pairing); an ONNX package the environment names (onnxscript, onnxruntime) stays or
+moves along its own releases, with any of those, where some bug is about it (``moving``).
+An NGC environment moves to later NGC releases. A release whose wheels do
 not support the environment's Python, and a torch-tensorrt release the table marks broken,
 are left out. Each candidate says which packages change, how many releases they move in
 all (``distance``) and the command that installs it. An environment whose torch is a
@@ -16,7 +18,8 @@ the target torch was never published for it, says so in a shell comment.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+import itertools
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
@@ -33,8 +36,10 @@ NGC_IMAGE = "nvcr.io/nvidia/pytorch:{tag}-py3"
 PIP_NAMES = {"torch": "torch", "torchvision": "torchvision", "torch_tensorrt": "torch-tensorrt"}
 
 
-def candidates(table: CompatTable, env: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every combination ``env`` could upgrade to (the environment itself left out)."""
+def candidates(table: CompatTable, env: Mapping[str, Any],
+               moving: Collection[str] = ()) -> list[dict[str, Any]]:
+    """Every combination ``env`` could upgrade to (the environment itself left out); of the
+    ONNX packages, those in ``moving`` (the ones some bug is about) may move too."""
     versions = env["versions"]
     if env.get("kind") == "ngc" and versions.get("ngc"):
         return _ngc(table, str(versions["ngc"]))
@@ -45,7 +50,7 @@ def candidates(table: CompatTable, env: Mapping[str, Any]) -> list[dict[str, Any
     known = releases(table)
     torches = [v for v in known["torch"] if _v(v) >= torch
                and (python is None or table.torch[v].python.contains(python))]
-    out: list[dict[str, Any]] = []
+    pairs: list[tuple[str, str | None]] = []
     trt_now = boundary_version(versions.get("torch_tensorrt"))
     if trt_now is not None:
         for trt in known["torch_tensorrt"]:
@@ -53,11 +58,26 @@ def candidates(table: CompatTable, env: Mapping[str, Any]) -> list[dict[str, Any
             if _v(trt) < trt_now or row.broken or \
                     (python is not None and not row.python.contains(python)):
                 continue
-            out += [_pip(table, known, versions, t, trt) for t in torches
-                    if row.torch.contains(_v(t))]
+            pairs += [(t, trt) for t in torches if row.torch.contains(_v(t))]
     else:
-        out += [_pip(table, known, versions, t, None) for t in torches]
+        pairs += [(t, None) for t in torches]
+    out = [_pip(table, known, versions, t, trt, onnx) for t, trt in pairs
+           for onnx in _onnx_moves(known, versions, moving)]
     return [c for c in out if c["changes"]]
+
+
+def _onnx_moves(known: Mapping[str, list[str]], versions: Mapping[str, Any],
+                moving: Collection[str]) -> list[dict[str, str]]:
+    """The releases the ONNX packages of ``versions`` could have together: each one named
+    and in ``moving`` stays or moves to a later release the table knows ({} when none can)."""
+    options = []
+    for name in ONNX_PACKAGES:
+        now = boundary_version(versions.get(name))
+        if now is None or name not in moving or not known.get(name):
+            continue
+        options.append([(name, str(versions[name]))]
+                       + [(name, v) for v in known[name] if _v(v) > now])
+    return [dict(combo) for combo in itertools.product(*options)]
 
 
 def releases(table: CompatTable) -> dict[str, list[str]]:
@@ -90,18 +110,19 @@ def _python(text: Any) -> Version | None:
 
 
 def _pip(table: CompatTable, lists: Mapping[str, list[str]], versions: Mapping[str, Any],
-         torch: str, trt: str | None) -> dict[str, Any]:
-    new: dict[str, Any] = {"torch": torch, "torch_tensorrt": trt}
+         torch: str, trt: str | None, onnx: Mapping[str, str]) -> dict[str, Any]:
+    new: dict[str, Any] = {"torch": torch, "torch_tensorrt": trt, **onnx}
     if versions.get("torchvision"):
         paired = table.torch[torch].torchvision
         now = plain(versions["torchvision"])
         new["torchvision"] = now if now in paired else (paired[0] if paired else None)
-    changes = [p for p in ("torch", "torchvision", "torch_tensorrt") if p in new
-               and new[p] is not None and boundary_version(new[p]) != boundary_version(versions.get(p))]
-    return {"kind": "pip", "versions": {p: new.get(p) for p in AXES if p != "ngc"},
+    changes = [p for p in (*PIP_NAMES, *onnx) if p in new and new[p] is not None
+               and boundary_version(new[p]) != boundary_version(versions.get(p))]
+    return {"kind": "pip", "versions": {**{p: new.get(p) for p in AXES if p != "ngc"}, **onnx},
             "changes": changes,
             "distance": sum(_steps(lists[p], versions.get(p), new[p]) for p in changes),
-            "install": install(table, new, build(table, versions.get("torch")))}
+            "install": install(table, {p: v for p, v in new.items() if p not in onnx or p in changes},
+                               build(table, versions.get("torch")))}
 
 
 def build(table: CompatTable, torch: Any) -> str | None:
@@ -115,8 +136,8 @@ def install(table: CompatTable, new: Mapping[str, Any], index: str | None) -> st
     """The ``pip install`` of the versions ``new``; on the PyTorch wheel index ``index`` (its
     build pinned: PyPI stays an extra index for the dependencies) when the target torch was
     published for it, else PyPI's wheels and a comment saying that build does not exist."""
-    names = [p for p in ("torch", "torchvision", "torch_tensorrt") if new.get(p)]
-    plain_pins = " ".join(f"{PIP_NAMES[p]}=={new[p]}" for p in names)
+    names = [p for p in (*PIP_NAMES, *ONNX_PACKAGES) if new.get(p)]
+    plain_pins = " ".join(f"{PIP_NAMES.get(p, p)}=={new[p]}" for p in names)
     if index is None:
         return f"pip install {plain_pins}"
     rel = table.torch[new["torch"]]
@@ -127,7 +148,7 @@ def install(table: CompatTable, new: Mapping[str, Any], index: str | None) -> st
     from repromatrix.engines.images import PYPI_INDEX, TORCH_INDEX
 
     local = {"torch": f"+{index}", "torchvision": f"+{index}"}
-    pins = " ".join(f"{PIP_NAMES[p]}=={new[p]}{local.get(p, '')}" for p in names)
+    pins = " ".join(f"{PIP_NAMES.get(p, p)}=={new[p]}{local.get(p, '')}" for p in names)
     return f"pip install {pins} --index-url {TORCH_INDEX}/{index} --extra-index-url {PYPI_INDEX}"
 
 

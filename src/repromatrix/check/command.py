@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .candidates import candidates
-from .decide import RowTable, answer
+from .decide import RowTable, answer, key_package
 from .fixes import bug_fixes
 
 if TYPE_CHECKING:
@@ -37,12 +37,13 @@ def check_answer(bugs: Mapping[str, Mapping[str, Any]],
                  fixes: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """What ``check`` answers for ``env`` from ``rows`` (read from ``source``): every bug,
     the smallest upgrade the table allows, the exit code, and where the rows came from.
-    ``upgrades`` (``candidates(table, env)``) and ``fixes`` (``bug_fixes(bugs, rows, table)``)
+    ``upgrades`` (``candidates``) and ``fixes`` (``bug_fixes(bugs, rows, table)``)
     when already worked out (the page's box asks for many environments)."""
     found = rows if isinstance(rows, RowTable) else RowTable(rows)
     if fixes is None:
         fixes = bug_fixes(bugs, found, table)
-    result = answer(bugs, found, env, candidates(table, env) if upgrades is None else upgrades,
-                    fixes, ignore)
+    if upgrades is None:  # an ONNX package moves where some bug is about it
+        upgrades = candidates(table, env, {key_package(bug) for bug in bugs.values()})
+    result = answer(bugs, found, env, upgrades, fixes, ignore)
     result["source"] = dict(source)
     return result

@@ -114,10 +114,11 @@ def stack(session: nox.Session, stack_id: str) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the test suite (real docker, torch, chromium where present) on every core."""
-    # `-- -n 0`: one process; the docker tests, and the Slurm ones, each keep to one worker
-    # (tests/conftest.py, SERIAL_GROUPS)
+    # `-- -n 0`: one process; the docker tests, and the Slurm ones, each keep to one worker,
+    # and the groups start in the order tests/conftest.py sets (SERIAL_GROUPS, then the slow)
     _install(session, "test")
-    session.run("pytest", "-n", "auto", "--dist", "loadgroup", *session.posargs)
+    session.run("pytest", "-n", "auto", "--dist", "loadgroup", "--no-loadscope-reorder",
+                *session.posargs)
 
 
 # What `fast` leaves out: every test that needs something slow to make or start.

@@ -53,7 +53,9 @@ REQUIRED = {
 # interpreter, a wheel, a rendered site) are made once, not once per worker; the tests that
 # share one machine-wide thing run on one worker, one after another, with every test of their
 # modules: docker's (one daemon, its image budget, the registry's port, the base image) and
-# Slurm's (one cluster). Those two are put first so that the longest chain starts at once.
+# Slurm's (one cluster). The workers take the groups in the order set here (the session passes
+# `--no-loadscope-reorder`): the two chains, then the modules with a test marked `slow`, then
+# the quick ones, which even out the workers' ends.
 SERIAL_GROUPS = ("docker", "slurm")
 
 
@@ -65,10 +67,13 @@ def pytest_collection_modifyitems(config, items):  # noqa: D103
     # a module with one docker (or Slurm) test joins that chain whole: its other tests share
     # its fixtures (the first run's images and logs)
     chains: dict[str, str] = {}
+    slow: set[str] = set()
     for item in items:
         marked = next((m for m in SERIAL_GROUPS if item.get_closest_marker(m)), None)
         if marked is not None:
             chains.setdefault(module(item), marked)
+        if item.get_closest_marker("slow"):
+            slow.add(module(item))
 
     def serial(item) -> str | None:
         return chains.get(module(item))
@@ -76,7 +81,8 @@ def pytest_collection_modifyitems(config, items):  # noqa: D103
     for item in items:
         item.add_marker(pytest.mark.xdist_group(serial(item) or module(item)))
     order = {name: n for n, name in enumerate(SERIAL_GROUPS)}
-    items.sort(key=lambda item: order.get(serial(item) or "", len(order)))  # stable otherwise
+    items.sort(key=lambda item: order.get(serial(item) or "",  # stable otherwise
+                                          len(order) + (module(item) not in slow)))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -33,3 +33,25 @@ def test_no_test_module_imports_another() -> None:
             offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names
                           if n.split(".")[-1].startswith(("test_", "conftest"))]
     assert not offenders
+
+
+def test_each_module_keeps_to_one_worker_under_loadgroup() -> None:
+    """The groups of tests/conftest.py take effect under the pytest installed: xdist reads
+    them from the node ids it suffixes, which pytest 9.2 no longer lets it change
+    (pytest-dev/pytest-xdist#1386), and then every module is silently spread over the workers."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    modules = ["tests/rules/test_versions.py", "tests/repros/test_protocol.py"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2",
+                           "--dist", "loadgroup", "-v", *modules], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    workers: dict[str, set[str]] = {}
+    for worker, nodeid in re.findall(r"^\[(gw\d+)\] \[\s*\d+%\] \w+ (\S+)", proc.stdout, re.M):
+        workers.setdefault(nodeid.split("::", 1)[0], set()).add(worker)
+    assert set(workers) == set(modules), proc.stdout[-3000:]
+    assert all(len(w) == 1 for w in workers.values()), workers

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run the stand-in lane over every stack of results/published/matrix.yaml, one
 # environment at a time (each ~4 GB), deleting each environment and its download
-# cache after its cells are recorded (disk). Usage: scripts/publish-standins.sh [STACK-GLOB...]
+# cache after its cells are recorded (disk), then write the README's table of them
+# (scripts/published-table.py). Usage: scripts/publish-standins.sh [STACK-GLOB...]
 # (PUBLISH_RESULTS: another results folder, e.g. for a second run beside this one; its
 # <host>/<run>.jsonl files are then copied into results/published/<host>/)
 set -euo pipefail
@@ -21,3 +22,4 @@ for stack in "${stacks[@]}"; do
   rm -rf "$work/venvs" "$work/uv"
 done
 rmdir "$work" 2>/dev/null || true
+python3 scripts/published-table.py --write  # the README's table, from the records

@@ -175,3 +175,21 @@ def test_the_page_and_check_give_one_answer_for_every_combination(tmp_path: Path
                 assert f"fixed in {label} {release}" in words, (combination, bug["id"], words)
             checked += 1
     assert checked > 100
+
+
+def test_the_readme_table_is_the_records():
+    """results/published/README.md's table is made from the records (scripts/published-table.py),
+    never typed: a new record changes it, and the script says so until it is written."""
+    import subprocess
+    import sys
+
+    script = ROOT / "scripts" / "published-table.py"
+    check = subprocess.run([sys.executable, str(script), "--check"], capture_output=True,
+                           text=True, timeout=300)
+    assert check.returncode == 0, check.stderr
+    made = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, check=True).stdout
+    rows = {line.split(" | ")[0].strip("| `"): line.split(" | ")[1:] for line in made.splitlines()[2:]}
+    # the catalog's first bug, fixed in 2.5.0, and the torchvision bug fixed in 0.26 (torch 2.11)
+    assert rows["deform_conv2d_device"][2] == "F" and rows["deform_conv2d_device"][3] == "c"
+    assert rows["tv_masks_to_boxes_empty"][9] == "F" and rows["tv_masks_to_boxes_empty"][10] == "P"

@@ -60,8 +60,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help=f"answer only for bugs of this kind ({', '.join(KINDS)}; repeatable or "
                         f"comma-separated)")
     p.add_argument("--run", action="store_true",
-                   help="also run the catalog now on the interpreter (--python; the local engine) "
-                        "and say where the run disagrees with the records")
+                   help="also run the catalog (--kind: those kinds) now on the interpreter "
+                        "(--python; the local engine) and say where the run disagrees with the records")
     p.add_argument("--run-results", type=Path, default=DEFAULT_RESULTS, metavar="DIR",
                    help=f"where --run records its results (default: {DEFAULT_RESULTS}/)")
     p.add_argument("--format", choices=FORMATS, default="columns",
@@ -154,7 +154,7 @@ def execute(request: CheckRequest) -> int:
     if request.run:
         from repromatrix.check.decide import compare_run
 
-        result = compare_run(result, run_now(request))
+        result = compare_run(result, run_now(request, sorted(answered) if request.kinds else None))
     from repromatrix.check import table
 
     code = exit_code(result, request.strict)
@@ -288,10 +288,10 @@ def records(request: CheckRequest) -> tuple[list[dict[str, Any]], dict[str, Any]
     return sources.snapshot_rows()
 
 
-def run_now(request: CheckRequest) -> list[dict[str, Any]]:
-    """Run every repro of the catalog on the interpreter through `run`'s own ``execute``
-    (the local engine; recorded in ``run_results``), its progress on stderr; the rows of
-    what it recorded."""
+def run_now(request: CheckRequest, repros: list[str] | None = None) -> list[dict[str, Any]]:
+    """Run the repros of the catalog (``repros``: only these, the bugs ``--kind`` answers
+    for) on the interpreter through `run`'s own ``execute`` (the local engine; recorded in
+    ``run_results``), its progress on stderr; the rows of what it recorded."""
     import contextlib
 
     from repromatrix.check.decide import row_of
@@ -309,11 +309,12 @@ def run_now(request: CheckRequest) -> list[dict[str, Any]]:
     folder = results / ".work" / "check"
     folder.mkdir(parents=True, exist_ok=True)
     matrix_file = folder / "matrix.yaml"
+    only = "" if repros is None else f"repros: {json.dumps(repros)}, "
     matrix_file.write_text(f"stacks: [{{kind: local, id: local, interpreter: {json.dumps(python)}, "
-                           f"tags: [default]}}]\n", encoding="utf-8")
+                           f"{only}tags: [default]}}]\n", encoding="utf-8")
     matrix = load_matrix(matrix_file)
     options = run_options(matrix, {"backend": "local", "python": python, "results": results})
     with contextlib.redirect_stdout(sys.stderr):
         run_command.execute(run_command.RunRequest(Selection("run"), matrix, options))
-    cells = [f"local--{r}" for r in matrix.repros]
+    cells = [f"local--{r}" for r in (matrix.repros if repros is None else repros)]
     return [row_of(r.to_dict()) for r in recorded_shown(results, cells).values()]

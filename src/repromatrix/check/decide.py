@@ -248,7 +248,7 @@ def _verdict(bug_id: str, bug: Mapping[str, Any], versions: Mapping[str, Any],
                        f"({evidence_words(row)}, {row['finished_at'][:10]})"}
     for rule in bug.get("expect") or ():
         when = rule.get("when") or {}
-        if isinstance(when, Mapping) and when_holds(when, versions.get):
+        if isinstance(when, (dict, Mapping)) and when_holds(when, versions.get):
             found = WORDS[EXPECTED.get(str(rule.get("status")), UNDECIDED)]
             text = ", ".join(f"{k} {v}" for k, v in when.items()) or "always"
             return {"verdict": found, "basis": RULES, "inference": True, "record": None,

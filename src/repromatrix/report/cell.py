@@ -126,8 +126,8 @@ def record_summary(rec: Result) -> dict[str, Any]:
         "verdict": said(rec.status, rec.evidence_level),  # rules.verdict: bad, good, cannot tell
         # why it cannot tell, in one line (an error's new problem: not the bug), rules.verdict
         "untold": untold(rec.status, rec.evidence_level, rec.message,
-                         [{"name": st.name, "role": st.role, "status": st.status,
-                           "message": st.message} for st in rec.stages]),
+                         ({"name": st.name, "role": st.role, "status": st.status,
+                           "message": st.message} for st in rec.stages)),
         "built": rec.built_note,  # PyPI's build made instead of the pinned index's
     }
     facts = [rec.cell, rec.repro, rec.status, rec.run_id, rec.stack_id, dict(rec.stack),
@@ -199,7 +199,7 @@ def stage_rows(stages: Iterable[StageResult]) -> list[dict[str, str]]:
 
 def image_text(image: Any) -> str:
     """Image tag and id/digest as one line."""
-    if not isinstance(image, Mapping):
+    if image is None or not isinstance(image, (dict, Mapping)):
         return _text(image)
     parts = [f"{k} {image[k]}" for k in ("tag", "id", "digest") if image.get(k)]
     return "; ".join(parts)

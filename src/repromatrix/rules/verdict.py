@@ -66,7 +66,7 @@ def decided(status: str, evidence: str) -> bool:
 
 def on_gpu(env: Any) -> bool:
     """Whether a record's environment probe saw a CUDA GPU."""
-    return isinstance(env, Mapping) and (bool(env.get("gpus")) or env.get("cuda_available") is True)
+    return isinstance(env, (dict, Mapping)) and (bool(env.get("gpus")) or env.get("cuda_available") is True)
 
 
 def verdict(status: str, evidence: str, gpu: bool) -> Verdict:

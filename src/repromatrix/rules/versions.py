@@ -85,30 +85,45 @@ def plain(text: Any) -> str | None:
 
 def probe_version(env: Any, stack: Any, package: str) -> str | None:
     """The version of ``package`` in a record: env probe first, then the stack spec."""
-    if isinstance(env, Mapping):
-        found = _lookup(env, package)
-        if found:
-            return found
-    if isinstance(stack, Mapping) and stack.get(package):
-        return str(stack[package])
-    return None
+    return _probe(_mapping(env), _mapping(stack), package)
 
 
 def record_versions(env: Any, stack: Any) -> tuple[str | None, ...]:
     """The version of each of ``RECORD_PACKAGES`` in a record (``probe_version``, local part
     dropped: ``plain``), in that order."""
-    return tuple(plain(probe_version(env, stack, p)) for p in RECORD_PACKAGES)
+    env, stack = _mapping(env), _mapping(stack)  # each record's index row: checked once
+    return tuple(plain(_probe(env, stack, p)) for p in RECORD_PACKAGES)
+
+
+def _mapping(value: Any) -> Mapping[str, Any] | None:
+    """``value`` when it is a mapping (a record's JSON is a dict: the cheap test first)."""
+    return value if value is not None and isinstance(value, (dict, Mapping)) else None
+
+
+def _probe(env: Mapping[str, Any] | None, stack: Mapping[str, Any] | None,
+           package: str) -> str | None:
+    if env is not None:
+        found = _lookup(env, package)
+        if found:
+            return found
+    if stack is not None and stack.get(package):
+        return str(stack[package])
+    return None
+
+
+_SCALARS = (str, int, float)
 
 
 def _lookup(env: Mapping[str, Any], package: str) -> str | None:
     value = env.get(package)
-    if isinstance(value, Mapping):
+    if value is not None and not isinstance(value, _SCALARS) and isinstance(value, (dict, Mapping)):
         value = value.get("version")
-    if isinstance(value, (str, int, float)) and str(value):
+    if isinstance(value, _SCALARS) and str(value):
         return str(value)
     for section in _PROBE_SECTIONS:
         inner = env.get(section)
-        if isinstance(inner, Mapping) and isinstance(inner.get(package), (str, int, float)):
+        if inner is not None and isinstance(inner, (dict, Mapping)) \
+                and isinstance(inner.get(package), _SCALARS):
             return str(inner[package])
     return None
 
@@ -166,6 +181,6 @@ def key_package(rules: Iterable[Mapping[str, Any]]) -> str:
     when they name none): a torch-tensorrt bug whose first rule is on torch is still about
     torch-tensorrt. Every answer that names a fix, a boundary or an axis of the bug names this
     package."""
-    named = {str(p) for rule in rules if isinstance(rule.get("when"), Mapping)
+    named = {str(p) for rule in rules if isinstance(rule.get("when"), (dict, Mapping))
              for p in rule["when"]}
     return next((p for p in BUG_PACKAGES if p in named), "torch")

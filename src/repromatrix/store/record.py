@@ -15,6 +15,7 @@ earlier harness stays readable.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import socket
@@ -156,12 +157,12 @@ class Result:
     def stage(self, name: str) -> StageResult | None:
         return next((s for s in self.stages if s.name == name), None)
 
-    @property
+    @functools.cached_property
     def evidence_level(self) -> str:
         """What decided this record: ``real`` (a fail or pass on the real stack),
         ``standin`` (a fail raised in torch-tensorrt's code, every main stand-in stage
         cleared the bug's point, or a plain script passed, with TensorRT stood in), or ""
-        (no verdict)."""
+        (no verdict). Worked out once per Result (its fields never change)."""
         return evidence_level(self.status, [{"role": s.role, "status": s.status, "standins": s.standins,
                                              "evidence": s.evidence} for s in self.stages])
 
@@ -189,7 +190,8 @@ class Result:
             notes.append(f"made from PyPI's build (CUDA {self.stack.get('cuda') or '?'}), not from "
                          f"the {pinned} index the stack pins, which could not be reached")
         standins = self.env.get("standins")
-        missing = standins.get("missing_symbols") if isinstance(standins, Mapping) else None
+        missing = standins.get("missing_symbols") if standins is not None \
+            and isinstance(standins, (dict, Mapping)) else None
         if missing:
             notes.append(f"not installable as published: torch-tensorrt {self.env.get('torch_tensorrt')}'s "
                          f"wheel needs {len(missing)} symbol(s) torch {self.env.get('torch')} lacks, "
@@ -437,7 +439,7 @@ def _bounded_evidence(raw: Any, limit: int = STAGE_TEXT_LIMIT) -> dict[str, Any]
 
 def _bounded_check(raw: Any, limit: int) -> Any:
     """One check entry (a mapping from the protocol) with its texts bounded."""
-    if isinstance(raw, Mapping):
+    if isinstance(raw, (dict, Mapping)):
         return _bounded_evidence(raw, limit)
     return bounded(json.dumps(raw, default=str, ensure_ascii=False), limit)
 

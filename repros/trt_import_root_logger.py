@@ -27,7 +27,7 @@ from protocol import Signature
 
 META = {
     "id": "trt_import_root_logger",
-    "title": "import torch_tensorrt sets the root logger to INFO (before 2.5)",
+    "title": "import torch_tensorrt sets the root logger to INFO (1.2 to 2.4)",
     "kind": "bug",
     "upstream": [
         "https://github.com/pytorch/TensorRT/issues/2340",
@@ -46,16 +46,19 @@ META = {
         "before importing torch_tensorrt, or reset the root logger's level after the import."
     ),
     "requires": ["cuda", "torch_tensorrt"],
-    "expect": [
-        {"when": {"torch_tensorrt": ">=2.2,<2.5"}, "status": "fail",
-         "note": "fx/__init__.py:16 logging.basicConfig(level=logging.INFO) at v2.2.0, v2.3.0 and "
-                 "v2.4.0, imported by import torch_tensorrt (v2.2.0 _compile.py:13, v2.3.0 "
-                 "__init__.py:123, v2.4.0 __init__.py:130)"},
-        {"when": {"torch_tensorrt": ">=2.5"}, "status": "pass",
-         "note": "PR #3147 (commit 97d4f2b538) removed the line; no basicConfig in v2.5.0 "
-                 "fx/__init__.py. The pass needs a GPU (import_root_logger); on the stand-ins it "
-                 "is a cleared skip"},
-    ],
+    "introduced_by": {
+        "commits": ["b6b690ca0d8d3a4c8c34a27eebf96ef0677e16ec"],
+        "note": "PR #1288: py/torch_tensorrt/fx/__init__.py:16 logging.basicConfig(level=logging.INFO), "
+                "first in v1.2.0, whose _compile.py:9 imports torch_tensorrt.fx; the same line at "
+                "v2.2.0 (imported by _compile.py:13), v2.3.0 (__init__.py:123) and v2.4.0 "
+                "(__init__.py:130)",
+    },
+    "fixed_by": {
+        "commits": ["97d4f2b5383c2871229d1159b730a0fa22f9d190"],
+        "note": "PR #3147 'fix: remove global logging setup': v2.5.0 fx/__init__.py has no "
+                "basicConfig. The pass needs a GPU (import_root_logger); on the stand-ins it is a "
+                "cleared skip",
+    },
 }
 
 _CHECK = r"check failed: the root logger keeps the application's level .*'level': 'INFO'"

@@ -106,6 +106,9 @@ class RowTable:
         # verdicts worked out on this table, by ``_verdict_key``: the page asks the same bug
         # on the same versions once per combination and once per upgrade candidate
         self.verdicts: dict[tuple[Any, ...], tuple[Mapping[str, Any], dict[str, Any]]] = {}
+        # what of an environment a verdict reads, by the environment's id (the environment
+        # held beside it, so the id is not another's): one answer asks it thousands of times
+        self.env_keys: dict[int, tuple[Mapping[str, Any], tuple[Any, ...]]] = {}
         for row in rows:
             self.count += 1
             if not decisive(row):
@@ -195,7 +198,7 @@ def verdict(bug_id: str, bug: Mapping[str, Any], versions: Mapping[str, Any],
     """One bug on one combination: verdict, basis, the record or rule behind it (worked out
     once per table for the same bug, versions and what of ``env`` it reads; callers copy
     the answer, never change it)."""
-    key = _verdict_key(bug_id, versions, env)
+    key = _verdict_key(bug_id, versions, env, table)
     if key is None:
         return _verdict(bug_id, bug, versions, env, table)
     kept = table.verdicts.get(key)
@@ -204,14 +207,17 @@ def verdict(bug_id: str, bug: Mapping[str, Any], versions: Mapping[str, Any],
     return kept[1]
 
 
-def _verdict_key(bug_id: str, versions: Mapping[str, Any], env: Mapping[str, Any]
-                 ) -> tuple[Any, ...] | None:
+def _verdict_key(bug_id: str, versions: Mapping[str, Any], env: Mapping[str, Any],
+                 table: RowTable) -> tuple[Any, ...] | None:
     """Everything ``_verdict`` reads besides the bug and the table (of the packages, only
     which are given: ``missing_packages``); None when a value cannot be a key (then nothing
     is kept)."""
-    named = sorted(name for name, version in (env.get("packages") or {}).items() if version)
-    key = (bug_id, tuple(sorted((k, v) for k, v in versions.items() if v is not None)),
-           bool(env.get("complete")), env.get("kind"), tuple(named))
+    held = table.env_keys.get(id(env))
+    if held is None or held[0] is not env:
+        named = sorted(name for name, version in (env.get("packages") or {}).items() if version)
+        held = table.env_keys[id(env)] = (env, (bool(env.get("complete")), env.get("kind"),
+                                                tuple(named)))
+    key = (bug_id, tuple(sorted((k, v) for k, v in versions.items() if v is not None)), *held[1])
     try:
         hash(key)
     except TypeError:

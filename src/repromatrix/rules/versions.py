@@ -154,8 +154,15 @@ def _holds(version: Version, clause: Specifier) -> bool:
     """One clause in PEP 440 order, its bound read as ``boundary_version`` reads a version;
     ``==``/``!=``/``~=``/``===`` as packaging reads them."""
     if clause.operator in _OPS:
-        return bool(_OPS[clause.operator](version, _as_release(Version(clause.version))))
+        return bool(_OPS[clause.operator](version, _bound(clause.version)))
     return clause.contains(version, prereleases=True)
+
+
+@functools.lru_cache(maxsize=1024)
+def _bound(text: str) -> Version:
+    """A clause's version as ``_holds`` compares with it (parsed once: the page's box asks
+    every rule of every bug for each combination and upgrade candidate)."""
+    return _as_release(Version(text))
 
 
 def first_rule(rules: Iterable[Mapping[str, Any]], version_of: Callable[[str], Any]

@@ -37,6 +37,16 @@ def measure(cmd: Sequence[str], env: Mapping[str, str] | None = None,
                   usage.ru_utime + usage.ru_stime)
 
 
+def export(rev: str, dest: Path, paths: Sequence[str]) -> Path:
+    """``paths`` of revision ``rev`` (``git archive``) unpacked in ``dest``, made here: a tree
+    to run side by side with this one."""
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, *paths], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
 def spread(values: Sequence[float], fmt: str = "{:.2f}") -> str:
     """'min / median / max' of ``values``."""
     return " / ".join(fmt.format(v) for v in (min(values), statistics.median(values), max(values)))

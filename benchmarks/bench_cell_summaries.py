@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import ROOT, env_with, load_average  # noqa: E402
+from _measure import ROOT, env_with, export, load_average  # noqa: E402
 
 STEPS = ("parse", "from_dict", "record_summary", "record_versions")
 
@@ -51,15 +51,6 @@ print(json.dumps(best))
 """
 
 
-def tree_src(rev: str, dest: Path) -> Path:
-    """``src`` of revision ``rev``, unpacked under ``dest``."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src"], check=True,
-                             capture_output=True).stdout
-    dest.mkdir(parents=True)
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    return dest / "src"
-
-
 def timed(src: Path, records: Path, repeat: int) -> dict[str, float]:
     out = subprocess.run([sys.executable, "-c", CHILD, str(records), str(repeat)],
                          env=env_with(src), check=True, capture_output=True, text=True).stdout
@@ -77,7 +68,8 @@ def main() -> int:
         store = Path(tmp) / "store"
         write_store(store, 1000, 10, 1, current=True)
         records = store / "bench" / "run-0.jsonl"
-        trees = {"this tree": ROOT / "src", args.baseline: tree_src(args.baseline, Path(tmp) / "base")}
+        baseline = export(args.baseline, Path(tmp) / "base", ["src"]) / "src"
+        trees = {"this tree": ROOT / "src", args.baseline: baseline}
         print(f"10k records ({records.stat().st_size / 1e6:.0f} MB), {load_average()}")
         best: dict[str, dict[str, float]] = {label: {} for label in trees}
         for _ in range(2):  # each tree twice, alternately; the best of all

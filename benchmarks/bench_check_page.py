@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _measure import ROOT, env_with, spread  # noqa: E402
+from _measure import export as unpack  # noqa: E402
 
 BASELINE = "882dab1"
 TIMED = """
@@ -47,11 +48,7 @@ print("SECONDS", spent[0])
 def export(rev: str, dest: Path) -> Path:
     """The sources, templates and catalog of revision ``rev`` (with its ``pyproject.toml``:
     a checkout, which reads them from there)."""
-    dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src", "report", "repros",
-                              "matrix.yaml", "pyproject.toml"], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    return dest
+    return unpack(rev, dest, ["src", "report", "repros", "matrix.yaml", "pyproject.toml"])
 
 
 def once(tree: Path, out: Path) -> float:

@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _measure import ROOT, env_with, load_average, measure, spread  # noqa: E402
+from _measure import export as unpack  # noqa: E402
 from _records import fill, size_of  # noqa: E402
 
 T214 = ROOT / ".venvs" / "t214" / "bin" / "python"
@@ -33,13 +34,8 @@ GOAL_S = 0.5
 def export(rev: str, dest: Path) -> Path:
     """The harness (``src``, ``repros``, ``matrix.yaml``) of revision ``rev``, unpacked in ``dest``.
     Its matrix sits beside its own repros, so its cache keys are the working tree's."""
-    dest.mkdir(parents=True)
     # pyproject.toml: what tells a later harness it runs from a checkout (its repros/ beside)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src", "repros",
-                              "matrix.yaml", "pyproject.toml"], check=True,
-                             capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    return dest
+    return unpack(rev, dest, ["src", "repros", "matrix.yaml", "pyproject.toml"])
 
 
 def run_cmd(python: str, results: Path, tree: Path = ROOT) -> list[str]:

@@ -34,6 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _measure import ROOT, env_with, load_average, measure, spread  # noqa: E402
+from _measure import export as unpack  # noqa: E402
 from bench_report import write_store  # noqa: E402
 
 # Each snippet runs against the tree under test, which may be a revision from before the
@@ -57,7 +58,6 @@ INDEX = ("import sys; from repromatrix.store.index import StoreIndex; "
 
 def export(rev: str, dest: Path) -> Path:
     """The harness of revision ``rev`` (``src`` and the page's ``report`` folder) in ``dest``."""
-    dest.mkdir(parents=True)
     # pyproject.toml and the runner (repros/harness/runner.py; repros/runner.py before the
     # harness had its own folder): what tells a harness it runs from a checkout
     # (and so reads the page's templates from report/)
@@ -65,10 +65,7 @@ def export(rev: str, dest: Path) -> Path:
                           "repros/harness/runner.py")
               if subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{rev}:{p}"],
                                 capture_output=True).returncode == 0]
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, *wanted],
-                             check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    return dest
+    return unpack(rev, dest, wanted)
 
 
 def render(src: Path, store: Path, out: Path) -> tuple[float, float, str]:

@@ -28,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _measure import ROOT, env_with, load_average, measure, spread  # noqa: E402
+from _measure import export as unpack  # noqa: E402
 from bench_report import write_store  # noqa: E402
 
 BASELINE = "a1cdc1f"
@@ -36,12 +37,7 @@ INDEX_LIMIT = 2048  # bytes of index per record
 
 def export(rev: str, dest: Path) -> Path:
     """The harness of revision ``rev`` (its sources, page templates, repros and matrix)."""
-    dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src", "report", "repros",
-                              "matrix.yaml", "pyproject.toml"], check=True,
-                             capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    return dest
+    return unpack(rev, dest, ["src", "report", "repros", "matrix.yaml", "pyproject.toml"])
 
 
 def size_of(folder: Path, pattern: str) -> int:

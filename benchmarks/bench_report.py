@@ -100,7 +100,7 @@ def bench(name: str, stacks: int, repros: int, runs: int, repeat: int, goal: flo
         peak = max(peak, rss)
     index = (out / "index.html").stat().st_size
     data = folder_size(out / "data")
-    raw = (out / "results.json").stat().st_size
+    raw = sum(p.stat().st_size for p in out.glob("results.json*"))  # (.gz since 2026-11-29)
     site = folder_size(out)
     ok = statistics.median(times) < goal
     load = os.getloadavg()[0]

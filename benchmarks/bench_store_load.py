@@ -12,7 +12,7 @@ process; the time is the loading alone (taken inside it, with the cyclic GC paus
     index, cold   no index yet: build it, then as below
     index         report.load.reduce_records (the report's load): every record's key fields
                   from the index through store.reader.Settler (copies, conflicts), history per
-                  cell, every latest line read back (results.json is not written here)
+                  cell, every latest line read back (results.json.gz is not written here)
     index, keys   StoreIndex.open + keys(): the latest key fields only (run's reuse check)
     index, stream StoreIndex.open + iter_shown() consumed one record at a time (bisect)
 """

@@ -1,5 +1,5 @@
 /* repromatrix "Check your versions" box: looks up the answer of `repromatrix check PINS
- * --from results.json --format json`, which Python worked out for every combination the
+ * --from results.json.gz --format json`, which Python worked out for every combination the
  * compatibility table allows and every NGC release (check/page.py, with the command's own
  * function): data/environments.js (each combination and its environment) and
  * data/verdicts.js (each one's answer, its repeated parts interned), loaded as scripts when
@@ -67,7 +67,7 @@
   function quoted(text) { return /^[A-Za-z0-9._+=/:@%,-]+$/.test(text) ? text : "'" + text.replace(/'/g, "'\\''") + "'"; }
 
   function results() {
-    var url = new URL("results.json", window.location.href);
+    var url = new URL("results.json.gz", window.location.href);
     return url.protocol === "file:" ? decodeURIComponent(url.pathname) : url.href;
   }
 

@@ -1,7 +1,7 @@
 /* repromatrix page script: filters, stage colouring, permalinks (state in the URL hash),
  * keyboard navigation, the cell drawer and the stack advisor.
- * Cell details live in data chunks (data/c<N>.js) loaded on demand as scripts, so the
- * page works from file://. Record text is hostile: this script only ever sets
+ * Cell details live in data chunks (data/c<N>.js, deflated JSON) loaded on demand as
+ * scripts, so the page works from file://. Record text is hostile: this script only ever sets
  * textContent, never HTML, and keeps records in Maps (no record string is an object key). */
 (function () {
   "use strict";
@@ -41,16 +41,32 @@
   var chunks = new Map();
   var waiting = new Map();
 
-  window.repromatrixChunk = function (number, payload) {
-    var cells = new Map();
-    payload.cells.forEach(function (pair) {
-      var c = pair[1];
-      c.envRows = payload.envs[c.env] || [];
-      cells.set(pair[0], c);
-    });
-    chunks.set(number, cells);
+  function settle(number, cells) {
+    if (cells) chunks.set(number, cells);
     (waiting.get(number) || []).forEach(function (fn) { fn(cells); });
     waiting.delete(number);
+  }
+
+  /* A chunk's JSON comes deflated (zlib) as one base64 string. */
+  function inflate(packed) {
+    var raw = atob(packed), bytes = new Uint8Array(raw.length);
+    for (var i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
+    return new Response(stream).text();
+  }
+
+  window.repromatrixChunk = function (number, packed) {
+    var read;
+    try { read = inflate(packed); } catch (e) { settle(number, null); return; }
+    read.then(function (text) {
+      var payload = JSON.parse(text), cells = new Map();
+      payload.cells.forEach(function (pair) {
+        var c = pair[1];
+        c.envRows = payload.envs[c.env] || [];
+        cells.set(pair[0], c);
+      });
+      settle(number, cells);
+    }).catch(function () { settle(number, null); });
   };
 
   function withChunk(number, fn) {
@@ -59,10 +75,7 @@
     waiting.set(number, [fn]);
     var script = document.createElement("script");
     script.src = data.data + "/c" + number + ".js";
-    script.onerror = function () {
-      (waiting.get(number) || []).forEach(function (f) { f(null); });
-      waiting.delete(number);
-    };
+    script.onerror = function () { settle(number, null); };
     document.head.appendChild(script);
   }
 
@@ -146,7 +159,7 @@
         : " in " + h[5] + " runs, from " + h[1] + " (" + h[2] + ") to " + h[3] + " (" + h[4] + ")";
       li.appendChild(el("span", "when", span));
     });
-    if (c.history_dropped) { box.appendChild(el("p", "muted", c.history_dropped + " older change(s) not shown; results.json has every record")); }
+    if (c.history_dropped) { box.appendChild(el("p", "muted", c.history_dropped + " older change(s) not shown; results.json.gz has every record")); }
     return box;
   }
 
@@ -175,7 +188,7 @@
     field(dl, "run", (c.run_id || "") + " on " + (c.host || "?") + " (" + (c.backend || "?") + "), " +
           (c.started_at || "?") + " → " + (c.finished_at || "?"));
     if (c.flaky) { field(dl, "flaky", "the run's attempts disagree (" + c.flaky + "): cannot tell", "contra"); }
-    if (c.conflict) { field(dl, "conflict", "conflicting records for this cell (in one run, or shards disagreeing about one environment); see results.json", "contra"); }
+    if (c.conflict) { field(dl, "conflict", "conflicting records for this cell (in one run, or shards disagreeing about one environment); see results.json.gz", "contra"); }
     if (c.stages && c.stages.length) { box.appendChild(stagesTable(c.stages)); }
     if (c.history && c.history.length) { box.appendChild(timeline(c)); }
     if (c.traceback) {

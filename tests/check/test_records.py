@@ -3,6 +3,7 @@ page's results.json and the snapshot give the same answer from the same records.
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -48,20 +49,34 @@ def test_a_store_and_a_page_s_results_json_give_the_snapshot_s_rows(published, t
     rows, source = store_rows(published)
     assert by_cell(rows) == by_cell(snapshot) and source["kind"] == "store"
     render_site([published], tmp_path / "site")
-    page, source = results_json_rows(str(tmp_path / "site" / "results.json"))
+    page, source = results_json_rows(str(tmp_path / "site" / "results.json.gz"))
     assert by_cell(page) == by_cell(snapshot) and source["kind"] == "results.json"
 
 
 @pytest.mark.parametrize("content, needle", [
-    (b"not json at all", "not a page's results.json"),
-    (b'{"generated_at": "x", "rows": []}', "not a page's results.json"),
+    (b"not json at all", "not a page's results.json.gz"),
+    (b'{"generated_at": "x", "rows": []}', "not a page's results.json.gz"),
     (b'{"records": [{"cell": 1}]}', "no usable results record"),
+    (b"\x1f\x8b\x08\x00 damaged", "a damaged gzip file"),
+    (gzip.compress(b'{"rows": []}'), "not a page's results.json.gz"),
 ])
 def test_a_file_that_is_no_results_json_is_refused(tmp_path, content, needle):
     path = tmp_path / "results.json"
     path.write_bytes(content)
     with pytest.raises(UsageError, match=needle):
         results_json_rows(str(path))
+
+
+def test_a_page_s_records_are_read_compressed_or_as_pages_wrote_them_before(published, tmp_path):
+    """``--from`` reads a page's results.json.gz, and the plain results.json of a page an
+    earlier release rendered: the same rows from the same records."""
+    from repromatrix.report.render import render_site
+
+    render_site([published], tmp_path / "site")
+    packed = tmp_path / "site" / "results.json.gz"
+    plain = tmp_path / "results.json"
+    plain.write_bytes(gzip.decompress(packed.read_bytes()))
+    assert by_cell(results_json_rows(str(plain))[0]) == by_cell(results_json_rows(str(packed))[0])
 
 
 def test_a_missing_or_irregular_results_json_and_a_missing_store_are_refused(tmp_path):
@@ -113,7 +128,7 @@ def test_a_results_json_is_fetched_from_a_url(published, tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         base = f"http://127.0.0.1:{server.server_address[1]}"
-        rows, source = results_json_rows(f"{base}/results.json")
+        rows, source = results_json_rows(f"{base}/results.json.gz")
         assert by_cell(rows) == by_cell(snapshot_rows()[0]) and source["where"].startswith(base)
         with pytest.raises(UsageError, match="answered 404"):
             results_json_rows(f"{base}/absent.json")

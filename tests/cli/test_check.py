@@ -199,7 +199,7 @@ def test_run_checks_by_running_the_catalog_now(tmp_path):
     (("-r", "/no/such/requirements.txt"), "cannot read"),
     (("-r", "/dev/null/x"), "cannot read"),
     (("-r", "/dev/zero"), "not a regular file"),
-    (("torch==2.4.1", "--from", "/etc/hostname"), "not a page's results.json"),
+    (("torch==2.4.1", "--from", "/etc/hostname"), "not a page's results.json.gz"),
     (("torch==2.4.1", "--results", "/no/such/store"), "not a results folder"),
     (("torch==2.4.1", "--ignore", "deform_conv2d"), 'did you mean "deform_conv2d_device"'),
     (("torch==2.4.1", "--kind", "bug,breaking"),

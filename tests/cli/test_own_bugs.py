@@ -25,6 +25,7 @@ from repromatrix.config.options import RunOptions
 from repromatrix.errors import BaseImageMissing, ConfigError
 from repromatrix.model import Plan, Settings, Stack, StackGroup
 from repromatrix.onefile.standalone import export
+from repromatrix.report.chunks import read_payload
 from repromatrix.store.results import load_records
 
 PY = os.environ.get("REPROMATRIX_TEST_PY_T213") or os.environ.get("REPROMATRIX_TEST_PY_T214")
@@ -91,8 +92,7 @@ def page_cells(site: Path) -> dict[str, dict]:
     """Every cell's details as the page loads them: from its data chunks (data/c<N>.js)."""
     cells: dict[str, dict] = {}
     for path in (site / "data").glob("c*.js"):
-        payload = re.fullmatch(r"repromatrixChunk\((\d+),(.*)\);\n", path.read_text(), re.S).group(2)
-        cells.update(dict(json.loads(payload)["cells"]))
+        cells.update(dict(json.loads(read_payload(path)[1])["cells"]))
     assert cells, "the page holds its data"
     return cells
 

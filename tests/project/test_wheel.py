@@ -161,7 +161,7 @@ def test_check_answers_offline_from_the_wheel_in_a_fresh_venv(wheel, tmp_path):
     run([str(venv / "bin" / "repromatrix"), "report", "--matrix", str(store / "matrix.yaml"),
          "--results", str(store), "--out", str(site)],
         home, env)
-    assert check(*pins, "--from", str(site / "results.json"))[1]["affected"] == answer["affected"]
+    assert check(*pins, "--from", str(site / "results.json.gz"))[1]["affected"] == answer["affected"]
     python = os.environ.get("REPROMATRIX_TEST_PY_T213")  # a torch interpreter, probed
     if python:
         versions = check("--python", python)[1]["environment"]["versions"]

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from support.scale import ROOT, cli_env
+from support.sites import site_records
 from support.tools import actionlint
 
 WORKFLOW = ROOT / ".github" / "workflows" / "matrix.yml"
@@ -132,7 +133,7 @@ def test_publish_merges_every_downloaded_store(tmp_path):
                         / f"shard-{i + 1}")
     run_step(step_script("publish", "merge the shards"), work)
     run_step(step_script("publish", "render the page"), work)
-    raw = json.loads((work / "site" / "results.json").read_text())
+    raw = site_records(work / "site")
     hosts = {r["host"] for r in raw["records"]}
     assert (work / "site" / "index.html").is_file() and len(raw["records"]) > 10 and hosts
 
@@ -176,7 +177,7 @@ def publish_job(work: Path) -> dict:
         shutil.rmtree(work / folder, ignore_errors=True)
     for step in ("restore the previous store", "merge the shards", "keep the store", "render the page"):
         run_step(step_script("publish", step), work)
-    return json.loads((work / "site" / "results.json").read_text())
+    return site_records(work / "site")
 
 
 def branch_records(work: Path) -> list[str]:
@@ -305,7 +306,7 @@ def test_a_second_week_reuses_the_unchanged_cells_it_restored(tmp_path):
         publish_job(work)
     assert counts[0] == 2 and counts[1] == 2            # week 2 ran no cell again
     assert len(branch_records(work)) == 2
-    assert json.loads((work / "site" / "results.json").read_text())["records"][0]["stack"]["id"] == stack
+    assert site_records(work / "site")["records"][0]["stack"]["id"] == stack
 
 
 def test_the_check_example_workflow_passes_actionlint_and_is_the_readme_s():

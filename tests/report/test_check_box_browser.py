@@ -39,7 +39,7 @@ COMBINATIONS = [  # (the box's fields, the command's environment arguments)
      ["torch==2.3.1", "torch-tensorrt==2.3.0"]),
     ({"ngc": "24.07"}, ["--ngc", "24.07"]),
 ]
-WHERE = "results.json"  # the page's answers name its own records so
+WHERE = "results.json.gz"  # the page's answers name its own records so
 
 
 def as_page_says(want: dict) -> dict:
@@ -79,7 +79,7 @@ def test_the_box_answers_as_the_command_does(published_site, browser, artifacts)
     page.on("pageerror", lambda e: problems.append(str(e)))
     page.on("console", lambda m: m.type == "error" and problems.append(m.text))
     page.goto((published_site / "index.html").resolve().as_uri())
-    results = str(published_site / "results.json")
+    results = str(published_site / "results.json.gz")
     for n, (fields, args) in enumerate(COMBINATIONS):
         proc = repromatrix("check", *args, "--from", results, "--format", "json")
         assert proc.returncode in (0, 1), proc.stderr
@@ -129,7 +129,7 @@ def test_every_combination_answers_as_the_command_does(published_site, browser):
                         " return out; }", asked)
     page.close()
     bugs = catalog()
-    rows, source = results_json_rows(str(published_site / "results.json"))
+    rows, source = results_json_rows(str(published_site / "results.json.gz"))
     for combination, answer in zip(found, got, strict=True):
         want = check_answer(bugs, rows, source, environment(combination), table)
         assert answer == as_page_says(want), " ".join(arguments(combination))
@@ -138,7 +138,7 @@ def test_every_combination_answers_as_the_command_does(published_site, browser):
 def test_an_unknown_version_names_the_command(published_site, browser):
     page = browser.new_page()
     page.goto((published_site / "index.html").resolve().as_uri())
-    results = str((published_site / "results.json").resolve())
+    results = str((published_site / "results.json.gz").resolve())
     for fields, command in (
             ({"torch": "1.13.1", "torchvision": "0.14.1", "torch-tensorrt": "1.3.0"},
              "repromatrix check torch==1.13.1 torchvision==0.14.1 torch-tensorrt==1.3.0"),

@@ -21,9 +21,11 @@ from support.sites import (
     matrix,
     parse,
     render,
+    site_records,
 )
 from support.sites import result as _result
 
+from repromatrix.report.chunks import read_payload
 from repromatrix.report.render import (
     page_name,
     render_site,
@@ -136,7 +138,7 @@ def test_repro_page_answers_beside_expectation(tmp_path):
 
 def test_raw_json_and_csv_beside_the_page(tmp_path):
     summary, _, out = render(tmp_path, "every_status")
-    raw = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    raw = site_records(out)
     assert len(raw["records"]) == 15 and raw["skipped"] == [] and raw["conflicts"] == []
     with open(out / "results.csv", newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
@@ -163,7 +165,7 @@ def test_empty_store(tmp_path):
     assert doc.find("section", id="empty").find("h2").text() == "No results yet"
     assert doc.find_all("table", id="matrix") == [] and doc.find_all("script") == []
     assert (summary.records, summary.cells, summary.skipped) == (0, 0, [])
-    assert json.loads((out / "results.json").read_text())["records"] == []
+    assert site_records(out)["records"] == []
     assert (out / "results.csv").read_text().splitlines()[0].startswith("cell,")
 
 
@@ -248,7 +250,7 @@ def test_shards_disagreeing_are_flagged_when_merged(tmp_path):
     [conflict] = summary.conflicts
     assert conflict.cache_key == rec["cache_key"]
     assert "for one cache key in runs s1, s2" in doc.find("details", cls="conflicts").text()
-    raw = json.loads((tmp_path / "site" / "results.json").read_text())
+    raw = site_records(tmp_path / "site")
     assert raw["conflicts"][0]["cache_key"] == rec["cache_key"]
 
 
@@ -277,9 +279,9 @@ def test_hostile_strings_are_text_not_markup(tmp_path):
     assert "<" not in inline and ">" not in inline
     data = chunk_data(out)
     assert data["cells"]["pip-torch2.4.1--deform_conv2d_device"]["message"].startswith(HOSTILE_BITS[0])
-    for chunk in (out / "data").glob("c*.js"):   # a chunk is one call with one script-safe literal
-        text = chunk.read_text(encoding="utf-8")
-        assert re.fullmatch(r"repromatrixChunk\(\d+,\{.*\}\);\n", text, re.S) and "<" not in text
+    for chunk in (out / "data").glob("c*.js"):   # a chunk is one call with one base64 string
+        assert re.fullmatch(r'repromatrixChunk\(\d+,"[A-Za-z0-9+/=]+"\);\n', chunk.read_text("utf-8"))
+        assert "<" not in read_payload(chunk)[1]  # its JSON script-safe too
     verdicts = (out / "data" / "verdicts.js").read_text(encoding="utf-8")  # the check box's data
     assert re.fullmatch(r"repromatrixVerdicts\(\{.*\}\);\n", verdicts, re.S) and "<" not in verdicts
     # a hostile repro id gets a hashed file name

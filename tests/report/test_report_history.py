@@ -11,7 +11,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from support.sites import ATOM, chunk_cells, history_record
+from support.sites import ATOM, chunk_cells, history_record, site_records
 
 from repromatrix.report.answers import axis_answer, stack_scope
 from repromatrix.report.load import reduce_records
@@ -81,7 +81,7 @@ def test_page_size_follows_cells_not_history(tmp_path):
     assert abs(size(many) - size(one)) < 200   # the run count printed in the header differs
     data = lambda out: sum(p.stat().st_size for p in (out / "data").glob("*.js"))  # noqa: E731
     assert data(many) < data(one) * 1.5        # history is a timeline, not every record
-    raw = json.loads((many / "results.json").read_text())
+    raw = site_records(many)
     assert len(raw["records"]) == 400          # the raw data stays complete
     assert "x" * 3000 not in (many / "index.html").read_text()
 

@@ -13,9 +13,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from support.sites import ATOM, chunk_cells, history_record
+from support.sites import ATOM, chunk_cells, history_record, site_records
+from support.sites import page_files as site_files
 
 from repromatrix.model import Repro
+from repromatrix.report.chunks import read_payload
 from repromatrix.report.render import render_site
 from repromatrix.store.record import SCHEMA_VERSION, Result
 from repromatrix.store.results import ResultStore
@@ -26,13 +28,6 @@ def merged(paths: list[Path], tmp_path: Path) -> list[Path]:
     index (``store.index_merged``) rather than the store's own."""
     (tmp_path / "empty-store").mkdir(exist_ok=True)
     return [*paths, tmp_path / "empty-store"]
-
-
-def site_files(out: Path) -> dict[str, bytes]:
-    """Every file of a rendered site but the render's own caches (dot files: the render
-    state, the kept site, the report's cache), which are not part of the page."""
-    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
-            if p.is_file() and not p.name.startswith(".")}
 
 
 @pytest.mark.slow
@@ -63,15 +58,20 @@ def test_an_incremental_render_leaves_what_a_cold_render_writes(tmp_path, monkey
 
     both([store.root])
     assert both([store.root]) == []  # nothing changed: nothing written
+    before = (inc / "results.json.gz").read_bytes()
+    kept = json.loads((inc / ".render-state.json").read_text())["results"]["end"]
     store.append(history_record("pip-s005", "bug", 2, "error"))  # one new record
     rewritten = both([store.root])
+    after = (inc / "results.json.gz").read_bytes()  # appended: one gzip member more
+    assert after[:kept] == before[:kept] and after[kept:kept + 2] == b"\x1f\x8b"
+    assert len(after) - len(before) < 1000
     assert len([n for n in rewritten if n.startswith("data/c")]) == 1  # one detail chunk
     assert "data/verdicts.js" in rewritten and "data/environments.js" not in rewritten  # (the box)
     assert not [n for n in rewritten if n.startswith("static/")]
-    assert "changes.atom" in rewritten and "results.json" in rewritten
-    assert json.loads((inc / "results.json").read_text())["records"][-1]["status"] == "error"
+    assert "changes.atom" in rewritten and "results.json.gz" in rewritten
+    assert site_records(inc)["records"][-1]["status"] == "error"
     store.append(history_record("pip-s006", "bug", 2, "pass"))  # the same run file grows by one line
-    assert "results.json" in both([store.root])
+    assert "results.json.gz" in both([store.root])
     damaged = tmp_path / "results" / "h" / "zz-damaged.jsonl"  # a line path, not a whole file
     old = {**history_record("pip-s007", "bug", 3, "fail").to_dict(), "schema_version": 1}
     damaged.write_text("{bad\n" + json.dumps(old) + "\n")
@@ -133,7 +133,7 @@ def test_a_file_rewritten_after_a_render_is_read_again(tmp_path):
     path.write_text(path.read_text().replace('"fail"', '"pass"'))
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     summary = render_site([store.root], tmp_path / "site")
-    raw = json.loads((tmp_path / "site" / "results.json").read_text())
+    raw = site_records(tmp_path / "site")
     assert [r["status"] for r in raw["records"]] == ["pass", "pass"], "the records as they are now"
     assert summary.records == 2 and "pass" in (tmp_path / "site" / "results.csv").read_text()
     assert "fail" not in (tmp_path / "site" / "results.csv").read_text()
@@ -226,11 +226,11 @@ def test_a_copy_sends_a_store_record_by_record_and_a_blank_line_does_not(tmp_pat
     lines = path.read_text().splitlines(keepends=True)
     path.write_text(lines[0] + "\n" + lines[1])
     render_site([store.root], tmp_path / "blank")
-    data = json.loads((tmp_path / "blank" / "results.json").read_text())
+    data = site_records(tmp_path / "blank")
     assert [r["status"] for r in data["records"]] == ["fail", "pass"] and calls == [True]
     (path.parent / "copy.jsonl").write_text(lines[1])  # the same record shipped twice
     summary = render_site([store.root], tmp_path / "copy")
-    data = json.loads((tmp_path / "copy" / "results.json").read_text())
+    data = site_records(tmp_path / "copy")
     assert summary.records == 2 and sorted(r["status"] for r in data["records"]) == ["fail", "pass"]
     assert calls == [True, True], "a copy: through the histories too"
 
@@ -266,7 +266,7 @@ def test_blank_damaged_and_older_lines_are_read_through_the_histories_as_every_r
 
     first = both("first")
     assert calls == [True, True] and len(first.skipped) == 3, first.skipped
-    data = json.loads((tmp_path / "first-settled" / "results.json").read_text())
+    data = site_records(tmp_path / "first-settled")
     assert {r["schema_version"] for r in data["records"]} == {SCHEMA_VERSION}
     assert first.records == 12 + 2
     ResultStore(store.root).append(history_record("pip-s1", "bug", 7, "crash"))
@@ -347,14 +347,14 @@ def test_pieces_another_render_replaced_meanwhile_are_made_again(tmp_path, monke
     monkeypatch.setattr(RenderCache, "placed", other_render_first)
     render_site([store.root], out, matrix="X.yaml", now=now)
     assert asked == ["pip-a--bug"]  # read back, not made: its pieces did not change
-    chunk = (out / "data" / "c0.js").read_text()
+    chunk = read_payload(out / "data" / "c0.js")[1]
     assert "X.yaml" in chunk and "Y.yaml" not in chunk
     store = ResultStore(tmp_path / "results")
     store.append(history_record("pip-b", "bug", 2, "fail"))
     store.close()
     meanwhile.append("now")
     render_site([store.root], out, matrix="X.yaml", now=now)
-    chunk = (out / "data" / "c0.js").read_text()
+    chunk = read_payload(out / "data" / "c0.js")[1]
     assert meanwhile == ["now", "Y"] and "X.yaml" in chunk and "Y.yaml" not in chunk
     fresh = tmp_path / "fresh"
     render_site([store.root], fresh, matrix="X.yaml", now=now)
@@ -374,7 +374,7 @@ def test_a_last_record_without_its_newline_is_read_on_both_paths(tmp_path, monke
         out = tmp_path / f"site-{settled}"
         paths = [store.root] if settled else merged([store.root], tmp_path)
         assert render_site(paths, out).records == 2
-        data = json.loads((out / "results.json").read_text())
+        data = site_records(out)
         assert [r["status"] for r in data["records"]] == ["fail", "pass"]
 
 
@@ -466,7 +466,7 @@ def test_skipped_lines_are_listed_for_a_store_named_by_a_relative_path(tmp_path,
     for settled in (True, False):
         paths = [Path(".")] if settled else merged([Path(".")], tmp_path)
         summary = render_site(paths, tmp_path / f"site-{settled}")
-        data = json.loads((tmp_path / f"site-{settled}" / "results.json").read_text())
+        data = site_records(tmp_path / f"site-{settled}")
         assert [(s["line"], s["reason"][:12]) for s in data["skipped"]] == [(2, "invalid JSON")]
         assert len(summary.skipped) == 1
 
@@ -482,6 +482,6 @@ def test_a_file_rewritten_while_the_settled_path_reads_it_is_read_again(tmp_path
     rewritten = rewrite_after_blocks(path)
     summary = render_site([store.root], tmp_path / "site")
     assert rewritten and summary.records == 1
-    data = json.loads((tmp_path / "site" / "results.json").read_text())
+    data = site_records(tmp_path / "site")
     assert [r["status"] for r in data["records"]] == ["pass"]
     assert chunk_cells(tmp_path / "site")["pip-a--bug"]["status"] == "pass"

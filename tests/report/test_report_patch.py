@@ -13,8 +13,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from support.sites import page_files as site_files
 
 from repromatrix.model import Repro
+from repromatrix.report.chunks import read_payload
 from repromatrix.report.last_site import KEPT_NAME
 from repromatrix.report.render import ReportSummary, render_site
 from repromatrix.store.record import SCHEMA_VERSION, Result
@@ -46,12 +48,6 @@ def record(stack: int, repro: str, run: int, status: str, *, attempt: int = 1,
         "started_at": f"{day}T00:00:{attempt:02d}+00:00",
         "finished_at": f"{day}T00:01:{attempt:02d}+00:00",
     })
-
-
-def site_files(out: Path) -> dict[str, bytes]:
-    """Every file of the page (not the render's own caches: render state, kept site, cache)."""
-    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
-            if p.is_file() and not p.name.startswith(".")}
 
 
 def figures(summary: ReportSummary) -> dict:
@@ -95,7 +91,7 @@ def test_a_patched_render_writes_what_a_full_render_writes(tmp_path):
     rewritten = page.render(patched=True)
     assert len([n for n in rewritten if n.startswith("data/c")]) == 1  # one detail chunk
     assert "data/verdicts.js" in rewritten and "data/environments.js" not in rewritten  # (the box)
-    assert {"index.html", "repro-bug.html", "results.csv", "results.json"} <= set(rewritten)
+    assert {"index.html", "repro-bug.html", "results.csv", "results.json.gz"} <= set(rewritten)
 
     store.append(record(3, "bug", 2, "pass"))  # contradicts "fail below 2.5"? no: 2.5.1
     store.append(record(0, "bug", 2, "pass"))  # contradicts: torch 2.3.1 should fail
@@ -154,7 +150,7 @@ def test_pieces_of_another_render_are_not_patched_in(tmp_path):
                 now=NOW)
     store.append(record(1, "bug", 1, "pass"))
     page.render(patched=True, matrix="X.yaml")
-    chunks = "".join(p.read_text() for p in (tmp_path / "inc" / "data").glob("c*.js"))
+    chunks = "".join(read_payload(p)[1] for p in (tmp_path / "inc" / "data").glob("c*.js"))
     assert "X.yaml" in chunks and "Y.yaml" not in chunks
     store.append(record(2, "bug", 1, "pass"))
     page.render(patched=True, matrix="X.yaml")

@@ -3,13 +3,14 @@ grid, page data and detail chunks it holds."""
 
 from __future__ import annotations
 
+import gzip
 import json
-import re
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
 from repromatrix.model import Repro
+from repromatrix.report.chunks import read_payload
 from repromatrix.report.render import render_site
 from repromatrix.store.record import SCHEMA_VERSION, Result
 
@@ -129,13 +130,33 @@ def script_data(doc: Node) -> dict:
     return json.loads(doc.find("script", id="report-data").text())
 
 
+def site_text(out: Path) -> str:
+    """The site's every-record file (results.json.gz) as its JSON text."""
+    return gzip.decompress((out / "results.json.gz").read_bytes()).decode("utf-8")
+
+
+def page_files(out: Path) -> dict[str, bytes]:
+    """Every file of a rendered site but the render's own caches (dot files: the render state,
+    the kept site, the report's cache), which are not part of the page; results.json.gz as
+    its JSON (its gzip members are the renders that added records: the same text, framed
+    as the folder's history made it)."""
+    return {p.relative_to(out).as_posix(): gzip.decompress(p.read_bytes())
+            if p.relative_to(out).as_posix() == "results.json.gz" else p.read_bytes()
+            for p in sorted(out.rglob("*"))
+            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(out).parts)}
+
+
+def site_records(out: Path) -> dict:
+    """The site's every-record file, read."""
+    return json.loads(site_text(out))
+
+
 def chunk_data(out: Path) -> dict:
     """Every data chunk of a site, merged: cells by id, each cell's env rows and chunk number."""
     merged: dict = {"cells": {}, "envs": {}, "chunk_of": {}}
     for path in (out / "data").glob("c*.js"):
-        text = path.read_text(encoding="utf-8")
-        number, payload = re.fullmatch(r"repromatrixChunk\((\d+),(.*)\);\n", text, re.S).groups()
-        payload = json.loads(payload)
+        number, text = read_payload(path)
+        payload = json.loads(text)
         for cid, cell in payload["cells"]:
             merged["cells"][cid] = cell
             merged["envs"][cid] = payload["envs"][cell["env"]]
@@ -167,6 +188,5 @@ def chunk_cells(out: Path) -> dict[str, dict]:
     """Every data chunk's cells by id (what the drawer reads)."""
     cells = {}
     for path in (out / "data").glob("c*.js"):
-        payload = re.fullmatch(r"repromatrixChunk\((\d+),(.*)\);\n", path.read_text(), re.S).group(2)
-        cells.update(dict(json.loads(payload)["cells"]))
+        cells.update(dict(json.loads(read_payload(path)[1])["cells"]))
     return cells

@@ -1,6 +1,6 @@
 """The records `repromatrix check` answers from, as verdict rows (``check.decide.row_of``).
 
-Flow: a store, a published ``results.json`` or the shipped snapshot -> **check.records**
+Flow: a store, a published page's records or the shipped snapshot -> **check.records**
 -> check.decide. One row per cell whose shown record says yes or no (``pass``, ``fail``, a
 stand-in ``skip``: ``check.decide.decisive``): the record its page shows (``store.reader``'s
 rule: the latest, a real verdict over a stand-in one).
@@ -10,16 +10,19 @@ rule: the latest, a real verdict over a stand-in one).
   (``python -m repromatrix.check.records``; a test holds it equal to the records);
 - a store (``--results DIR``): through its index (``StoreIndex.shown``: each cell's shown
   record, with its stack's versions as the index keeps them per record, no line read);
-- a published page's ``results.json`` (``--from FILE|URL``): every record in it, settled
-  per cell here.
+- a published page's records (``--from FILE|URL``: its ``results.json.gz``, or the plain
+  ``results.json`` pages wrote before 2026-11-29): every record in it, settled per cell here.
 """
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import sys
 import urllib.error
 import urllib.request
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path, PurePosixPath
@@ -97,25 +100,40 @@ def rows_source(kind: str, where: str, rows: Sequence[Mapping[str, Any]]) -> dic
 
 
 def results_json_rows(where: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The rows of a published page's ``results.json`` (a file, or an http(s) URL)."""
+    """The rows of a published page's ``results.json.gz`` (a file, or an http(s) URL)."""
     raw = _fetch(where) if where.startswith(("http://", "https://")) else _read(where)
     return results_rows(raw, where)
 
 
 def results_rows(raw: bytes, where: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """``results_json_rows`` of the bytes of a ``results.json`` read from ``where``."""
+    """``results_json_rows`` of the bytes of a ``results.json(.gz)`` read from ``where``."""
     try:
-        data = loads(raw)
+        data = loads(inflated(raw, where))
     except (ValueError, RecursionError):
         data = None
     records = data.get("records") if isinstance(data, dict) else None
     if not isinstance(records, list):
-        raise UsageError(f"--from {bounded(where, 300)}: not a page's results.json (a JSON object with "
-                         f"\"records\": [...], as `repromatrix report` writes)")
+        raise UsageError(f"--from {bounded(where, 300)}: not a page's results.json.gz (a JSON "
+                         f"object with \"records\": [...], as `repromatrix report` writes)")
     rows = [r for r in settled_rows(r for r in records if isinstance(r, dict)) if decisive(r)]
     if records and not any(isinstance(r, dict) and isinstance(r.get("cell"), str) for r in records):
         raise UsageError(f"--from {bounded(where, 300)}: holds no usable results record")
     return rows, rows_source("results.json", where, rows)
+
+
+def inflated(raw: bytes, where: str) -> bytes:
+    """``raw`` as JSON text: a gzip file (every member) inflated, at most ``FETCH_LIMIT`` bytes
+    of it; other bytes as they are."""
+    if not raw.startswith(b"\x1f\x8b"):
+        return raw
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as gz:
+            text = gz.read(FETCH_LIMIT + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise UsageError(f"--from {bounded(where, 300)}: a damaged gzip file ({exc})") from None
+    if len(text) > FETCH_LIMIT:
+        raise UsageError(f"--from {bounded(where, 300)}: larger than {FETCH_LIMIT >> 20} MB inflated")
+    return text
 
 
 def settled_rows(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -139,7 +157,7 @@ def _read(where: str) -> bytes:
     from repromatrix.config.validate import read_regular
 
     try:
-        return read_regular(Path(where), "give a page's results.json")
+        return read_regular(Path(where), "give a page's results.json.gz")
     except ConfigError as exc:
         raise UsageError(f"--from {exc}") from None
     except OSError as exc:

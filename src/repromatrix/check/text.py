@@ -78,7 +78,7 @@ def notices_words(result: Mapping[str, Any]) -> str:
 
 def source_words(source: Mapping[str, Any]) -> str:
     what = {"snapshot": "the snapshot shipped with repromatrix, made from",
-            "store": "the store", "results.json": "the page's results.json"}[source["kind"]]
+            "store": "the store", "results.json": "the page's results.json.gz"}[source["kind"]]
     newest = f", newest {source['newest'][:10]}" if source.get("newest") else ""
     return f"{what} {source['where']} ({source['cells']} cells{newest})"
 

@@ -7,7 +7,7 @@ Markdown or JSON, on stdout or ``--output``; under GitHub Actions also the step 
 an annotation per bug found (``run.ci``). The environment is an interpreter (``--python``, default
 the ``python3`` on PATH), pins (``torch==2.4.1 ...``), a requirements file (``-r``) or an
 NGC release (``--ngc``); the records are the snapshot shipped in the package, a store
-(``--results``) or a published page's ``results.json`` (``--from``).
+(``--results``) or a published page's ``results.json.gz`` (``--from``).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                          help="answer from this store (default: the published records shipped "
                               "with repromatrix)")
     records.add_argument("--from", dest="from_page", metavar="FILE|URL",
-                         help="answer from a published page's results.json")
+                         help="answer from a published page's results.json.gz")
     p.add_argument("--ignore", action="append", default=[], metavar="BUG",
                    help="a bug (repro id) that does not count (repeatable)")
     p.add_argument("--kind", action="append", default=[], metavar="KIND",

@@ -41,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     records.add_argument("--results", type=Path, metavar="DIR",
                          help="from this store (default: the published records shipped with repromatrix)")
     records.add_argument("--from", dest="from_page", metavar="FILE|URL",
-                         help="from a published page's results.json")
+                         help="from a published page's results.json.gz")
     return p
 
 

@@ -14,7 +14,7 @@ through a temporary one (``store.index_merged.MergedIndex``). Only each cell's l
 is held, and ``Reduced.summaries`` hands them over one at a time, so memory grows with
 cells, not with history.
 
-Every usable record goes to ``results.json`` (``report.data_files.RawSink``: whole result
+Every usable record goes to ``results.json.gz`` (``report.data_files.RawSink``: whole result
 files copied a chunk at a time), so the published data stays complete.
 """
 from __future__ import annotations
@@ -281,7 +281,7 @@ def covers_exactly(index: StoreIndex, files: Iterable[Path]) -> bool:
 
 
 def _record_lines(index: StoreIndex, name: str, places: Iterable[Where]) -> list[bytes]:
-    """The lines at ``places`` of file ``name`` as ``results.json`` holds them, without their
+    """The lines at ``places`` of file ``name`` as ``results.json.gz`` holds them, without their
     newline: lines in the current schema as they are, older ones upgraded (parsed, written
     anew). What both readers write, so that their bytes agree."""
     return [dumps(parse(raw, name, where.line)) if where.upgraded else raw.rstrip(b"\n")
@@ -311,18 +311,23 @@ def _fill_latest(out: Reduced, cells: list[str]) -> None:
 def _chunks(index: StoreIndex, path: Path, last: Where, size: int = 1 << 22) -> Iterator[bytes]:
     """The bytes of a file whose every line is a distinct current record, up to the end of
     the last indexed one, in chunks, each line ending in a newline (one is added after a
-    last record written without); StaleIndex when the file is no longer as indexed."""
-    end = last.offset + last.length
+    last record written without); StaleIndex, raised here and now (the bytes are read by
+    whoever iterates, ``RawSink``'s writer), when the file is no longer as indexed."""
     with path.open("rb") as fh:
         fh.seek(last.offset)
         tail = fh.read(last.length)
-        if digest(tail) != last.digest:
-            index.forget(path)
-            raise StaleIndex(f"{path} changed since it was indexed: render again")
-        fh.seek(0)
+    if digest(tail) != last.digest:
+        index.forget(path)
+        raise StaleIndex(f"{path} changed since it was indexed: render again")
+    return _file_bytes(path, last.offset + last.length, tail.endswith(b"\n"), size)
+
+
+def _file_bytes(path: Path, end: int, ends_in_newline: bool, size: int) -> Iterator[bytes]:
+    """``_chunks``' bytes."""
+    with path.open("rb") as fh:
         while fh.tell() < end:
             yield fh.read(min(size, end - fh.tell()))
-    if not tail.endswith(b"\n"):
+    if not ends_in_newline:
         yield b"\n"
 
 

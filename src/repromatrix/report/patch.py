@@ -31,7 +31,7 @@ from .answers import stack_scope
 from .cache import RenderCache
 from .cell import Head
 from .chunks import DATA_DIR, Member, chunk_source, write_chunks
-from .data_files import CSV_HEAD, RawSink, stack_columns, write_csv_lines
+from .data_files import CSV_HEAD, RESULTS, RawSink, stack_columns, write_csv_lines
 from .feed import write_feed
 from .fold import column_fold, row_fold
 from .last_site import KeptSite, numbered, site_inputs
@@ -81,13 +81,15 @@ def render_patched(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro]
         if not index.files() or not covers_exactly(index, files):
             return None
         patch = _Patch(index, cache, kept, out, state, repros, matrix, published)
+        sink = RawSink(out / RESULTS, now.strftime("%Y-%m-%d %H:%M UTC"), state)
         try:
-            sink = RawSink(out / "results.json", now.strftime("%Y-%m-%d %H:%M UTC"), state)
             patch.read(sink)
             patch.prepare()
             KeptSite.forget(out)  # until the pages it describes are written (a render cut off)
             sink.close(patch.reduced.skipped, [])  # (a file rewritten meanwhile: StaleIndex)
+            sink.finish()  # (a patch appends a few records: no reason to write meanwhile)
         except (_Unpatchable, StaleIndex, OSError, UnicodeDecodeError):
+            sink.discard()
             return None
         return patch.write(title, freshness, now)
 
@@ -111,7 +113,7 @@ class _Patch:
 
     def read(self, sink: RawSink) -> None:
         """What the index settled since the kept site, in one read transaction: the cells,
-        every file for ``results.json``, and the feed's newest changes."""
+        every file for ``results.json.gz``, and the feed's newest changes."""
         index, kept, cols, reduced = self.index, self.kept, self.cols, self.reduced
         position = {c: n for n, c in enumerate(cols["id"])}
         with index.snapshot():
@@ -247,7 +249,7 @@ class _Patch:
 
     def write(self, title: str, freshness: Mapping[str, Any] | None,
               now: datetime) -> ReportSummary:
-        """Every file but ``results.json`` (written by then), and the patched site."""
+        """Every file but ``results.json.gz`` (written by then), and the patched site."""
         kept, cols, out, state = self.kept, self.cols, self.out, self.state
         stacks, shown_scope = kept.stacks, kept.shown_scope
         hidden = [shown_scope != "all" and st["scope"] != shown_scope for st in stacks]

@@ -14,7 +14,7 @@ its inputs are unchanged), answers the per-repro questions from the records
     out/repro-<id>.html     one page per repro (answers, expectation beside the records)
     out/data/c<N>.js        cell details in chunks, loaded on demand (file:// works)
     out/changes.atom        status changes as an Atom feed
-    out/results.json        every loaded record, plus what was skipped and the conflicts
+    out/results.json.gz     every loaded record, plus what was skipped and the conflicts
     out/results.csv         the latest record per cell, flattened
     out/static/             CSS and JS (no CDN)
 
@@ -43,7 +43,7 @@ from repromatrix.store.lines import dumps, loads
 from .cache import RenderCache
 from .cell import reproduce_command
 from .chunks import assign_chunks, chunk_groups, chunk_source, write_chunks
-from .data_files import RawSink, write_csv
+from .data_files import RESULTS, RawSink, write_csv
 from .expect import describe_rules
 from .feed import write_feed
 from .fold import column_fold
@@ -119,7 +119,7 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
     state = RenderState(out)
     KeptSite.forget(out)  # until the pages it describes are written (a render cut off midway)
     for attempt in (1, 2):  # a file rewritten under its index: read once more, refreshed
-        sink = RawSink(out / "results.json", now.strftime("%Y-%m-%d %H:%M UTC"), state)
+        sink = RawSink(out / RESULTS, now.strftime("%Y-%m-%d %H:%M UTC"), state)
         try:
             with reduce_records(paths, sink, cache) as reduced:
                 rows = verdict_rows(reduced.index)
@@ -136,6 +136,7 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
                 reduced.keep_only_shown()
             break
         except StaleIndex:
+            sink.discard()
             if attempt == 2:
                 raise
     shown = {c["id"] for c in site["cells"].values() if c["in_scope"]}
@@ -144,6 +145,7 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
                status_changes(feed, FEED_ENTRIES), state, {r.id: r.kind for r in repros.values()})
     write_verdicts(out, rows, repros, state)
     copy_static(out, state)
+    sink.finish()  # (results.json.gz, written meanwhile by a second thread)
     state.save()
     if reduced.mark is not None and len(reduced.settled) == len(reduced.latest):
         key = site_inputs(site["site_key"], paths, repros, title, published)

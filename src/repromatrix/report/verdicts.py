@@ -1,12 +1,12 @@
 """What the page says that ``check`` says: each bug's fix, and the "Check your versions" box's
 data (out/data/environments.js and verdicts.js).
 
-Flow: the index the report read -> the rows ``check --from out/results.json`` reads
+Flow: the index the report read -> the rows ``check --from out/results.json.gz`` reads
 (``verdict_rows``: each cell's shown record that says yes or no) -> each bug's fix in
 ``check``'s words (``page_fixes``: the page's answers); the compatibility table ->
 out/data/environments.js (every environment the box can be asked about); the rows + the
 catalog + the table -> out/data/verdicts.js (each one's answer, as ``repromatrix check ...
---from results.json --format json`` prints it): both made by ``check.page`` with the
+--from results.json.gz --format json`` prints it): both made by ``check.page`` with the
 command's own function, loaded by ``static/check.js`` when the box is first used (scripts,
 so file:// works; index.html carries none of it), which only looks answers up. Each file
 is made only when its inputs changed (``RenderState.kept``), and one that did not change
@@ -26,6 +26,7 @@ from repromatrix.check.command import catalog_bugs
 from repromatrix.model import Repro
 
 from .chunks import DATA_DIR
+from .data_files import RESULTS
 from .markup import script_json
 from .written import RenderState
 
@@ -33,12 +34,12 @@ if TYPE_CHECKING:
     from repromatrix.store.index import StoreIndex
 
 VERDICTS, ENVIRONMENTS = "verdicts.js", "environments.js"
-WHERE = "results.json"  # the page's own records, as the answers' source names them
+WHERE = RESULTS  # the page's own records, as the answers' source names them
 FORMER = "upgrades.js"  # what an earlier box read (the table's upgrade paths): removed
 
 
 def verdict_rows(index: StoreIndex | None) -> list[dict[str, Any]]:
-    """The rows ``check --from out/results.json`` reads (``check.records``): each cell's shown
+    """The rows ``check --from out/results.json.gz`` reads (``check.records``): each cell's shown
     record that says yes or no, read through the index the report read (one store's, or the
     merged index of several), as it keeps them (no record line read)."""
     from repromatrix.check.records import index_rows

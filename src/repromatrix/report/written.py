@@ -4,7 +4,7 @@ Flow: report -> **report_state** -> out/. ``out/.render-state.json`` (not part o
 the page) remembers each file the report wrote: its size and mtime. ``RenderState.write``
 leaves a file alone when the file on disk is still the one written (same size and mtime)
 and holds the new bytes already. For
-``results.json`` it also remembers how many records the file lists, a hash chain
+``results.json.gz`` it also remembers how many records the file lists, a hash chain
 over their digests and where the list ends, so a render whose records begin with
 the same ones appends the rest instead of writing the whole file again. A detail chunk
 (``data/c<N>.js``) is made only when the digest of what it is made from (its cells' pieces, their scopes)
@@ -27,9 +27,9 @@ STATE_NAME = ".render-state.json"
 # Bumped whenever the bytes a render writes for the same records change (2: records in an
 # older schema are written by orjson; 3: NaN and Infinity kept as text; 4: files made from
 # kept pieces remember the digest of what they were made from; 5: a lone surrogate in a
-# record is written as its visible escape), so an --out folder of another format is
-# written anew.
-FORMAT = 5
+# record is written as its visible escape; 6: the records gzip-compressed, results.json.gz,
+# and the detail chunks deflated), so an --out folder of another format is written anew.
+FORMAT = 6
 
 
 class RenderState:

@@ -319,7 +319,7 @@ def escaped(value: Any) -> Any:
 
 def finite(value: Any, key: str = "") -> Any:
     """``value`` with every number JSON cannot hold (NaN, ±Infinity, which a repro's numeric
-    evidence may carry) replaced, so every record line and ``results.json`` stay JSON that
+    evidence may carry) replaced, so every record line and ``results.json.gz`` stay JSON that
     any parser reads: a duration by null (unknown), anything else by its text."""
     if isinstance(value, float) and not math.isfinite(value):
         if key == "duration_s":

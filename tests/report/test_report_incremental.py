@@ -123,7 +123,7 @@ def test_the_check_box_s_former_data_file_is_removed(tmp_path):
 
 def test_a_file_rewritten_after_a_render_is_read_again(tmp_path):
     """Same size, other records (a file replaced by a copy from elsewhere): the index reads
-    it again, the pieces kept for the old lines are not used, results.json is rewritten."""
+    it again, the pieces kept for the old lines are not used, results.json.gz is rewritten."""
     store = ResultStore(tmp_path / "results")
     path = store.append(history_record("pip-a", "bug", 0, "fail"))
     store.append(history_record("pip-b", "bug", 0, "fail"))
@@ -211,9 +211,9 @@ def test_one_store_read_through_its_settled_histories_writes_what_every_record_d
 
 def test_a_copy_sends_a_store_record_by_record_and_a_blank_line_does_not(tmp_path, monkeypatch):
     """Only files that are exactly their records are copied whole: a blank line between two
-    records is left out of results.json line by line, still through the cells' histories;
+    records is left out of results.json.gz line by line, still through the cells' histories;
     the same record twice is sent once, its copy's file line by line (one read path: the
-    histories). results.json stays valid JSON with each record once."""
+    histories). results.json.gz stays valid JSON with each record once."""
     from repromatrix.report import load
 
     calls: list[bool] = []
@@ -238,7 +238,7 @@ def test_a_copy_sends_a_store_record_by_record_and_a_blank_line_does_not(tmp_pat
 def test_blank_damaged_and_older_lines_are_read_through_the_histories_as_every_record_is(
         tmp_path, monkeypatch):
     """A store with a blank line, a damaged line, an older-schema record and a truncated last
-    line is still read one row per cell: the page and results.json are byte for byte what
+    line is still read one row per cell: the page and results.json.gz are byte for byte what
     reading every record writes, after a render and after one more record."""
     from repromatrix.report import load
 
@@ -271,7 +271,7 @@ def test_blank_damaged_and_older_lines_are_read_through_the_histories_as_every_r
     assert first.records == 12 + 2
     ResultStore(store.root).append(history_record("pip-s1", "bug", 7, "crash"))
     assert both("again").records == 15 and calls == [True] * 4
-    # into the folders of the first render: results.json goes on after the lines it holds
+    # into the folders of the first render: results.json.gz goes on after the lines it holds
     render_site([store.root], tmp_path / "first-settled", now=now)
     render_site(merged([store.root], tmp_path), tmp_path / "first-every", now=now)
     for name in ("first-settled", "first-every"):
@@ -363,7 +363,7 @@ def test_pieces_another_render_replaced_meanwhile_are_made_again(tmp_path, monke
 
 def test_a_last_record_without_its_newline_is_read_on_both_paths(tmp_path, monkeypatch):
     """A file whose last line has no newline (edited by hand): its record counts, and
-    results.json stays valid JSON."""
+    results.json.gz stays valid JSON."""
 
     store = ResultStore(tmp_path / "results")
     path = store.append(history_record("pip-a", "bug", 0, "fail"))
@@ -455,7 +455,7 @@ def test_an_unknown_duration_is_shown_as_unknown_not_as_zero(tmp_path):
 
 def test_skipped_lines_are_listed_for_a_store_named_by_a_relative_path(tmp_path, monkeypatch):
     """`report --results .`: the index names a damaged line's file as it names the file
-    itself, so the line is listed in results.json on both paths (it was dropped)."""
+    itself, so the line is listed in results.json.gz on both paths (it was dropped)."""
 
     store = ResultStore(tmp_path / "results")
     path = store.append(history_record("pip-a", "bug", 0, "fail"))
@@ -473,7 +473,7 @@ def test_skipped_lines_are_listed_for_a_store_named_by_a_relative_path(tmp_path,
 
 def test_a_file_rewritten_while_the_settled_path_reads_it_is_read_again(tmp_path,
                                                                         rewrite_after_blocks):
-    """A file rewritten after its store's histories were read but before results.json copies
+    """A file rewritten after its store's histories were read but before results.json.gz copies
     it: the render marks it to be read again (a write, outside the read transaction) and
     renders once more, with the file as it is now."""
     store = ResultStore(tmp_path / "results")
@@ -485,3 +485,16 @@ def test_a_file_rewritten_while_the_settled_path_reads_it_is_read_again(tmp_path
     data = site_records(tmp_path / "site")
     assert [r["status"] for r in data["records"]] == ["pass"]
     assert chunk_cells(tmp_path / "site")["pip-a--bug"]["status"] == "pass"
+
+
+def test_a_plain_results_json_an_earlier_release_wrote_goes(tmp_path):
+    """The records are published as results.json.gz: a plain results.json that a render of an
+    earlier release left in the folder is removed, not left beside it, stale."""
+    store = ResultStore(tmp_path / "results")
+    store.append(history_record("pip-a", "bug", 0, "fail"))
+    out = tmp_path / "site"
+    (out).mkdir()
+    (out / "results.json").write_text('{"records": []}')
+    render_site([store.root], out)
+    assert not (out / "results.json").exists()
+    assert site_records(out)["records"][0]["cell"] == "pip-a--bug"

@@ -186,21 +186,20 @@ class RawSink:
         pool.shutdown()
         self.state.results = {**results, "end": writing.result()}
         self.state.noted(self.path, "")  # too large to hash again: its size and mtime identify it
-        with contextlib.suppress(OSError):  # the uncompressed file renders wrote before it
-            (self.path.parent / "results.json").unlink()
+        self.state.remove_others(self.path.parent, "results.json")  # what renders wrote before
 
 
 @contextlib.contextmanager
-def _compressed(fh: BinaryIO) -> Iterator[IO[bytes]]:
+def _compressed(fh: BinaryIO, level: int = LEVEL) -> Iterator[IO[bytes]]:
     """One gzip member written to ``fh`` (no name, no time: the same bytes every render)."""
-    with gzip.GzipFile(filename="", mode="wb", compresslevel=LEVEL, fileobj=fh, mtime=0) as gz:
+    with gzip.GzipFile(filename="", mode="wb", compresslevel=level, fileobj=fh, mtime=0) as gz:
         yield gz  # type: ignore[misc]
 
 
 def _member(data: bytes, level: int) -> bytes:
     """``data`` as one gzip member, as ``_compressed`` writes it."""
     fh = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", compresslevel=level, fileobj=fh, mtime=0) as gz:
+    with _compressed(fh, level) as gz:
         gz.write(data)
     return fh.getvalue()
 

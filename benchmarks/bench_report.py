@@ -108,7 +108,7 @@ def bench(name: str, stacks: int, repros: int, runs: int, repeat: int, goal: flo
           f"render min/median/max {min(times):.2f}/{statistics.median(times):.2f}/{max(times):.2f} s "
           f"(n={repeat}; CPU min/median {min(cpus):.2f}/{statistics.median(cpus):.2f} s); "
           f"peak RSS {peak / 1e6:.0f} MB; index.html {index / 1e6:.2f} MB "
-          f"({index / cells:.0f} B/cell); data chunks {data / 1e6:.1f} MB; results.json "
+          f"({index / cells:.0f} B/cell); data chunks {data / 1e6:.1f} MB; results.json.gz "
           f"{raw / 1e6:.0f} MB; site {site / 1e6:.0f} MB "
           f"[{'OK' if ok else 'MISSED'}: goal < {goal:g} s] (load {load:.1f})",
           flush=True)

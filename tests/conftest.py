@@ -102,7 +102,7 @@ def pytest_runtest_makereport(item, call):  # noqa: D103
 def rewrite_after_blocks(monkeypatch):
     """Arm a rewrite of one result file (its "fail" statuses made "pass") right after the
     first ``StoreIndex.blocks``: a file changed between a render's read of its index and the
-    copy into results.json. ``arm(path)`` returns the list of files rewritten (one, or none
+    copy into results.json.gz. ``arm(path)`` returns the list of files rewritten (one, or none
     when no render read the blocks)."""
     from repromatrix.store.index import StoreIndex
 

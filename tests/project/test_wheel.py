@@ -119,7 +119,7 @@ def test_readme_quick_start_from_the_wheel_in_a_fresh_venv(tmp_path):
 @pytest.mark.slow
 def test_check_answers_offline_from_the_wheel_in_a_fresh_venv(wheel, tmp_path):
     """`repromatrix check` from the installed wheel, in a folder outside the checkout, for each
-    kind of input (pins, a requirements file, an NGC release, a store, a page's results.json,
+    kind of input (pins, a requirements file, an NGC release, a store, a page's results.json.gz,
     an interpreter): the published records' snapshot and the JSON schema ship inside it."""
     uv = shutil.which("uv")
     venv = tmp_path / "venv"

@@ -1,6 +1,6 @@
 """The page's "Check your versions" box in a real browser against the real command: a site
 rendered from the published records (one store, or two), each combination typed into the box in chromium
-(file://), its answer compared with ``repromatrix check ... --from site/results.json
+(file://), its answer compared with ``repromatrix check ... --from site/results.json.gz
 --format json``: per bug, the smallest upgrade, what the box shows. Then every combination
 the compatibility table allows and every NGC release, asked of ``repromatrix.check`` in
 the page, against the function the command prints (``check.command.check_answer``); and a
@@ -43,14 +43,14 @@ WHERE = "results.json.gz"  # the page's answers name its own records so
 
 
 def as_page_says(want: dict) -> dict:
-    """The command's answer with its source named as the page names it (its results.json)."""
+    """The command's answer with its source named as the page names it (its results.json.gz)."""
     return {**want, "source": {**want["source"], "where": WHERE}}
 
 
 @pytest.fixture(scope="module", params=["one store", "two stores"])
 def published_site(request, tmp_path_factory) -> Path:
     """A site of the published records: from their store (the box's rows come through its
-    index), or from the same records split into two stores (through results.json)."""
+    index), or from the same records split into two stores (through results.json.gz)."""
     root = tmp_path_factory.mktemp("box")
     files = sorted((ROOT / "results" / "published" / "vm").glob("*.jsonl"))
     stores = [root / "a"] if request.param == "one store" else [root / "a", root / "b"]

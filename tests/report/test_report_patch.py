@@ -244,7 +244,7 @@ def test_a_render_cut_off_midway_leaves_no_site_to_patch(tmp_path, monkeypatch):
 
 def test_a_file_rewritten_while_a_patch_reads_it_is_rendered_in_full(tmp_path,
                                                                       rewrite_after_blocks):
-    """A run file rewritten after the patch read the index but before results.json copies
+    """A run file rewritten after the patch read the index but before results.json.gz copies
     it: the patch gives way to a full render, which reads the file as it is now."""
     store = ResultStore(tmp_path / "results")
     for stack in range(3):

@@ -400,7 +400,7 @@ def _strict(text: str):
 
 def test_numbers_json_cannot_hold_are_kept_as_text_in_the_store_and_results_json(tmp_path):
     """A repro's evidence may be NaN or infinite (a numeric check on a broken output): the
-    record line, and results.json from new and from older lines, stay JSON every parser
+    record line, and results.json.gz from new and from older lines, stay JSON every parser
     reads; the value is kept as its text, a duration becomes unknown."""
     from support.sites import site_text
 

@@ -3,6 +3,7 @@ the command's own answer for each (the browser test asks the page itself)."""
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 from pathlib import Path
@@ -11,10 +12,13 @@ from support import ROOT
 
 from repromatrix.check.command import check_answer
 from repromatrix.check.page import (
+    KEPT_SOURCES,
     answers,
     arguments,
+    code_digest,
     combinations,
     environment,
+    environments,
     environments_data,
     rebuilt,
     verdicts_data,
@@ -78,3 +82,23 @@ def test_the_box_says_each_bug_s_kind_as_the_command_does(tmp_path: Path) -> Non
         got = rebuilt(envs, data, at)
         assert got == check_answer(bugs, rows, source, environment(combination), table)
         assert {b["id"]: b["kind"] for b in got["bugs"]} == {k: v["kind"] for k, v in bugs.items()}
+
+
+def test_the_environments_are_kept_between_processes_under_the_digest_of_their_code(
+        tmp_path: Path) -> None:
+    """``kept_in``: the packaged table's environments and upgrades are worked out once, kept in
+    a file named by their code's digest, read back as they were made; a damaged file is made
+    again. (Each copy of the table is what the next process parses: nothing made for it yet.)"""
+    made = environments(load_table())
+    assert environments(copy.copy(load_table()), tmp_path) == made
+    [kept] = tmp_path.glob("environments-*.json")
+    assert kept.name == f"environments-{code_digest(KEPT_SOURCES)}.json"
+    found = json.loads(kept.read_bytes())
+    found[0][1]["label"] = "read back"
+    kept.write_text(json.dumps(found), encoding="utf-8")
+    again = environments(copy.copy(load_table()), tmp_path)
+    assert again[0][1]["label"] == "read back" and again[1:] == made[1:]
+    assert isinstance(again[0][0], tuple)
+    kept.write_text("{", encoding="utf-8")
+    assert environments(copy.copy(load_table()), tmp_path) == made
+    assert json.loads(kept.read_bytes()) == json.loads(json.dumps(made))

@@ -135,7 +135,7 @@ def test_a_new_run_of_a_known_stack_keeps_its_pairing_note_without_the_table(tmp
     store.append(_result(cell="new--demo", repro="demo", status="error", stack=stack, run_id="r2",
                          finished_at="2026-11-23T00:05:00+00:00"))
     assert render_in_process(tmp_path / "site") == "False"
-    for path in store.root.glob(".index.sqlite*"):
+    for path in [*store.root.glob(".index.sqlite*"), *store.root.glob(".render-cache.sqlite*")]:
         path.unlink()  # a cold render: every cell's pieces made anew, each note from the table
     assert render_in_process(tmp_path / "cold") == "True"
     for name in ("index.html", "repro-demo.html", "results.csv"):

@@ -34,18 +34,18 @@ def test_a_report_cache_of_another_format_is_made_anew_and_the_store_index_left_
     out = tmp_path / "site"
     render_site([store], out, now=NOW)
     page, before = site_files(out), index_meta(store)
-    with sqlite3.connect(out / CACHE_NAME) as db:
+    with sqlite3.connect(store / CACHE_NAME) as db:
         assert db.execute("SELECT count(*) FROM pieces").fetchone()[0] > 0
     monkeypatch.setattr(cache_mod, "FORMAT", cache_mod.FORMAT + "-next")  # the report changed
     (out / KEPT_NAME).unlink()  # (else the render patches, reading no pieces)
-    with sqlite3.connect(out / CACHE_NAME) as db:  # an older format's table, still large
+    with sqlite3.connect(store / CACHE_NAME) as db:  # an older format's table, still large
         db.execute("CREATE TABLE bodies (cell TEXT PRIMARY KEY, detail BLOB)")
         db.executemany("INSERT INTO bodies VALUES (?, ?)",
                        [(str(n), b"x" * 4096) for n in range(500)])
-    assert (out / CACHE_NAME).stat().st_size > 2_000_000
+    assert (store / CACHE_NAME).stat().st_size > 2_000_000
     render_site([store], out, now=NOW)
-    assert (out / CACHE_NAME).stat().st_size < 1_000_000  # its space given back
-    with sqlite3.connect(out / CACHE_NAME) as db:
+    assert (store / CACHE_NAME).stat().st_size < 1_000_000  # its space given back
+    with sqlite3.connect(store / CACHE_NAME) as db:
         meta = dict(db.execute("SELECT key, value FROM meta"))
         cells = db.execute("SELECT count(*) FROM pieces").fetchone()[0]
     assert meta["format"] == cache_mod.FORMAT and cells > 0  # made anew, and filled again
@@ -113,7 +113,7 @@ def test_every_cell_of_a_chunk_reads_back_as_it_was_written(name, tmp_path):
     shutil.copytree(DATA / name, store)
     out = tmp_path / "site"
     render_site([store], out, now=NOW)
-    with RenderCache(out / CACHE_NAME) as cache:
+    with RenderCache(store / CACHE_NAME) as cache:
         placed = cache.placed(cache.pieces())
     assert placed
     chunks: dict[int, list[str]] = {}
@@ -130,3 +130,53 @@ def test_every_cell_of_a_chunk_reads_back_as_it_was_written(name, tmp_path):
     broken = tmp_path / "broken.js"
     broken.write_bytes(path.read_bytes()[:len(path.read_bytes()) // 2])
     assert read_entries(broken, set(cells)) == {}
+
+
+def test_a_render_into_another_folder_copies_what_an_earlier_one_made(tmp_path, monkeypatch):
+    """The cache lives beside the store's index, so a render into a new folder finds every
+    cell's pieces there and copies each chunk and the box's data from the folder a render
+    made them in, while those bytes are the ones made: no cell is made, the box is not
+    worked out again, and the page is the one made. A copy whose file changed or went is
+    made again; several stores keep their cache in the folder rendered into."""
+    from repromatrix.report import cell, verdicts
+
+    made: list[str] = []
+    boxes: list[int] = []
+    make_pieces, verdicts_script = cell.make_pieces, verdicts.verdicts_script
+
+    def counted(summary, *args, **kwargs):  # noqa: ANN001, ANN202 - passed through
+        made.append(summary["view"]["id"])
+        return make_pieces(summary, *args, **kwargs)
+
+    def box(*args):  # noqa: ANN002, ANN202
+        boxes.append(1)
+        return verdicts_script(*args)
+
+    monkeypatch.setattr(cell, "make_pieces", counted)
+    monkeypatch.setattr(verdicts, "verdicts_script", box)
+    store = tmp_path / "store"
+    shutil.copytree(DATA / "every_status", store)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / CACHE_NAME).write_bytes(b"an earlier release's cache, beside the page")
+    render_site([store], tmp_path / "a", now=NOW)
+    assert (store / CACHE_NAME).exists() and not (tmp_path / "a" / CACHE_NAME).exists()
+    assert made and boxes == [1]
+    page = site_files(tmp_path / "a")
+    made.clear()
+    render_site([store], tmp_path / "b", now=NOW)
+    assert made == [] and boxes == [1] and site_files(tmp_path / "b") == page
+    chunks = sorted((tmp_path / "a" / "data").glob("c*.js"))
+    assert len(chunks) > 1
+    changed = chunks[0]
+    changed.write_bytes(changed.read_bytes() + b"\n")  # no longer the bytes made
+    render_site([store], tmp_path / "c", now=NOW)
+    assert made and len(made) <= 50 and site_files(tmp_path / "c") == page  # one chunk's cells
+    made.clear()
+    shutil.rmtree(tmp_path / "a")  # the folder the others were made in goes
+    render_site([store], tmp_path / "d", now=NOW)
+    assert made and site_files(tmp_path / "d") == page and boxes == [1, 1]
+    made.clear()
+    render_site([store], tmp_path / "e", now=NOW)  # each made again where "d" made it
+    assert made == [] and site_files(tmp_path / "e") == page
+    render_site([store, DATA / "damaged"], tmp_path / "merged", now=NOW)
+    assert (tmp_path / "merged" / CACHE_NAME).exists()  # several stores: beside the page

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
 import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
@@ -81,7 +80,7 @@ def test_an_incremental_render_leaves_what_a_cold_render_writes(tmp_path, monkey
     both([store.root, tmp_path / "shard"])
     both([store.root, damaged])  # a file given on its own beside the folder that holds it
     both([store.root])
-    with sqlite3.connect(inc / ".render-cache.sqlite") as db:  # the cells' pieces, kept
+    with sqlite3.connect(store.root / ".render-cache.sqlite") as db:  # the cells' pieces, kept
         db.execute("ATTACH DATABASE ? AS store", (str(store.root / ".index.sqlite"),))
         assert db.execute("SELECT count(*) FROM store.cells c WHERE EXISTS (SELECT 1 FROM "
                           "pieces p WHERE p.cell = c.cell)").fetchone()[0] == 240
@@ -393,11 +392,10 @@ def test_hostile_text_reads_back_from_kept_pieces_as_it_was_made(tmp_path, monke
     store.append(history_record("pip-\udcff", "bug", 0, "pass"))  # even in an id the index keeps
     store.close()
     render_site([store.root], tmp_path / "made", now=now)  # every cell's pieces made and kept
-    with sqlite3.connect(tmp_path / "made" / ".render-cache.sqlite") as db:
+    with sqlite3.connect(store.root / ".render-cache.sqlite") as db:
         kept = dict(db.execute("SELECT cell, markup FROM pieces"))
     assert kept["pip-0--bug"].startswith(b"\x01") and b"\x00" in kept["pip-3--bug"]
-    (tmp_path / "kept").mkdir()  # the report's cache beside another page: every cell's pieces
-    shutil.copy(tmp_path / "made" / ".render-cache.sqlite", tmp_path / "kept")  # read back
+    # another page of the same store: every cell's pieces read back from the store's cache
     render_site([store.root], tmp_path / "kept", now=now)
     assert site_files(tmp_path / "kept") == site_files(tmp_path / "made")
     page = (tmp_path / "kept" / "repro-bug.html").read_text()

@@ -138,9 +138,10 @@ def test_a_column_or_row_that_folds_or_unfolds_is_patched_as_a_full_render(tmp_p
 
 
 def test_pieces_of_another_render_are_not_patched_in(tmp_path):
-    """A render with another matrix into another folder keeps its pieces in its own cache
-    (``report.cache``, beside its page): the next render into the first folder patches with
-    its own (its commands name its matrix)."""
+    """A render with another matrix into another folder replaces the cells' pieces in the
+    store's cache (``report.cache``, shared by every page of the store): the next render into
+    the first folder finds them not its own and renders in full, never patching the other's
+    in (its commands name its matrix); the one after patches again."""
     store = ResultStore(tmp_path / "results")
     for stack in range(3):
         store.append(record(stack, "bug", 0, "fail"))
@@ -149,11 +150,13 @@ def test_pieces_of_another_render_are_not_patched_in(tmp_path):
     render_site([store.root], tmp_path / "y", CATALOG, matrix="Y.yaml", published=PUBLISHED,
                 now=NOW)
     store.append(record(1, "bug", 1, "pass"))
-    page.render(patched=True, matrix="X.yaml")
+    page.render(patched=False, matrix="X.yaml")
     chunks = "".join(read_payload(p)[1] for p in (tmp_path / "inc" / "data").glob("c*.js"))
     assert "X.yaml" in chunks and "Y.yaml" not in chunks
     store.append(record(2, "bug", 1, "pass"))
     page.render(patched=True, matrix="X.yaml")
+    chunks = "".join(read_payload(p)[1] for p in (tmp_path / "inc" / "data").glob("c*.js"))
+    assert "X.yaml" in chunks and "Y.yaml" not in chunks
 
 
 def test_a_page_changed_since_the_last_render_is_rendered_in_full(tmp_path):

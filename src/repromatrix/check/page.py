@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,8 @@ ANSWER_SOURCES = (*TABLE_SOURCES, "check/command.py", "check/decide.py", "check/
 INTERNED = ("environment", "bugs", "upgrade")
 
 Combination = tuple[str, str, str, str]
+# a combination, the environment check reads from it, and the upgrades the table allows it
+Environment = tuple[Combination, dict[str, Any], list[dict[str, Any]]]
 
 
 def code_digest(sources: Sequence[str] = TABLE_SOURCES) -> str:
@@ -81,35 +84,65 @@ def environment(combination: Sequence[str]) -> dict[str, Any]:
 
 # per table (by id, the table kept alive with it): each combination, its environment and
 # ``check.candidates``' upgrades, which depend on the table alone: worked out once a process
-_MADE: dict[int, tuple[CompatTable, list[tuple[Combination, dict[str, Any], list[dict[str, Any]]]]]] = {}
+_MADE: dict[int, tuple[CompatTable, list[Environment]]] = {}
+# what the kept environments are made of: the table's sources, and the candidates' code
+KEPT_SOURCES = (*ANSWER_SOURCES, "model.py")
 
 
-def environments(table: CompatTable) -> list[tuple[Combination, dict[str, Any], list[dict[str, Any]]]]:
+def environments(table: CompatTable, kept_in: Path | None = None) -> list[Environment]:
     """Each of ``combinations(table)`` with its environment and the upgrades the table allows
-    it (``check.candidates.candidates``), made once per table in a process."""
-    from .candidates import candidates
-
+    it (``check.candidates.candidates``), made once per table in a process. ``kept_in``: a
+    folder where they are kept between processes, for the packaged table only (the file is
+    named by the digest of the code and data they are made of, ``KEPT_SOURCES``)."""
     if id(table) not in _MADE or _MADE[id(table)][0] is not table:
-        made = [(c, env, candidates(table, env))
-                for c, env in ((c, environment(c)) for c in combinations(table))]
+        path = kept_in / f"environments-{code_digest(KEPT_SOURCES)}.json" if kept_in else None
+        made = _read_kept(path) if path else None
+        if made is None:
+            from .candidates import candidates
+
+            made = [(c, env, candidates(table, env))
+                    for c, env in ((c, environment(c)) for c in combinations(table))]
+            if path:
+                _keep(path, made)
         _MADE[id(table)] = (table, made)
     return _MADE[id(table)][1]
 
 
-def environments_data(table: CompatTable) -> dict[str, Any]:
+def _read_kept(path: Path) -> list[Environment] | None:
+    """The environments kept in ``path`` (``environments``); None when absent or unreadable."""
+    try:
+        found = json.loads(path.read_bytes())
+        return [(tuple(c), env, upgrades) for c, env, upgrades in found]  # type: ignore[misc]
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _keep(path: Path, made: list[Environment]) -> None:
+    """Keep ``made`` in ``path``, whole or not at all (a folder that cannot hold it: not kept)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary.write_text(json.dumps(made), encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError:
+        temporary.unlink(missing_ok=True)
+
+
+def environments_data(table: CompatTable, kept_in: Path | None = None) -> dict[str, Any]:
     """``data/environments.js``: each combination with its environment, in order."""
     return {"format": PAGE_FORMAT,
-            "environments": [[list(c), env] for c, env, _ in environments(table)]}
+            "environments": [[list(c), env] for c, env, _ in environments(table, kept_in)]}
 
 
 def answers(bugs: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
-            source: Mapping[str, Any], table: CompatTable) -> list[dict[str, Any]]:
+            source: Mapping[str, Any], table: CompatTable, kept_in: Path | None = None
+            ) -> list[dict[str, Any]]:
     """``check``'s answer for each of ``combinations(table)``, in order (the rows' table and
-    each bug's fix worked out once)."""
+    each bug's fix worked out once; ``kept_in``: ``environments``')."""
     found = RowTable(rows)
     fixes = bug_fixes(bugs, found, table)
     return [check_answer(bugs, found, source, env, table, upgrades=upgrades, fixes=fixes)
-            for _, env, upgrades in environments(table)]
+            for _, env, upgrades in environments(table, kept_in)]
 
 
 class Interned:

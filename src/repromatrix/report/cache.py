@@ -1,38 +1,42 @@
-"""The report's own cache beside its page: each cell's pieces, the layout.
+"""The report's own cache: each cell's pieces, where each file of the page was made, the layout.
 
-Flow: report.load / report.pieces / report.render / report.patch -> **report.cache** ->
-``out/.render-cache.sqlite`` (standard-library ``sqlite3``). Beside ``.render-state.json``
-(``report.written``) and ``.render-site`` (``report.last_site``), and like them not part of the
-page: deleting it costs one render that makes every cell's pieces again. It keeps:
+Flow: report.load / pieces / render / patch / chunks / verdicts -> **report.cache** ->
+``.render-cache.sqlite`` (``sqlite3``) beside the store's index when the report reads one
+store folder it may write in (a render into any ``--out`` finds it), else in ``--out``.
+Not part of the page: deleting it costs one render that makes every cell's pieces again.
 
-    pieces     per cell, the page's pieces of it the last render made (``report.cell``:
-               its grid cell, repro-page row, CSV row) under a key of every input they
-               were made from (``report.cell.pieces_key``)
-    placed     per cell, the detail chunk (``data/c<N>.js``) the last render wrote it in,
-               under its pieces' key and that chunk's source: the rest of its pieces (drawer
-               detail, environment) are read back from that chunk, not kept twice
-               (``report.chunks.read_entries``), while the page's ``.render-state.json``
-               says the chunk is the one written from that source
-    meta       its ``format`` and the grid layout (``layout``) under the digest of what
-               decides it
+    pieces  per cell, its grid cell, repro-page row and CSV row (``report.cell``) under a
+            key of every input they were made from (``report.cell.pieces_key``)
+    placed  per cell, the chunk (``data/c<N>.js``) the last render wrote its drawer detail
+            and environment in, read back from there (``report.chunks.read_entries``) while
+            ``.render-state.json`` says it is the one written from that source
+    files   per file made from a source (the chunks, the box's data), the file a render
+            last made it in and the digest of its bytes: a render into another folder copies
+            it while it holds those bytes (``write_sourced``); nothing is kept twice
+    meta    its ``format`` and the grid layout under the digest of what decides it
 
-``FORMAT`` is the cache's own: a change of what it keeps empties it (the store's index,
-``store.index``, is left alone). The store's records are read through the store's index,
-and only those of cells whose pieces are made: a record's summary is not kept (as large
-as the record, and about as costly to write and read back as to make again).
+``FORMAT`` is the cache's own: another empties it (the store's index is left alone). A
+record's summary is not kept (as large as the record, and about as costly to read back as
+to make again).
 """
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from repromatrix.store.index_db import lay_out, remove_db, transaction
 
+from .written import RenderState
+
+if TYPE_CHECKING:
+    from .load import Reduced
+
 CACHE_NAME = ".render-cache.sqlite"
-FORMAT = "repromatrix-render-cache-3"  # another value in `meta`: the cache is emptied
+FORMAT = "repromatrix-render-cache-4"  # another value in `meta`: the cache is emptied
 MANY = 2000  # rows asked for at once above which a table is read in one pass
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -40,32 +44,41 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 -- past ~1 KB), and a cell's head and its place are read in separate passes
 CREATE TABLE IF NOT EXISTS pieces (cell TEXT PRIMARY KEY, key TEXT, head BLOB, markup BLOB);
 CREATE TABLE IF NOT EXISTS placed (cell TEXT PRIMARY KEY, key TEXT, chunk INTEGER, source TEXT);
+CREATE TABLE IF NOT EXISTS files (name TEXT PRIMARY KEY, source TEXT, path TEXT, digest TEXT);
 """
-_TABLES = ("meta", "pieces", "placed", "bodies", "summaries")  # (bodies, summaries: dropped)
+_TABLES = ("meta", "pieces", "placed", "files", "bodies", "summaries")  # (bodies, summaries: dropped)
 Kept = tuple[str, bytes, bytes]  # (the pieces' key, and two pieces: head and markup)
 Where = tuple[str, int, str]  # (the pieces' key, the chunk's number and source)
+Written = tuple[str, str, str]  # a file as last made: (its source, path, digest of its bytes)
 
 
 class RenderCache:
-    """The cache of the report rendered into one ``--out`` folder (``RenderCache.open``)."""
+    """The cache of the renders of one store, or into one ``--out`` (``RenderCache.open``)."""
 
     def __init__(self, db: Path) -> None:
         self.db = db
         self._conn = _connect(db)
 
     @classmethod
-    def open(cls, out: Path) -> RenderCache | None:
-        """The cache of ``out``; a damaged one is made anew; None when it cannot be kept
-        there (every render then makes every cell's pieces)."""
-        for attempt in (1, 2):
-            try:
-                return cls(out / CACHE_NAME)
-            except sqlite3.DatabaseError as exc:
-                if attempt == 2 or isinstance(exc, sqlite3.OperationalError):
-                    return None
-                remove_db(out / CACHE_NAME)
-            except OSError:
-                return None
+    def open(cls, out: Path, store: Path | None = None) -> RenderCache | None:
+        """The cache of a render into ``out``: beside the index of ``store`` (the one store
+        folder it reads), else (that folder cannot hold it) in ``out``; a damaged one is made
+        anew; None when neither can (every render then makes every cell's pieces). A cache an
+        earlier release kept in ``out`` goes once the store holds it."""
+        for db in ([store / CACHE_NAME] if store is not None else []) + [out / CACHE_NAME]:
+            for attempt in (1, 2):
+                try:
+                    found = cls(db)
+                except sqlite3.DatabaseError as exc:
+                    if attempt == 2 or isinstance(exc, sqlite3.OperationalError):
+                        break
+                    remove_db(db)
+                    continue
+                except OSError:
+                    break
+                if db.parent != out:
+                    remove_db(out / CACHE_NAME)
+                return found
         return None
 
     def close(self) -> None:
@@ -121,9 +134,20 @@ class RenderCache:
         with self._write() as conn:
             conn.executemany("INSERT OR REPLACE INTO placed VALUES (?, ?, ?, ?)", list(items))
 
+    def written(self, names: Iterable[str]) -> dict[str, Written]:
+        """Where each of the page's files ``names`` was last made (``keep_written``)."""
+        wanted = set(names)
+        return {name: (source, path, digest) for name, source, path, digest in
+                self._conn.execute("SELECT name, source, path, digest FROM files")
+                if name in wanted}
+
+    def keep_written(self, items: Iterable[tuple[str, str, str, str]]) -> None:
+        """Each ``(name, source, path, digest)``: file ``name`` was just made in ``path``."""
+        with self._write() as conn:
+            conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", list(items))
+
     def keep_only(self, cells: Iterable[str]) -> None:
-        """Pieces of cells other than ``cells`` (a full render's) go, once they are a tenth
-        of the table."""
+        """Pieces of cells other than ``cells`` (a full render's) go once a tenth of the table."""
         wanted = set(cells)
         with self._write() as conn:
             kept = conn.execute("SELECT count(*) FROM pieces").fetchone()[0]
@@ -161,3 +185,28 @@ def _connect(db: Path) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+
+def write_sourced(out: Path, sources: Mapping[str, str],
+                  make: Callable[[list[str]], Mapping[str, bytes]], state: RenderState,
+                  book: Reduced | None) -> list[str]:
+    """Write each file ``sources`` names (its name under ``out`` -> the digest of its inputs)
+    whose source changed since the last render into ``out``: copied from where the ``book``
+    says a render last made it from that source while it holds the bytes made (its bytes
+    follow from its source), else made by ``make`` (asked once). Returns the names written."""
+    stale = {name: source for name, source in sources.items()
+             if not state.kept(out / name, source)}
+    found: dict[str, bytes] = {}
+    for name, (source, path, digest) in (book.written(stale) if book and stale else {}).items():
+        with contextlib.suppress(OSError):
+            data = Path(path).read_bytes()
+            if source == stale[name] and hashlib.sha1(data).hexdigest() == digest:
+                found[name] = data
+    made = make([name for name in stale if name not in found]) if len(found) < len(stale) else {}
+    for name, source in stale.items():
+        state.write_made(out / name, source, found.get(name) or made[name])
+    if book is not None and made:  # (a copy's file stays the one noted: this folder may go first)
+        book.keep_written([(name, stale[name], str((out / name).resolve()),
+                            hashlib.sha1(data).hexdigest()) for name, data in made.items()])
+    return list(stale)

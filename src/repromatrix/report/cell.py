@@ -14,8 +14,8 @@ not depend on the rest of the site:
     detail  what the drawer shows: the start of its entry in a chunk (``report.chunks``)
     env     its environment probe as rows
 
-``pieces_key`` digests every input of those pieces, so the report's cache beside the page
-keeps them (``RenderCache.keep_pieces``) and a later render into that folder reuses them
+``pieces_key`` digests every input of those pieces, so the report's cache keeps them
+(``RenderCache.keep_pieces``) and a later render of that store reuses them, into any folder,
 until one input changes: a render costs what changed, plus the assembly of the site.
 """
 

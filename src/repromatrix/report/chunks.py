@@ -24,13 +24,17 @@ import re
 import zlib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from repromatrix.rules.verdict import STANDIN
 from repromatrix.store.reader import Span
 
+from .cache import write_sourced
 from .markup import script_json
 from .written import RenderState
+
+if TYPE_CHECKING:
+    from .load import Reduced
 
 CHUNK_CELLS = 50
 Member = tuple[str, str, str]  # a chunk's cell: (id, pieces key, scope)
@@ -91,39 +95,45 @@ def chunk_source(number: int, members: Sequence[Member]) -> str:
 
 
 def write_chunks(out: Path, groups: Mapping[int, Sequence[Member]], sources: Mapping[int, str],
-                 details: Details, state: RenderState,
-                 placed: Callable[[list[Placed]], None] | None = None) -> int:
+                 details: Details, state: RenderState, book: Reduced | None = None) -> int:
     """Write data/c<N>.js for every chunk whose source (``chunk_source``) changed since the
-    last render into ``out`` (others stay as they are, unread; chunks no longer used go);
-    ``details(cells, folder, state)``: each cell's detail (the start of its ``[id, {...}]``
-    entry) and environment rows (``report.cell.Pieces``), asked once for every chunk to
-    write (``groups``: the cells of those at least), before any is written (a cell's may be
-    read back from the chunk an earlier render wrote it in: ``read_entries``); ``placed``:
-    told the cells of the chunks written. Returns the chunk count."""
+    last render into ``out`` (chunks no longer used go), copied or made (``report.cache.
+    write_sourced``) of ``details(cells, folder, state)``: each cell's detail (its entry's
+    start) and environment rows (``report.cell.Pieces``; a cell's may be read back from the
+    chunk it was written in: ``read_entries``). Returns the chunk count."""
     folder = out / DATA_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    stale = [number for number, source in sources.items()
-             if not state.kept(folder / f"c{number}.js", source)]
-    found = details([cid for number in stale for cid, _, _ in groups[number]], folder, state)
-    scopes: dict[str, bytes] = {}
-    for number in stale:
-        local: dict[bytes, int] = {}  # each environment once (equal rows, equal digest)
-        rows = []
-        for cid, _, scope_name in groups[number]:
-            detail, env = found[cid]
-            if env not in local:
-                local[env] = len(local)
-            scope = scopes.get(scope_name)
-            if scope is None:
-                scope = scopes[scope_name] = str(script_json(scope_name)).encode("utf-8")
-            rows.append(b'%s,"env":%d,"scope":%s}]' % (detail, local[env], scope))
-        payload = b'{"envs":[%s],"cells":[%s]}' % (b",".join(local), b",".join(rows))
-        state.write_made(folder / f"c{number}.js", sources[number], pack(number, payload))
-    if placed is not None and stale:
-        placed([(cid, key, number, sources[number]) for number in stale
-                for cid, key, _ in groups[number]])
+    numbers = {f"{DATA_DIR}/c{number}.js": number for number in sources}
+
+    def make(names: list[str]) -> dict[str, bytes]:
+        found = details([cid for name in names for cid, _, _ in groups[numbers[name]]],
+                        folder, state)
+        scopes: dict[str, bytes] = {}
+        return {name: _made(numbers[name], groups[numbers[name]], found, scopes) for name in names}
+
+    written = write_sourced(out, {name: sources[n] for name, n in numbers.items()}, make,
+                            state, book)
+    if book is not None and written:
+        book.keep_placed([(cid, key, numbers[name], sources[numbers[name]]) for name in written
+                          for cid, key, _ in groups[numbers[name]]])
     state.remove_others(folder, "c*.js")
     return len(sources)
+
+
+def _made(number: int, members: Sequence[Member], found: Mapping[str, tuple[bytes, bytes]],
+          scopes: dict[str, bytes]) -> bytes:
+    """Chunk ``number``'s script, made of its cells' details and environments (``found``)."""
+    local: dict[bytes, int] = {}  # each environment once (equal rows, equal digest)
+    rows = []
+    for cid, _, scope_name in members:
+        detail, env = found[cid]
+        if env not in local:
+            local[env] = len(local)
+        scope = scopes.get(scope_name)
+        if scope is None:
+            scope = scopes[scope_name] = str(script_json(scope_name)).encode("utf-8")
+        rows.append(b'%s,"env":%d,"scope":%s}]' % (detail, local[env], scope))
+    return pack(number, b'{"envs":[%s],"cells":[%s]}' % (b",".join(local), b",".join(rows)))
 
 
 def read_entries(path: Path, cells: Collection[str]) -> dict[str, tuple[bytes, bytes]]:

@@ -126,37 +126,42 @@ class Reduced:
             found.raw = b""
             yield cell, summary
 
+    def _cached(self, method: str, *args: Any, default: Any = None) -> Any:
+        """The report's cache's ``method(*args)`` (``report.cache.RenderCache``); ``default``
+        without a cache, or when it fails (only a cache: made again, or kept next time)."""
+        if self.cache is not None:
+            with contextlib.suppress(sqlite3.Error, OSError):
+                return getattr(self.cache, method)(*args)
+        return default
+
     def pieces(self) -> dict[str, tuple[str, bytes, bytes]]:
-        """The pieces the report's cache keeps, by cell: (their key, head, markup)."""
-        return self.cache.pieces() if self.cache is not None else {}
+        """The pieces the cache keeps, by cell: (their key, head, markup)."""
+        return self._cached("pieces", default={})  # type: ignore[no-any-return]
 
     def placed(self, cells: Iterable[str]) -> dict[str, tuple[str, int, str]]:
-        """Where the cache says each of ``cells`` was last written: (its pieces' key then, the
-        chunk's number and source; ``RenderCache.placed``)."""
-        if self.cache is None:
-            return {}
-        with contextlib.suppress(sqlite3.Error, OSError):  # only a cache: made again, then
-            return self.cache.placed(cells)
-        return {}
+        """Where each of ``cells`` was last written: (its pieces' key then, chunk, source)."""
+        return self._cached("placed", cells, default={})  # type: ignore[no-any-return]
 
     def keep(self, pieces: Iterable[tuple[str, str, bytes, bytes]]) -> None:
         """Hand cells' new heads (cell, key, head, markup) to the cache, for the next render."""
-        if self.cache is not None:
-            with contextlib.suppress(sqlite3.Error, OSError):  # only a cache: next time, then
-                self.cache.keep_pieces(pieces)
+        self._cached("keep_pieces", pieces)
 
     def keep_placed(self, items: list[tuple[str, str, int, str]]) -> None:
-        """Note the chunk each cell was just written in (``RenderCache.keep_placed``)."""
-        if self.cache is not None:
-            with contextlib.suppress(sqlite3.Error, OSError):  # only a cache: next time, then
-                self.cache.keep_placed(items)
+        """Note the chunk each cell was just written in."""
+        self._cached("keep_placed", items)
+
+    def written(self, names: Iterable[str]) -> dict[str, tuple[str, str, str]]:
+        """Where each of the page's files ``names`` was last made: (source, path, digest)."""
+        return self._cached("written", names, default={})  # type: ignore[no-any-return]
+
+    def keep_written(self, items: list[tuple[str, str, str, str]]) -> None:
+        """Note the page's files just made."""
+        self._cached("keep_written", items)
 
     def keep_only_shown(self) -> None:
         """After a render of every cell: the pieces the cache keeps of other cells go, once
         they are a tenth of it (``RenderCache.keep_only``)."""
-        if self.cache is not None:
-            with contextlib.suppress(sqlite3.Error, OSError):  # only a cache: next time, then
-                self.cache.keep_only(self.latest)
+        self._cached("keep_only", self.latest)
 
 
 def newest_changed(cells: list[str], changed_at: list[str | None], limit: int) -> list[str]:

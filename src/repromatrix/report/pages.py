@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from repromatrix.model import KINDS, Status
 from repromatrix.store.lines import Skipped
@@ -62,9 +62,32 @@ def report_assets_dir() -> Path:
 
 
 
-def write_pages(out: Path, site: Mapping[str, Any], state: RenderState) -> dict[str, Spans]:
+META_START, META_END = '<p class="meta">', "</p>"
+
+
+def page_meta(site: Mapping[str, Any]) -> Markup:
+    """The line under every page's title: when it was made, from how many records, the raw
+    data's links (all of a repro page that changes with every render)."""
+    n = int(site["records"])
+    return Markup(f'{META_START}Generated {escape(site["generated_at"])} from {n} record'
+                  f'{"" if n == 1 else "s"}.\n    Raw data: <a href="results.json.gz">results.json.gz'
+                  '</a> · <a href="results.csv">results.csv</a>\n    · Feed of changes: '
+                  f'<a href="changes.atom">changes.atom</a>{META_END}')
+
+
+def _with_meta(head: str, meta: str) -> str:
+    """``head`` (a page's text before its cells) with its ``page_meta`` line replaced."""
+    start = head.index(META_START)
+    return head[:start] + meta + head[head.index(META_END, start) + len(META_END):]
+
+
+def write_pages(out: Path, site: Mapping[str, Any], state: RenderState,
+                unchanged: Mapping[str, tuple[str, str]] | None = None) -> dict[str, Spans]:
     """index.html and one page per repro, each with its (small) inline data; where each
-    page's cells' markup is (``report.last_site.Spans``: grid rows, repro-page rows)."""
+    page's cells' markup is (``report.last_site.Spans``: grid rows, repro-page rows).
+    ``unchanged``: a patch's repro pages whose inputs but ``page_meta``'s did not change, as
+    their text before and after their cells (only their meta line is made again)."""
+    unchanged = unchanged or {}
     env = template_env()
     common = {"pages": {r: page_name(r) for r in site["repro_ids"]},
               "letters": {k: v[0] for k, v in STATUS_INFO.items()},
@@ -76,8 +99,13 @@ def write_pages(out: Path, site: Mapping[str, Any], state: RenderState) -> dict[
     spans["index.html"] = _write_around(out / "index.html", text, mark, site["grid_rows"],
                                         "\n", "\n", state)
     page = env.get_template("repro.html.j2")
+    meta = str(page_meta(site))
     for rv in site["repro_views"]:
-        text = page.render(site=site, repro={**rv, "rows_html": mark}, data=data)
+        if rv["page"] in unchanged:
+            head, tail = unchanged[rv["page"]]
+            text = f"{_with_meta(head, meta)}{mark}{tail}"
+        else:
+            text = page.render(site=site, repro={**rv, "rows_html": mark}, data=data)
         spans[rv["page"]] = _write_around(out / rv["page"], text, mark, rv["trs"], "\n", "",
                                           state)
     state.remove_others(out, "repro-*.html")
@@ -106,6 +134,7 @@ def template_env() -> jinja2.Environment:
     env.filters["safe_url"] = safe_url
     env.filters["fragment"] = fragment
     env.globals["badge_html"] = badge_html
+    env.globals["page_meta"] = page_meta
     env.globals["STATUS_INFO"] = STATUS_INFO
     env.globals["STATUS_ORDER"] = STATUS_ORDER
     env.globals["SCOPES"] = SCOPES

@@ -34,7 +34,7 @@ from .chunks import DATA_DIR, Member, chunk_source, write_chunks
 from .data_files import CSV_HEAD, RESULTS, RawSink, stack_columns, write_csv_lines
 from .feed import write_feed
 from .fold import column_fold, row_fold
-from .last_site import KeptSite, numbered, site_inputs
+from .last_site import KeptSite, Spans, numbered, site_inputs
 from .load import Reduced, add_settled, covers_exactly, newest_changed, sink_files, status_changes
 from .markup import grid_row, repro_tr
 from .pages import (
@@ -177,11 +177,15 @@ class _Patch:
         self.heads.update(self._kept_heads(others))
         self._chunks()
         self.old: dict[str, list[str]] = {}  # each file's cells' markup as the last render wrote it
+        self.around: dict[str, tuple[str, str]] = {}  # and its text before and after them
         for name, spans in kept.pages.items():
-            found = spans.pieces((self.out / name).read_bytes().decode("utf-8"))
+            text = (self.out / name).read_bytes().decode("utf-8")
+            found = spans.pieces(text)
             if found is None:
                 raise _Unpatchable(f"{name} is not as the last render wrote it")
             self.old[name] = found
+            end = spans.start + len(Spans.join(found, spans.sep, spans.end))
+            self.around[name] = (text[:spans.start], text[end:])
 
     def _stacks(self, before: Mapping[int, str]) -> None:
         """Each changed cell's stack as ``StackBook`` keeps it: from its latest-finished cell
@@ -276,9 +280,11 @@ class _Patch:
             "scope_counts": kept.scope_counts, "freshness": freshness,
             "grid_rows": self._grid_rows(views, hidden), "decided": decided_by_level(rows),
         }
-        pages = write_pages(out, site, state)
+        changed = {views[j]["page"] for j in self.columns}
+        pages = write_pages(out, site, state, {rv["page"]: self.around[rv["page"]] for rv in views
+                                               if rv["page"] not in changed})
         chunks = write_chunks(out, self.groups, self.sources, lambda *_: self.details, state,
-                              self.cache.keep_placed)
+                              self.reduced)
         lines = self._csv_lines()
         write_csv_lines(out, lines, state)
         pages["results.csv"] = kept.pages["results.csv"]._replace(
@@ -286,7 +292,7 @@ class _Patch:
         write_feed(out / "changes.atom", title, now.isoformat(timespec="seconds"),
                    status_changes(self.feed, FEED_ENTRIES), state,
                    {r.id: r.kind for r in self.repros.values()})
-        write_verdicts(out, rows, self.repros, state)
+        write_verdicts(out, rows, self.repros, state, self.reduced)
         copy_static(out, state)
         state.save()
         self._keep(views, pages)

@@ -3,11 +3,10 @@
 Flow: results -> **report.render**. ``render_site`` loads the result files and folders
 (``report.load``: a folder through its index, the latest record per cell, and each
 cell's history as a timeline, ``store.reader.timeline``), takes each cell's pieces
-(``report.cell``: kept by the report's cache beside the page, ``report.cache``, while
-their inputs are unchanged, else made from the record's summary, with its expectation
-checked), pivots the cells with pandas
-(stacks as rows, grouped and in version order; repros as columns; the layout kept while
-its inputs are unchanged), answers the per-repro questions from the records
+(``report.cell``: kept by the report's cache, ``report.cache``, while their inputs are
+unchanged, else made from the record's summary, with its expectation checked), pivots the
+cells with pandas (stacks as rows, grouped and in version order; repros as columns; the
+layout kept while its inputs are unchanged), answers the per-repro questions from the records
 (``report.answers``) and assembles the pieces into Jinja2 templates from ``report/``:
 
     out/index.html          the grid (status, marks, labels only), answers, filters, changes
@@ -90,7 +89,7 @@ def render_site(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro] | 
     out.mkdir(parents=True, exist_ok=True)
     now = now or datetime.now(timezone.utc)
     repros = repros or {}
-    with _gc_paused(), _cache_of(out) as cache:
+    with _gc_paused(), _cache_of(out, paths) as cache:
         patched = render_patched(paths, out, repros, matrix=matrix, title=title,
                                  published=published, freshness=freshness, now=now, cache=cache)
         if patched is not None:
@@ -100,9 +99,11 @@ def render_site(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro] | 
 
 
 @contextlib.contextmanager
-def _cache_of(out: Path) -> Iterator[RenderCache | None]:
-    """The report's cache beside ``out`` (``report.cache``), closed afterwards."""
-    cache = RenderCache.open(out)
+def _cache_of(out: Path, paths: Sequence[Path]) -> Iterator[RenderCache | None]:
+    """The report's cache (``report.cache``): beside the index of the one store folder
+    ``paths`` names, else in ``out``; closed afterwards."""
+    one = len(paths) == 1 and Path(paths[0]).is_dir()
+    cache = RenderCache.open(out, Path(paths[0]) if one else None)
     try:
         yield cache
     finally:
@@ -129,8 +130,7 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
                 pages = write_pages(out, site, state)
                 groups = chunk_groups(site["cells"])
                 sources = {n: chunk_source(n, members) for n, members in groups.items()}
-                chunks = write_chunks(out, groups, sources, site["details"], state,
-                                      reduced.keep_placed)
+                chunks = write_chunks(out, groups, sources, site["details"], state, reduced)
                 head, lines = write_csv(out, site, site["heads"], state)
                 pages["results.csv"] = Spans.of(head, lines, "\r\n", "\r\n")
                 reduced.keep_only_shown()
@@ -143,7 +143,7 @@ def _render_full(paths: Sequence[Path], out: Path, repros: Mapping[str, Repro], 
     feed = {c: reduced.timeline(c) for c in reduced.feed_cells(shown.__contains__, FEED_ENTRIES)}
     write_feed(out / "changes.atom", title, now.isoformat(timespec="seconds"),
                status_changes(feed, FEED_ENTRIES), state, {r.id: r.kind for r in repros.values()})
-    write_verdicts(out, rows, repros, state)
+    write_verdicts(out, rows, repros, state, reduced)
     copy_static(out, state)
     sink.finish()  # (results.json.gz, written meanwhile by a second thread)
     state.save()

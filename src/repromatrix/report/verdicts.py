@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from repromatrix.check.command import catalog_bugs
 from repromatrix.model import Repro
+from repromatrix.paths import cache_dir
 
+from .cache import write_sourced
 from .chunks import DATA_DIR
 from .data_files import RESULTS
 from .markup import script_json
@@ -33,9 +35,17 @@ from .written import RenderState
 if TYPE_CHECKING:
     from repromatrix.store.index import StoreIndex
 
+    from .load import Reduced
+
 VERDICTS, ENVIRONMENTS = "verdicts.js", "environments.js"
 WHERE = RESULTS  # the page's own records, as the answers' source names them
 FORMER = "upgrades.js"  # what an earlier box read (the table's upgrade paths): removed
+
+
+def environments_folder() -> Path:
+    """Where the packaged table's environments and upgrades are kept between renders
+    (``check.page.environments``): the user's cache, as they depend on the package alone."""
+    return cache_dir() / "box"
 
 
 def verdict_rows(index: StoreIndex | None) -> list[dict[str, Any]]:
@@ -77,9 +87,10 @@ def decided_by_level(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
 
 
 def write_verdicts(out: Path, rows: Sequence[Mapping[str, Any]], repros: Mapping[str, Repro],
-                   state: RenderState) -> None:
+                   state: RenderState, book: Reduced | None = None) -> None:
     """Write data/environments.js and data/verdicts.js (of ``rows``, ``verdict_rows``) where
-    their inputs changed since the last render into ``out``."""
+    their inputs changed since the last render into ``out``: copied from where the ``book``
+    says a render (into any folder) last made them from the same inputs, else made."""
     from repromatrix.check.page import ANSWER_SOURCES, code_digest
     from repromatrix.check.records import rows_source
 
@@ -89,13 +100,17 @@ def write_verdicts(out: Path, rows: Sequence[Mapping[str, Any]], repros: Mapping
     # the answers change only with the rows that say yes or no (a new record that cannot
     # tell changes none), the catalog (keys in their order: a rule's conditions are said in
     # the catalog's order) and the code and table that decide them
-    source = hashlib.sha1(json.dumps([rows, bugs, code_digest(ANSWER_SOURCES)],
-                                     default=str).encode("utf-8", "surrogatepass")).hexdigest()
-    if not state.kept(folder / VERDICTS, source):
-        state.write_made(folder / VERDICTS, source,
-                         verdicts_script(bugs, rows, rows_source("results.json", WHERE, rows)))
-    if not state.kept(folder / ENVIRONMENTS, code_digest()):
-        state.write_made(folder / ENVIRONMENTS, code_digest(), environments_script())
+    answers = json.dumps([rows, bugs, code_digest(ANSWER_SOURCES)], default=str)
+    sources = {f"{DATA_DIR}/{VERDICTS}": hashlib.sha1(answers.encode("utf-8", "surrogatepass")
+                                                      ).hexdigest(),
+               f"{DATA_DIR}/{ENVIRONMENTS}": code_digest()}
+
+    def make(names: list[str]) -> dict[str, bytes]:
+        return {name: (verdicts_script(bugs, rows, rows_source("results.json", WHERE, rows))
+                       if name.endswith(VERDICTS) else environments_script()).encode("utf-8")
+                for name in names}
+
+    write_sourced(out, sources, make, state, book)
     state.remove_others(folder, FORMER)
 
 
@@ -105,7 +120,8 @@ def verdicts_script(bugs: Mapping[str, Mapping[str, Any]], rows: Sequence[Mappin
     from repromatrix.check.page import answers, verdicts_data
     from repromatrix.config.compat import load_table
 
-    return f"repromatrixVerdicts({script_json(verdicts_data(answers(bugs, rows, source, load_table())))});\n"
+    found = answers(bugs, rows, source, load_table(), kept_in=environments_folder())
+    return f"repromatrixVerdicts({script_json(verdicts_data(found))});\n"
 
 
 def environments_script() -> str:
@@ -113,4 +129,5 @@ def environments_script() -> str:
     from repromatrix.check.page import environments_data
     from repromatrix.config.compat import load_table
 
-    return f"repromatrixEnvironments({script_json(environments_data(load_table()))});\n"
+    found = environments_data(load_table(), environments_folder())
+    return f"repromatrixEnvironments({script_json(found)});\n"

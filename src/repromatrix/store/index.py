@@ -5,8 +5,7 @@ run files stay the source of truth (mergeable, diffable, append-only);
 ``<results>/.index.sqlite`` (standard-library ``sqlite3``, WAL; ``store.index_db``) only
 points into them, so it can always be deleted and rebuilt. Lines are read with the store's
 one parser (``store.lines.parse``) and ordered by its one order (``store.reader.LATER_SQL``).
-It keeps records and histories only (the report keeps its own cache beside its page,
-``report.cache``):
+It keeps records and histories only (the report's cache is its own, ``report.cache``):
 
     files    every indexed file: size and mtime when last read, how far it was
              read (byte offset, line count) and a hash of the bytes before that
@@ -27,14 +26,11 @@ It keeps records and histories only (the report keeps its own cache beside its p
              wrote it: a reader that noted both reads only the cells settled since
              (``histories_since``)
 
-Each table's row is a named type (``store.index_rows``, ``Settled``). ``refresh`` brings
-the index up to date with the files (a stat per file when nothing changed);
-``ResultStore.append`` updates it as each record is written (``added``), in one
-``BEGIN IMMEDIATE`` transaction that first reads any lines the index missed (another
-writer's, or ones written while it could not be updated). ``entries`` hands every
-record's ``store.reader.Entry`` to the store's conflict rule and history; ``keys``,
-``latest`` and ``read_lines`` read from disk only the records asked for, one at a time:
-memory follows the cells asked for.
+Each table's row is a named type (``store.index_rows``, ``Settled``). ``refresh`` catches
+up with the files (a stat per file when nothing changed); ``ResultStore.append`` updates it
+per record (``added``) in one ``BEGIN IMMEDIATE`` transaction that first reads any lines it
+missed. ``entries`` hands every record's ``store.reader.Entry`` to the store's conflict rule
+and history; ``keys``, ``latest`` and ``read_lines`` read only the records asked for.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@
 
 A store restored from a git branch (the ``results`` branch of the matrix workflow) or
 copied from shards holds its JSONL files and no ``.index.sqlite``: the first report
-builds the index and makes every cell's pieces. Goals: 10k cells (one run) < 3 s and
+builds the index and makes every cell's pieces (no report cache either). Goals: 10k cells (one run) < 3 s and
 100k records (10k cells x 10 runs) < 10 s, the index under 2 KB per record. Stores are
 ``bench_report.write_store``'s (copies of the ten real records, in today's schema, read
 by both trees). Each render is a fresh ``python -m repromatrix.cli report --results STORE
@@ -60,8 +60,8 @@ def bench(name: str, stacks: int, runs: int, args: argparse.Namespace, trees: di
     for _ in range(args.repeat):
         for label, tree in trees.items():  # alternately, so the machine's load falls on both
             store, out = stores[label], tmp / f"site-{name}"
-            for path in store.glob(".index.sqlite*"):
-                path.unlink()
+            for path in [*store.glob(".index.sqlite*"), *store.glob(".render-cache.sqlite*")]:
+                path.unlink()  # (the report's cache too: it lives beside the index since a5672bc)
             shutil.rmtree(out, ignore_errors=True)
             sample = measure([sys.executable, "-m", "repromatrix.cli", "report", "--results",
                               str(store), "--out", str(out)], env_with(tree / "src"), cwd=tree)

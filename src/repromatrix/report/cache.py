@@ -26,14 +26,11 @@ import hashlib
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from repromatrix.store.index_db import lay_out, remove_db, transaction
 
 from .written import RenderState
-
-if TYPE_CHECKING:
-    from .load import Reduced
 
 CACHE_NAME = ".render-cache.sqlite"
 FORMAT = "repromatrix-render-cache-4"  # another value in `meta`: the cache is emptied
@@ -188,9 +185,14 @@ def _connect(db: Path) -> sqlite3.Connection:
 
 
 
+class Book(Protocol):  # where a render notes the files it made (``report.load.Reduced``)
+    def written(self, names: Iterable[str]) -> dict[str, Written]: ...
+    def keep_written(self, items: list[tuple[str, str, str, str]]) -> None: ...
+
+
 def write_sourced(out: Path, sources: Mapping[str, str],
                   make: Callable[[list[str]], Mapping[str, bytes]], state: RenderState,
-                  book: Reduced | None) -> list[str]:
+                  book: Book | None) -> list[str]:
     """Write each file ``sources`` names (its name under ``out`` -> the digest of its inputs)
     whose source changed since the last render into ``out``: copied from where the ``book``
     says a render last made it from that source while it holds the bytes made (its bytes

@@ -106,13 +106,11 @@ def write_chunks(out: Path, groups: Mapping[int, Sequence[Member]], sources: Map
     numbers = {f"{DATA_DIR}/c{number}.js": number for number in sources}
 
     def make(names: list[str]) -> dict[str, bytes]:
-        found = details([cid for name in names for cid, _, _ in groups[numbers[name]]],
-                        folder, state)
+        found = details([c for name in names for c, _, _ in groups[numbers[name]]], folder, state)
         scopes: dict[str, bytes] = {}
         return {name: _made(numbers[name], groups[numbers[name]], found, scopes) for name in names}
 
-    written = write_sourced(out, {name: sources[n] for name, n in numbers.items()}, make,
-                            state, book)
+    written = write_sourced(out, {n: sources[k] for n, k in numbers.items()}, make, state, book)
     if book is not None and written:
         book.keep_placed([(cid, key, numbers[name], sources[numbers[name]]) for name in written
                           for cid, key, _ in groups[numbers[name]]])

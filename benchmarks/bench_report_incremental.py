@@ -10,9 +10,11 @@ peak RSS < 500 MB at 100k. Stores are ``bench_report.write_store``'s (copies of 
 records). The store's index is brought up to date before the timed renders (a real
 store's index is kept current by each append); its first build is timed apart. The
 first render makes every cell's pieces and keeps them (in the store's index before the
-report kept its own cache; since, in ``out/.render-cache.sqlite``, ``report.cache``): a
-cold render is a full render into a folder holding nothing of a page, where a tree with
-a report cache finds a copy of the first render's (``CACHE``).
+report kept its own cache; then in ``out/.render-cache.sqlite``; since a5672bc beside the
+store's index, ``report.cache``): a cold render is a full render into a folder holding
+nothing of a page, where a tree with a report cache finds the first render's (a copy of it
+``CACHE`` for a tree that kept it in ``out``; since a5672bc, the store's own, and it copies
+the chunks and the box's data from the first render's folder).
 ``--baseline REV`` renders the same stores with that revision's tree (default:
 ``FULL_RERENDER``, which re-renders everything every time). Each render is a fresh
 process (wall time and its own peak RSS), from bytecode compiled beforehand for every

@@ -27,6 +27,7 @@ from repromatrix.model import Repro
 from repromatrix.paths import cache_dir
 
 from .cache import write_sourced
+from .cell import PIECES_VERSION
 from .chunks import DATA_DIR
 from .data_files import RESULTS
 from .markup import script_json
@@ -99,11 +100,11 @@ def write_verdicts(out: Path, rows: Sequence[Mapping[str, Any]], repros: Mapping
     bugs = catalog_bugs(repros)
     # the answers change only with the rows that say yes or no (a new record that cannot
     # tell changes none), the catalog (keys in their order: a rule's conditions are said in
-    # the catalog's order) and the code and table that decide them
-    answers = json.dumps([rows, bugs, code_digest(ANSWER_SOURCES)], default=str)
+    # the catalog's order) and the code and table that decide them and write them
+    answers = json.dumps([rows, bugs, code_digest(ANSWER_SOURCES), PIECES_VERSION], default=str)
     sources = {f"{DATA_DIR}/{VERDICTS}": hashlib.sha1(answers.encode("utf-8", "surrogatepass")
                                                       ).hexdigest(),
-               f"{DATA_DIR}/{ENVIRONMENTS}": code_digest()}
+               f"{DATA_DIR}/{ENVIRONMENTS}": f"{code_digest()} {PIECES_VERSION}"}
 
     def make(names: list[str]) -> dict[str, bytes]:
         return {name: (verdicts_script(bugs, rows, rows_source("results.json", WHERE, rows))

@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
 CHUNK_CELLS = 50
 Member = tuple[str, str, str]  # a chunk's cell: (id, pieces key, scope)
-Placed = tuple[str, str, int, str]  # a cell written in a chunk: (id, pieces key, number, source)
 Details = Callable[[list[str], Path, RenderState], Mapping[str, tuple[bytes, bytes]]]
 _DECODER = json.JSONDecoder()
 DATA_DIR = "data"

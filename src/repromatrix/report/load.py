@@ -127,8 +127,7 @@ class Reduced:
             yield cell, summary
 
     def _cached(self, method: str, *args: Any, default: Any = None) -> Any:
-        """The report's cache's ``method(*args)`` (``report.cache.RenderCache``); ``default``
-        without a cache, or when it fails (only a cache: made again, or kept next time)."""
+        """The cache's ``method(*args)``; ``default`` without one, or when it fails (a cache)."""
         if self.cache is not None:
             with contextlib.suppress(sqlite3.Error, OSError):
                 return getattr(self.cache, method)(*args)

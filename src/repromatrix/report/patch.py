@@ -34,7 +34,7 @@ from .chunks import DATA_DIR, Member, chunk_source, write_chunks
 from .data_files import CSV_HEAD, RESULTS, RawSink, stack_columns, write_csv_lines
 from .feed import write_feed
 from .fold import column_fold, row_fold
-from .last_site import KeptSite, Spans, numbered, site_inputs
+from .last_site import KeptSite, numbered, site_inputs
 from .load import Reduced, add_settled, covers_exactly, newest_changed, sink_files, status_changes
 from .markup import grid_row, repro_tr
 from .pages import (
@@ -184,7 +184,8 @@ class _Patch:
             if found is None:
                 raise _Unpatchable(f"{name} is not as the last render wrote it")
             self.old[name] = found
-            end = spans.start + len(Spans.join(found, spans.sep, spans.end))
+            end = spans.start + sum(spans.lengths) + len(spans.sep) * max(len(found) - 1, 0) \
+                + (len(spans.end) if found else 0)  # (no join of the cells' markup again)
             self.around[name] = (text[:spans.start], text[end:])
 
     def _stacks(self, before: Mapping[int, str]) -> None:

@@ -20,8 +20,6 @@ import gzip
 import io
 import json
 import sys
-import urllib.error
-import urllib.request
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
@@ -165,6 +163,9 @@ def _read(where: str) -> bytes:
 
 
 def _fetch(url: str) -> bytes:
+    import urllib.error  # only here: with ssl and http, 30 ms of every command that reads rows
+    import urllib.request
+
     try:
         with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT) as response:  # noqa: S310
             data: bytes = response.read(FETCH_LIMIT + 1)

@@ -7,11 +7,13 @@ static ``x`` and a dynamic ``y`` give a 1-tuple for a 2-argument ``forward``, wh
 refuses. v2.2.0 builds a dict keyed by ``Input.name`` for the dynamic inputs only, and
 asserts a name first (lines 61-85): the stages name their inputs (``x``, ``y``, as
 ``forward`` does), so that assertion, another problem (an unnamed dynamic ``Input``), never
-decides; what torch 2.2's export makes of the one-key dict is not measured here. v2.5.0
+decides; torch 2.2's export refuses the one-key dict for two arguments the same way
+(``tree_zip``, ``torch/_export/__init__.py`` line 122 in 2.2.2: UserError "Expected
+{'y': {...}} to have 2 items"). v2.5.0
 (PR #2970, commit 3a0b244b6e, "Added kwarg support for dynamo.compile") builds a dict
 over every ``forward`` parameter, ``{}`` for a static input (``get_dynamic_shapes_args``,
 line 112). The error text is torch's and
-differs by torch release (UserError on 2.3, ValueError on 2.4).
+differs by torch release (UserError on 2.2 and 2.3, ValueError on 2.4).
 
 Stages:
 - trace_mixed_standin (main, CPU, TensorRT stood in: ``_standin.py``): the real
@@ -43,7 +45,7 @@ META = {
         "opt_shape=..., max_shape=...)]) for a forward(x, y) fails in dynamo.trace: "
         "torch-tensorrt 2.3.0/2.4.0 pass torch.export a dynamic_shapes tuple with an entry for "
         "the dynamic input only (2.2.0: a dict keyed by Input.name, dynamic inputs only), which "
-        "export refuses (torch 2.3: UserError 'Expected (...) to have 2 items'; torch 2.4: "
+        "export refuses (torch 2.2 and 2.3: UserError 'Expected ... to have 2 items'; torch 2.4: "
         "ValueError 'Node arity mismatch'). No upstream issue for this symptom; fixed in "
         "Torch-TensorRT 2.5.0 by PR #2970 (commit 3a0b244b6e), which gives every forward parameter an entry. "
         "Workaround: torch.export the model with dynamic_shapes yourself and pass the "
@@ -58,7 +60,8 @@ META = {
                 "release/ngc/24.01 to 24.06 the same); v2.3.0/v2.4.0 :61 a list, :79 appends "
                 "for a dynamic Input only, :81 export(..., dynamic_shapes=tuple(dynamic_shapes)) "
                 "(PR #2775; release/ngc/24.07 and 24.08 :61). Measured with TensorRT stood in: "
-                "2.3.0 (torch 2.3.1) UserError, 2.4.0 (torch 2.4.1) ValueError, raised at :81",
+                "2.2.0 (torch 2.2.2) UserError, raised at :85; 2.3.0 (torch 2.3.1) UserError, "
+                "2.4.0 (torch 2.4.1) ValueError, raised at :81",
     },
     "fixed_by": {
         "commits": ["3a0b244b6e0a591d6dd7124cb16b9ec657518f85"],
@@ -78,8 +81,10 @@ SIGNATURES = [
     Signature(
         "dynamic_shapes_too_few_items", exc="UserError", when={"torch": "<2.4"},
         stage=_TRACE_STAGES, frame=_TRACE_FRAME + r".*export\(",
-        pattern=r"Expected \(\{0: <class '[\w.]+'>\},\) to have 2 items",
-        note="torch 2.3's text: torch-tensorrt's 1-tuple dynamic_shapes for two inputs"),
+        pattern=r"Expected (\(\{0: <class '[\w.]+'>\},\)|\{'y': \{0: <class '[\w.]+'>\}\}) "
+                r"to have 2 items",
+        note="torch 2.2's and 2.3's text: torch-tensorrt's dynamic_shapes for two inputs "
+             "with one entry (2.2.0: a dict keyed by the dynamic input's name; 2.3.0: a 1-tuple)"),
     Signature(
         "dynamic_shapes_node_arity", exc="ValueError", when={"torch": ">=2.4,<2.5"},
         stage=_TRACE_STAGES, frame=_TRACE_FRAME + r".*export\(",

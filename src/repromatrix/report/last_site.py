@@ -56,8 +56,9 @@ class Spans(NamedTuple):
     def join(pieces: Sequence[str], sep: str, end: str) -> str:
         return sep.join(pieces) + (end if pieces else "")
 
-    def pieces(self, text: str) -> list[str] | None:
-        """The pieces as ``text`` holds them (None: it is not the text they were noted in)."""
+    def pieces(self, text: str) -> tuple[list[str], int] | None:
+        """The pieces as ``text`` holds them, and where their text ends (after ``end``);
+        None: it is not the text they were noted in."""
         out, at, last = [], self.start, len(self.lengths) - 1
         for n, length in enumerate(self.lengths):
             piece = text[at:at + length]
@@ -67,7 +68,7 @@ class Spans(NamedTuple):
                 return None
             out.append(piece)
             at += len(tail)
-        return out
+        return out, at
 
 
 @dataclass

@@ -183,9 +183,7 @@ class _Patch:
             found = spans.pieces(text)
             if found is None:
                 raise _Unpatchable(f"{name} is not as the last render wrote it")
-            self.old[name] = found
-            end = spans.start + sum(spans.lengths) + len(spans.sep) * max(len(found) - 1, 0) \
-                + (len(spans.end) if found else 0)  # (no join of the cells' markup again)
+            self.old[name], end = found
             self.around[name] = (text[:spans.start], text[end:])
 
     def _stacks(self, before: Mapping[int, str]) -> None:

@@ -528,6 +528,12 @@ FRAME_CASES = [
      "2.4.1", _TRACE_81, "dynamic_shapes_node_arity", "recorded, torch-tensorrt 2.4.0 (torch 2.4.1)"),
     ("dynamo_trace_mixed_static_dynamic_inputs", ["UserError"], _TOO_FEW, "trace_mixed_standin",
      "2.3.1", _TRACE_81, "dynamic_shapes_too_few_items", "recorded, torch-tensorrt 2.3.0 (torch 2.3.1)"),
+    ("dynamo_trace_mixed_static_dynamic_inputs", ["UserError"],
+     "torch._dynamo.exc.UserError: Expected {'y': {0: <class 'torch_tensorrt.dynamo._tracer.y_0'>}} "
+     "to have 2 items", "trace_mixed_standin", "2.2.2",
+     "torch_tensorrt/dynamo/_tracer.py:85 in trace: exp_program = export(mod, tuple(torch_inputs), "
+     "dynamic_shapes=dynamic_shapes)", "dynamic_shapes_too_few_items",
+     "recorded, torch-tensorrt 2.2.0 (torch 2.2.2): its one-key dict for two arguments"),
     ("dynamo_trace_mixed_static_dynamic_inputs", ["AssertionError"],
      "AssertionError: Expected a name for a dynamic input with shape {'min_shape': (1, 5), 'opt_shape': "
      "(4, 5), 'max_shape': (8, 5)} but found none", "trace_mixed_standin", "2.2.2",
